@@ -1,0 +1,306 @@
+package auditor
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Policy is what Evaluate holds a snapshot against.
+type Policy struct {
+	// Floor is the oldest acceptable version, normalised by ParseVersion.
+	Floor string
+	// Accounts, Streams and Consumers are glob patterns (path.Match syntax)
+	// that narrow the asset findings; empty means all. Server, cluster,
+	// leafnode and completeness findings are never narrowed.
+	Accounts  []string
+	Streams   []string
+	Consumers []string
+}
+
+// Report is the outcome of Evaluate.
+type Report struct {
+	Status    Severity
+	Floor     string
+	Findings  []Finding
+	Servers   []ServerReport
+	Clusters  []ClusterReport
+	Leafnodes []LeafLink
+	Snapshot  *Snapshot
+}
+
+// ServerReport is a server with its verdict and what it leads.
+type ServerReport struct {
+	Server
+	Verdict      Verdict `json:"verdict"`
+	StreamsLed   int     `json:"streams_led"`
+	ConsumersLed int     `json:"consumers_led"`
+}
+
+// ClusterReport is one cluster and the versions its servers run.
+type ClusterReport struct {
+	Name     string   `json:"name"`
+	Servers  int      `json:"servers"`
+	Versions []string `json:"versions"`
+}
+
+// Evaluate holds a snapshot against a policy. It is pure: the same snapshot
+// and policy always give the same report.
+func Evaluate(snap *Snapshot, p Policy) *Report {
+	e := evaluation{p: p, byName: make(map[string]*ServerReport, len(snap.Servers))}
+	r := &Report{Floor: p.Floor, Snapshot: snap}
+
+	r.Servers = make([]ServerReport, len(snap.Servers))
+	for i, s := range snap.Servers {
+		r.Servers[i] = ServerReport{Server: s, Verdict: CompareToFloor(s.Version, p.Floor)}
+		e.byName[s.Name] = &r.Servers[i]
+	}
+	slices.SortFunc(r.Servers, func(a, b ServerReport) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	// Sorting moved the reports: point the index at their new places.
+	for i := range r.Servers {
+		e.byName[r.Servers[i].Name] = &r.Servers[i]
+	}
+
+	e.servers(r.Servers)
+	r.Clusters = e.clusters(r.Servers)
+	e.missing(snap)
+	for _, m := range snap.Meta {
+		e.meta(m)
+	}
+	for _, a := range snap.Streams {
+		e.asset(a)
+	}
+	for _, a := range snap.Consumers {
+		e.asset(a)
+	}
+	e.leafnodes(snap.Leafnodes)
+	for _, pr := range snap.Problems {
+		e.add(Finding{Code: AuditIncomplete, Server: pr.Server,
+			Message: fmt.Sprintf("%s: %s", pr.Request, pr.Err)})
+	}
+	if len(snap.Servers) == 0 {
+		e.add(Finding{Code: AuditIncomplete, Message: "no server answered the audit"})
+	}
+
+	r.Leafnodes = snap.Leafnodes
+	r.Findings = e.findings
+	sortFindings(r.Findings)
+	for _, f := range r.Findings {
+		if f.Severity.Worse(r.Status) {
+			r.Status = f.Severity
+		}
+	}
+	return r
+}
+
+type evaluation struct {
+	p        Policy
+	byName   map[string]*ServerReport
+	findings []Finding
+}
+
+func (e *evaluation) add(f Finding) {
+	f.Severity = SeverityOf(f.Code)
+	e.findings = append(e.findings, f)
+}
+
+func (e *evaluation) servers(servers []ServerReport) {
+	for _, s := range servers {
+		switch s.Verdict {
+		case VerdictBelow:
+			e.add(Finding{Code: ServerBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
+				Message: fmt.Sprintf("server %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
+		case VerdictUnparseable:
+			e.add(Finding{Code: VersionUnparseable, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
+				Message: fmt.Sprintf("server %s reports version %q, which is not a version", s.Name, s.Version)})
+		}
+	}
+}
+
+func (e *evaluation) clusters(servers []ServerReport) []ClusterReport {
+	var out []ClusterReport
+	for _, s := range servers {
+		if s.Cluster == "" {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1].Name != s.Cluster {
+			out = append(out, ClusterReport{Name: s.Cluster})
+		}
+		c := &out[len(out)-1]
+		c.Servers++
+		if !slices.Contains(c.Versions, s.Version) {
+			c.Versions = append(c.Versions, s.Version)
+		}
+	}
+	for i := range out {
+		c := &out[i]
+		slices.Sort(c.Versions)
+		if len(c.Versions) > 1 {
+			e.add(Finding{Code: ClusterMixedVersions, Cluster: c.Name, Versions: c.Versions,
+				Message: fmt.Sprintf("cluster %s runs %d versions: %s", c.Name, len(c.Versions), strings.Join(c.Versions, ", "))})
+		}
+	}
+	return out
+}
+
+func (e *evaluation) missing(snap *Snapshot) {
+	namedMissing := 0
+	for _, name := range sortedKeys(snap.ExpectedNames) {
+		if _, ok := e.byName[name]; ok {
+			continue
+		}
+		namedMissing++
+		by := slices.Clone(snap.ExpectedNames[name])
+		slices.Sort(by)
+		by = slices.Compact(by)
+		e.add(Finding{Code: ServerMissing, Server: name,
+			Message: fmt.Sprintf("server %s did not answer; %s named it as a peer", name, strings.Join(by, ", "))})
+	}
+	if unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing; unnamed > 0 {
+		e.add(Finding{Code: ServerMissing,
+			Message: fmt.Sprintf("%d of %d expected servers answered; %d missing servers were never named",
+				len(snap.Servers), snap.ExpectedCount, unnamed)})
+	}
+}
+
+func (e *evaluation) meta(m MetaGroup) {
+	if m.Leader == "" {
+		return
+	}
+	if s, ok := e.byName[m.Leader]; ok && s.Verdict == VerdictBelow {
+		e.add(Finding{Code: MetaLeaderBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
+			Message: fmt.Sprintf("JetStream meta leader %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
+	}
+}
+
+func (e *evaluation) selected(a Asset) bool {
+	match := func(patterns []string, v string) bool {
+		if len(patterns) == 0 {
+			return true
+		}
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, v); ok {
+				return true
+			}
+		}
+		return false
+	}
+	if !match(e.p.Accounts, a.Account) || !match(e.p.Streams, a.Stream) {
+		return false
+	}
+	return a.Kind != KindConsumer || match(e.p.Consumers, a.Consumer)
+}
+
+func (e *evaluation) asset(a Asset) {
+	leader, hasLeader := e.byName[a.Leader]
+	if hasLeader {
+		if a.Kind == KindConsumer {
+			leader.ConsumersLed++
+		} else {
+			leader.StreamsLed++
+		}
+	}
+	if !e.selected(a) {
+		return
+	}
+	base := Finding{Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}
+	name := a.name()
+
+	leaderBelow := hasLeader && leader.Verdict == VerdictBelow
+	switch {
+	case leaderBelow && a.Kind == KindConsumer:
+		f := base
+		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
+		f.Message = fmt.Sprintf("consumer %s is led by %s running %s: RESET and UNPIN to it go unanswered", name, leader.Name, leader.Version)
+		e.add(f)
+	case leaderBelow:
+		f := base
+		f.Code, f.Server, f.Cluster, f.Version = StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
+		f.Message = fmt.Sprintf("stream %s is led by %s running %s, below the floor %s", name, leader.Name, leader.Version, e.p.Floor)
+		e.add(f)
+	case a.Kind == KindConsumer && a.Leader == "" && a.Replicas > 1:
+		f := base
+		f.Code = ConsumerNoLeader
+		f.Message = fmt.Sprintf("consumer %s (R%d) has no leader", name, a.Replicas)
+		e.add(f)
+	}
+
+	for _, peer := range a.Peers {
+		s, ok := e.byName[peer]
+		if !ok {
+			continue // a peer that did not answer is a SERVER_MISSING finding
+		}
+		// A follower below the floor is only a hazard while the leader would
+		// accept a RESET: a leader below the floor never replicates one.
+		if a.Kind == KindConsumer && !leaderBelow && peer != a.Leader && s.Verdict == VerdictBelow {
+			f := base
+			f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
+			f.Message = fmt.Sprintf("consumer %s has follower %s running %s: a RESET from its leader would crash it", name, s.Name, s.Version)
+			e.add(f)
+		}
+		if a.RequiredLevel > s.APILevel {
+			level := s.APILevel
+			f := base
+			f.Code, f.Server, f.Cluster, f.Version = AssetAPILevelUnsupported, s.Name, s.Cluster, s.Version
+			f.RequiredLevel, f.ServerLevel = a.RequiredLevel, &level
+			f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d", a.Kind, name, a.RequiredLevel, s.Name, level)
+			e.add(f)
+		}
+	}
+}
+
+func (a Asset) name() string {
+	n := a.Account + " > " + a.Stream
+	if a.Consumer != "" {
+		n += " > " + a.Consumer
+	}
+	return n
+}
+
+func (e *evaluation) leafnodes(links []LeafLink) {
+	seen := map[LeafLink]bool{}
+	for _, l := range links {
+		if _, ok := e.byName[l.Peer]; ok {
+			continue
+		}
+		key := LeafLink{Server: l.Server, Peer: l.Peer, Account: l.Account}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		e.add(Finding{Code: LeafnodeUnaudited, Server: l.Server, Cluster: l.Cluster, Peer: l.Peer, Account: l.Account,
+			Message: fmt.Sprintf("leafnode peer %s (linked to %s in account %s) does not share the system account and was not audited", l.Peer, l.Server, l.Account)})
+	}
+}
+
+func codeIndex(c Code) int {
+	return slices.IndexFunc(Codes, func(k CodeInfo) bool { return k.Code == c })
+}
+
+func sortFindings(fs []Finding) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(
+			cmp.Compare(b.Severity.rank(), a.Severity.rank()),
+			cmp.Compare(codeIndex(a.Code), codeIndex(b.Code)),
+			cmp.Compare(a.Account, b.Account),
+			cmp.Compare(a.Stream, b.Stream),
+			cmp.Compare(a.Consumer, b.Consumer),
+			cmp.Compare(a.Cluster, b.Cluster),
+			cmp.Compare(a.Server, b.Server),
+			cmp.Compare(a.Peer, b.Peer),
+		)
+	})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,113 @@
+package auditor
+
+import "fmt"
+
+// Severity of a finding and of a whole report. The numeric values are the
+// Nagios plugin exit codes.
+type Severity int
+
+// Severities, valued as Nagios exit codes.
+const (
+	OK       Severity = 0
+	Warning  Severity = 1
+	Critical Severity = 2
+	Unknown  Severity = 3
+)
+
+var severityNames = map[Severity]string{OK: "OK", Warning: "WARNING", Critical: "CRITICAL", Unknown: "UNKNOWN"}
+
+func (s Severity) String() string {
+	if n, ok := severityNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("Severity(%d)", int(s))
+}
+
+// MarshalText writes the severity by name.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// rank orders severities by how bad they are: a CRITICAL finding outweighs
+// an UNKNOWN one (something is known to be broken), which outweighs a WARNING.
+func (s Severity) rank() int {
+	switch s {
+	case Critical:
+		return 3
+	case Unknown:
+		return 2
+	case Warning:
+		return 1
+	}
+	return 0
+}
+
+// Worse reports whether s outranks o.
+func (s Severity) Worse(o Severity) bool { return s.rank() > o.rank() }
+
+// Code names a kind of finding.
+type Code string
+
+// The finding codes, with their severities in Codes.
+const (
+	ServerBelowFloor          Code = "SERVER_BELOW_FLOOR"
+	ClusterMixedVersions      Code = "CLUSTER_MIXED_VERSIONS"
+	ConsumerLeaderBelowFloor  Code = "CONSUMER_LEADER_BELOW_FLOOR"
+	ConsumerReplicaBelowFloor Code = "CONSUMER_REPLICA_BELOW_FLOOR"
+	ConsumerNoLeader          Code = "CONSUMER_NO_LEADER"
+	StreamLeaderBelowFloor    Code = "STREAM_LEADER_BELOW_FLOOR"
+	MetaLeaderBelowFloor      Code = "META_LEADER_BELOW_FLOOR"
+	AssetAPILevelUnsupported  Code = "ASSET_API_LEVEL_UNSUPPORTED"
+	LeafnodeUnaudited         Code = "LEAFNODE_UNAUDITED"
+	ServerMissing             Code = "SERVER_MISSING"
+	VersionUnparseable        Code = "VERSION_UNPARSEABLE"
+	AuditIncomplete           Code = "AUDIT_INCOMPLETE"
+)
+
+// CodeInfo pairs a finding code with the severity its findings carry.
+type CodeInfo struct {
+	Code     Code
+	Severity Severity
+}
+
+// Codes lists every finding code with its severity, in a stable order.
+var Codes = []CodeInfo{
+	{ServerBelowFloor, Critical},
+	{ClusterMixedVersions, Warning},
+	{ConsumerLeaderBelowFloor, Critical},
+	{ConsumerReplicaBelowFloor, Critical},
+	{ConsumerNoLeader, Warning},
+	{StreamLeaderBelowFloor, Warning},
+	{MetaLeaderBelowFloor, Warning},
+	{AssetAPILevelUnsupported, Critical},
+	{LeafnodeUnaudited, Warning},
+	{ServerMissing, Unknown},
+	{VersionUnparseable, Unknown},
+	{AuditIncomplete, Unknown},
+}
+
+// SeverityOf returns the severity findings of code c carry.
+func SeverityOf(c Code) Severity {
+	for _, k := range Codes {
+		if k.Code == c {
+			return k.Severity
+		}
+	}
+	return Unknown
+}
+
+// Finding is one thing the audit found wrong. Only the fields that apply to
+// its code are set.
+type Finding struct {
+	Code          Code     `json:"code"`
+	Severity      Severity `json:"severity"`
+	Message       string   `json:"message"`
+	Server        string   `json:"server,omitempty"`
+	Cluster       string   `json:"cluster,omitempty"`
+	Version       string   `json:"version,omitempty"`
+	Versions      []string `json:"versions,omitempty"`
+	Peer          string   `json:"peer,omitempty"`
+	Account       string   `json:"account,omitempty"`
+	Stream        string   `json:"stream,omitempty"`
+	Consumer      string   `json:"consumer,omitempty"`
+	RequiredLevel int      `json:"required_level,omitempty"`
+	ServerLevel   *int     `json:"server_level,omitempty"`
+}

@@ -1,0 +1,98 @@
+package auditor
+
+import "time"
+
+// Snapshot is everything one audit saw, in plain data: no NATS connection and
+// no verdicts. Evaluate turns it into findings.
+type Snapshot struct {
+	Started  time.Time
+	Duration time.Duration
+	// Requests counts the requests published during the audit.
+	Requests int
+
+	Servers   []Server
+	Streams   []Asset
+	Consumers []Asset
+	Meta      []MetaGroup
+	Leafnodes []LeafLink
+
+	// ExpectedCount is the number of servers the audit expected to answer:
+	// the largest of --expect and the active server counts servers reported.
+	ExpectedCount int
+	// ExpectedNames maps the name of every server some server named (as a
+	// route, gateway or JetStream meta peer) to the servers that named it.
+	ExpectedNames map[string][]string
+
+	// Problems are requests that failed or replies that could not be used.
+	Problems []Problem
+}
+
+// Server is one server that answered the audit.
+type Server struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Host      string   `json:"host,omitempty"`
+	Cluster   string   `json:"cluster,omitempty"`
+	Domain    string   `json:"domain,omitempty"`
+	Version   string   `json:"version"`
+	Tags      []string `json:"tags,omitempty"`
+	JetStream bool     `json:"jetstream"`
+	// APILevel is the highest JetStream API level the server supports
+	// (0 when it does not report one).
+	APILevel int `json:"api_level"`
+}
+
+// AssetKind tells streams from consumers.
+type AssetKind string
+
+// The kinds of JetStream asset the audit inventories.
+const (
+	KindStream   AssetKind = "stream"
+	KindConsumer AssetKind = "consumer"
+)
+
+// Asset is a stream or consumer, merged from the reports of every server
+// that hosts it.
+type Asset struct {
+	Kind     AssetKind
+	Domain   string
+	Account  string
+	Stream   string
+	Consumer string // empty for streams
+	// Leader is the server name of the RAFT leader, empty when there is none.
+	Leader string
+	// Peers are the names of every server in the asset's RAFT group,
+	// leader included, sorted.
+	Peers []string
+	// Replicas is the configured replica count.
+	Replicas int
+	// RequiredLevel is the config's _nats.req.level: the lowest JetStream
+	// API level that can run the asset.
+	RequiredLevel int
+}
+
+// MetaGroup is the JetStream meta group of one domain.
+type MetaGroup struct {
+	Domain  string
+	Cluster string
+	Leader  string
+	Peers   []string
+}
+
+// LeafLink is one leafnode connection as a server's LEAFZ lists it.
+type LeafLink struct {
+	// Server is the name of the server that reported the link.
+	Server  string
+	Cluster string
+	// Peer is the server name of the other end.
+	Peer    string
+	Account string
+	IsSpoke bool
+}
+
+// Problem is a request that failed or a reply the audit could not use.
+type Problem struct {
+	Server  string
+	Request string
+	Err     string
+}

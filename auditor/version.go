@@ -1,0 +1,66 @@
+package auditor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/mod/semver"
+)
+
+// DefaultFloor is the oldest nats-server release the audit accepts by default:
+// 2.14.0 is the first release that answers $JS.API.CONSUMER.RESET.
+const DefaultFloor = "v2.14.0"
+
+// fipsSuffix marks a FIPS build of a release. It is a build flavour, not a
+// pre-release: 2.14.0-fips is 2.14.0.
+const fipsSuffix = "-fips"
+
+// ErrVersionEmpty is returned by ParseVersion for an empty version string.
+var ErrVersionEmpty = errors.New("empty version")
+
+// ParseVersion normalises a nats-server version ("2.14.0", "v2.14",
+// "2.14.3-fips", "2.14.0-RC.2") into canonical semantic-version form
+// ("v2.14.0", "v2.14.3", "v2.14.0-RC.2") that golang.org/x/mod/semver compares.
+func ParseVersion(s string) (string, error) {
+	v := strings.TrimSpace(s)
+	if v == "" {
+		return "", ErrVersionEmpty
+	}
+	v = strings.TrimSuffix(v, fipsSuffix)
+	if !strings.HasPrefix(v, "v") {
+		v = "v" + v
+	}
+	if !semver.IsValid(v) {
+		return "", fmt.Errorf("%q is not a semantic version", s)
+	}
+	return semver.Canonical(v), nil
+}
+
+// Verdict says where a server version stands against the floor.
+type Verdict string
+
+// The verdicts of CompareToFloor.
+const (
+	VerdictBelow       Verdict = "below"
+	VerdictAtFloor     Verdict = "at_floor"
+	VerdictAbove       Verdict = "above"
+	VerdictUnparseable Verdict = "unparseable"
+)
+
+// CompareToFloor judges a server's version against a floor already
+// normalised by ParseVersion.
+func CompareToFloor(version, floor string) Verdict {
+	v, err := ParseVersion(version)
+	if err != nil {
+		return VerdictUnparseable
+	}
+	switch c := semver.Compare(v, floor); {
+	case c < 0:
+		return VerdictBelow
+	case c == 0:
+		return VerdictAtFloor
+	default:
+		return VerdictAbove
+	}
+}

@@ -1,0 +1,97 @@
+// Package natstest starts real nats-server processes of several versions on
+// loopback for the auditor's tests. It is a test harness only.
+package natstest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// The server versions the tests run side by side. Old is below the default
+// floor, Floor is the first release at it, New is above it.
+const (
+	Old   = "v2.12.15"
+	Floor = "v2.14.0"
+	New   = "v2.15.3"
+)
+
+// Versions lists every version the harness builds.
+var Versions = []string{Old, Floor, New}
+
+// CacheDir is where built nats-server binaries are kept: $NATS_SERVER_CACHE,
+// else .cache/nats-server at the module root (git-ignored).
+func CacheDir() (string, error) {
+	if d := os.Getenv("NATS_SERVER_CACHE"); d != "" {
+		return d, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, ".cache", "nats-server"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+var buildMu sync.Mutex
+
+// Build returns the path of a nats-server binary of the given version,
+// building it with `go install` into the cache the first time. A file lock
+// keeps test binaries of several packages from building the same version at once.
+func Build(version string) (string, error) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, version)
+	bin := filepath.Join(dir, "nats-server")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(cache, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file unlocks too
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil // another process built it while we waited
+	}
+	cmd := exec.Command("go", "install", "github.com/nats-io/nats-server/v2@"+version)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0")
+	cmd.Dir = os.TempDir() // outside this module: its go.mod must not pin the server's dependencies
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go install nats-server@%s: %w\n%s", version, err, out)
+	}
+	return bin, nil
+}
+
+// Binary is Build for tests: it fails the test when the build fails.
+func Binary(t testing.TB, version string) string {
+	t.Helper()
+	bin, err := Build(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}

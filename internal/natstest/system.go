@@ -1,0 +1,362 @@
+package natstest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Users every server's config defines. SysUser is in the system account,
+// AppUser in the JetStream-enabled APP account.
+const (
+	SysUser     = "sys"
+	SysPassword = "sys-secret"
+	AppUser     = "app"
+	AppPassword = "app-secret"
+)
+
+// Spec describes one server.
+type Spec struct {
+	Name    string
+	Version string
+	// Cluster names the cluster; servers with the same Cluster route to
+	// each other. Empty runs the server outside any cluster.
+	Cluster   string
+	Tags      []string
+	JetStream bool
+	// Domain is the JetStream domain, for servers in a leafnode topology.
+	Domain string
+	// Gateway joins the server's cluster to every other gateway cluster.
+	Gateway bool
+	// LeafListen accepts leafnode connections.
+	LeafListen bool
+	// LeafRemotes are leafnode links this server makes.
+	LeafRemotes []Remote
+	// ExtraAccounts adds that many JetStream accounts (ACC0001, ...).
+	ExtraAccounts int
+}
+
+// Remote is a leafnode link to Hub, binding the listed local accounts (each
+// logged in as the same account on the hub).
+type Remote struct {
+	Hub      string
+	Accounts []string
+}
+
+// Server is a running (or stopped) nats-server process.
+type Server struct {
+	Spec
+	ClientPort, ClusterPort, GatewayPort, LeafPort int
+	conf, log, store                               string
+	cmd                                            *exec.Cmd
+	exited                                         chan struct{}
+	exitErr                                        error
+}
+
+// System is a set of servers started together.
+type System struct {
+	t       testing.TB
+	dir     string
+	servers []*Server
+}
+
+// Start writes configs for specs, starts every server and waits until each
+// accepts clients and every JetStream server sees a meta leader.
+func Start(t testing.TB, specs ...Spec) *System {
+	t.Helper()
+	sys := &System{t: t, dir: t.TempDir()}
+	for _, sp := range specs {
+		s := &Server{Spec: sp}
+		s.ClientPort, s.ClusterPort, s.GatewayPort, s.LeafPort = freePort(t), freePort(t), freePort(t), freePort(t)
+		s.conf = filepath.Join(sys.dir, sp.Name+".conf")
+		s.log = filepath.Join(sys.dir, sp.Name+".log")
+		s.store = filepath.Join(sys.dir, sp.Name+"-js")
+		sys.servers = append(sys.servers, s)
+	}
+	for _, s := range sys.servers {
+		if err := os.WriteFile(s.conf, []byte(sys.config(s)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(sys.shutdown)
+	for _, s := range sys.servers {
+		sys.launch(s)
+	}
+	for _, s := range sys.servers {
+		sys.WaitReady(s.Name)
+	}
+	return sys
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Server returns the server named name.
+func (sys *System) Server(name string) *Server {
+	for _, s := range sys.servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	sys.t.Fatalf("no server %q in the test system", name)
+	return nil
+}
+
+// URL is the client URL of the named server.
+func (sys *System) URL(name string) string {
+	return fmt.Sprintf("nats://127.0.0.1:%d", sys.Server(name).ClientPort)
+}
+
+// Connect connects to the named server as user.
+func (sys *System) Connect(name, user, password string) *nats.Conn {
+	sys.t.Helper()
+	nc, err := nats.Connect(sys.URL(name), nats.UserInfo(user, password), nats.MaxReconnects(-1))
+	if err != nil {
+		sys.t.Fatalf("connect to %s as %s: %v", name, user, err)
+	}
+	sys.t.Cleanup(nc.Close)
+	return nc
+}
+
+func (sys *System) config(s *Server) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	w("server_name: %q", s.Name)
+	w("listen: \"127.0.0.1:%d\"", s.ClientPort)
+	if len(s.Tags) > 0 {
+		w("server_tags: [%s]", quoteAll(s.Tags))
+	}
+	if s.JetStream {
+		w("jetstream { store_dir: %q", s.store)
+		if s.Domain != "" {
+			w("  domain: %q", s.Domain)
+		}
+		w("}")
+	}
+	if s.Cluster != "" {
+		var routes []string
+		for _, o := range sys.servers {
+			if o != s && o.Cluster == s.Cluster {
+				routes = append(routes, fmt.Sprintf("%q", fmt.Sprintf("nats-route://127.0.0.1:%d", o.ClusterPort)))
+			}
+		}
+		w("cluster { name: %q, listen: \"127.0.0.1:%d\", routes: [%s] }", s.Cluster, s.ClusterPort, strings.Join(routes, ", "))
+	}
+	if s.Gateway {
+		var gws []string
+		seen := map[string]bool{s.Cluster: true}
+		for _, o := range sys.servers {
+			if o.Gateway && !seen[o.Cluster] {
+				seen[o.Cluster] = true
+				gws = append(gws, fmt.Sprintf("{name: %q, urls: [\"nats://127.0.0.1:%d\"]}", o.Cluster, o.GatewayPort))
+			}
+		}
+		w("gateway { name: %q, listen: \"127.0.0.1:%d\", gateways: [%s] }", s.Cluster, s.GatewayPort, strings.Join(gws, ", "))
+	}
+	if s.LeafListen || len(s.LeafRemotes) > 0 {
+		w("leafnodes {")
+		if s.LeafListen {
+			w("  listen: \"127.0.0.1:%d\"", s.LeafPort)
+		}
+		if len(s.LeafRemotes) > 0 {
+			w("  remotes: [")
+			for _, r := range s.LeafRemotes {
+				hub := sys.Server(r.Hub)
+				for _, acc := range r.Accounts {
+					user, pass := AppUser, AppPassword
+					if acc == "SYS" {
+						user, pass = SysUser, SysPassword
+					}
+					w("    {url: \"nats://%s:%s@127.0.0.1:%d\", account: %q}", user, pass, hub.LeafPort, acc)
+				}
+			}
+			w("  ]")
+		}
+		w("}")
+	}
+	w("accounts {")
+	w("  SYS { users: [{user: %q, password: %q}] }", SysUser, SysPassword)
+	w("  APP { jetstream: enabled, users: [{user: %q, password: %q}] }", AppUser, AppPassword)
+	for i := 1; i <= s.ExtraAccounts; i++ {
+		w("  ACC%04d { jetstream: enabled, users: [{user: \"acc%04d\", password: \"acc\"}] }", i, i)
+	}
+	w("}")
+	w("system_account: SYS")
+	return b.String()
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+func (sys *System) launch(s *Server) {
+	sys.t.Helper()
+	bin := Binary(sys.t, s.Version)
+	logf, err := os.OpenFile(s.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		sys.t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-c", s.conf)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		sys.t.Fatalf("start %s (%s): %v", s.Name, s.Version, err)
+	}
+	s.cmd, s.exited = cmd, make(chan struct{})
+	go func() {
+		s.exitErr = cmd.Wait()
+		logf.Close()
+		close(s.exited)
+	}()
+}
+
+// WaitReady waits until the named server accepts clients and, with JetStream,
+// answers JetStream API requests (which needs a meta leader).
+func (sys *System) WaitReady(name string) {
+	sys.t.Helper()
+	s := sys.Server(name)
+	err := Eventually(30*time.Second, func() error {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("server %s exited: %v", name, s.exitErr)
+		default:
+		}
+		nc, err := nats.Connect(sys.URL(name), nats.UserInfo(AppUser, AppPassword))
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		if !s.JetStream {
+			return nil
+		}
+		_, err = nc.Request("$JS.API.INFO", nil, time.Second)
+		return err
+	})
+	if err != nil {
+		sys.t.Fatalf("server %s not ready: %v\n%s", name, err, sys.LogTail(name, 20))
+	}
+}
+
+// Kill ends the named server with SIGKILL and waits for it to exit.
+func (sys *System) Kill(name string) {
+	s := sys.Server(name)
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+}
+
+// Pause stops the named server with SIGSTOP: its sockets stay open but it
+// answers nothing. Resume undoes it.
+func (sys *System) Pause(name string) {
+	if err := sys.Server(name).cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		sys.t.Fatal(err)
+	}
+}
+
+// Resume continues a paused server.
+func (sys *System) Resume(name string) {
+	if err := sys.Server(name).cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		sys.t.Fatal(err)
+	}
+}
+
+// Restart stops the named server and starts it again with the given
+// version (its own when empty) on the same ports and store.
+func (sys *System) Restart(name, version string) {
+	sys.t.Helper()
+	s := sys.Server(name)
+	sys.Kill(name)
+	if version != "" {
+		s.Version = version
+	}
+	sys.launch(s)
+	sys.WaitReady(name)
+}
+
+// WaitExit waits up to timeout for the named server's process to end on its own.
+func (sys *System) WaitExit(name string, timeout time.Duration) error {
+	select {
+	case <-sys.Server(name).exited:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("server %s still running after %s", name, timeout)
+	}
+}
+
+// Running reports whether the named server's process is alive.
+func (sys *System) Running(name string) bool {
+	select {
+	case <-sys.Server(name).exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Log returns what the named server has logged.
+func (sys *System) Log(name string) string {
+	b, _ := os.ReadFile(sys.Server(name).log)
+	return string(b)
+}
+
+// LogTail returns the last n lines the named server logged.
+func (sys *System) LogTail(name string, n int) string {
+	lines := strings.Split(strings.TrimRight(sys.Log(name), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (sys *System) shutdown() {
+	for _, s := range sys.servers {
+		sys.Kill(s.Name)
+	}
+	if sys.t.Failed() {
+		for _, s := range sys.servers {
+			sys.t.Logf("--- %s (%s) log tail:\n%s", s.Name, s.Version, sys.LogTail(s.Name, 15))
+		}
+	}
+}
+
+// Eventually polls cond until it returns nil or timeout passes, and returns
+// its last error.
+func Eventually(timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ErrNotYet is a convenient error for Eventually conditions.
+var ErrNotYet = errors.New("not yet")
