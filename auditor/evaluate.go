@@ -22,8 +22,12 @@ type Policy struct {
 
 // Report is the outcome of Evaluate.
 type Report struct {
-	Status    Severity
-	Floor     string
+	Status Severity
+	// Floor is the policy's floor as operators write it ("2.14.0").
+	Floor string
+	// ServersExpected is how many servers the audit expected: at least those
+	// that answered plus every missing one it could name.
+	ServersExpected int
 	Findings  []Finding
 	Servers   []ServerReport
 	Clusters  []ClusterReport
@@ -50,7 +54,7 @@ type ClusterReport struct {
 // and policy always give the same report.
 func Evaluate(snap *Snapshot, p Policy) *Report {
 	e := evaluation{p: p, byName: make(map[string]*ServerReport, len(snap.Servers))}
-	r := &Report{Floor: p.Floor, Snapshot: snap}
+	r := &Report{Floor: strings.TrimPrefix(p.Floor, "v"), Snapshot: snap}
 
 	r.Servers = make([]ServerReport, len(snap.Servers))
 	for i, s := range snap.Servers {
@@ -67,7 +71,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 
 	e.servers(r.Servers)
 	r.Clusters = e.clusters(r.Servers)
-	e.missing(snap)
+	r.ServersExpected = len(snap.Servers) + e.missing(snap)
 	for _, m := range snap.Meta {
 		e.meta(m)
 	}
@@ -103,6 +107,8 @@ type evaluation struct {
 	findings []Finding
 }
 
+func (e *evaluation) floor() string { return strings.TrimPrefix(e.p.Floor, "v") }
+
 func (e *evaluation) add(f Finding) {
 	f.Severity = SeverityOf(f.Code)
 	e.findings = append(e.findings, f)
@@ -113,7 +119,7 @@ func (e *evaluation) servers(servers []ServerReport) {
 		switch s.Verdict {
 		case VerdictBelow:
 			e.add(Finding{Code: ServerBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
-				Message: fmt.Sprintf("server %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
+				Message: fmt.Sprintf("server %s runs %s, below the floor %s", s.Name, s.Version, e.floor())})
 		case VerdictUnparseable:
 			e.add(Finding{Code: VersionUnparseable, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 				Message: fmt.Sprintf("server %s reports version %q, which is not a version", s.Name, s.Version)})
@@ -147,7 +153,9 @@ func (e *evaluation) clusters(servers []ServerReport) []ClusterReport {
 	return out
 }
 
-func (e *evaluation) missing(snap *Snapshot) {
+// missing adds a finding for every expected server that did not answer and
+// returns how many there are.
+func (e *evaluation) missing(snap *Snapshot) int {
 	namedMissing := 0
 	for _, name := range sortedKeys(snap.ExpectedNames) {
 		if _, ok := e.byName[name]; ok {
@@ -164,7 +172,9 @@ func (e *evaluation) missing(snap *Snapshot) {
 		e.add(Finding{Code: ServerMissing,
 			Message: fmt.Sprintf("%d of %d expected servers answered; %d missing servers were never named",
 				len(snap.Servers), snap.ExpectedCount, unnamed)})
+		return namedMissing + unnamed
 	}
+	return namedMissing
 }
 
 func (e *evaluation) meta(m MetaGroup) {
@@ -173,7 +183,7 @@ func (e *evaluation) meta(m MetaGroup) {
 	}
 	if s, ok := e.byName[m.Leader]; ok && s.Verdict == VerdictBelow {
 		e.add(Finding{Code: MetaLeaderBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
-			Message: fmt.Sprintf("JetStream meta leader %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
+			Message: fmt.Sprintf("JetStream meta leader %s runs %s, below the floor %s", s.Name, s.Version, e.floor())})
 	}
 }
 
@@ -220,7 +230,7 @@ func (e *evaluation) asset(a Asset) {
 	case leaderBelow:
 		f := base
 		f.Code, f.Server, f.Cluster, f.Version = StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
-		f.Message = fmt.Sprintf("stream %s is led by %s running %s, below the floor %s", name, leader.Name, leader.Version, e.p.Floor)
+		f.Message = fmt.Sprintf("stream %s is led by %s running %s, below the floor %s", name, leader.Name, leader.Version, e.floor())
 		e.add(f)
 	case a.Kind == KindConsumer && a.Leader == "" && a.Replicas > 1:
 		f := base

@@ -26,6 +26,17 @@ func (s Severity) String() string {
 // MarshalText writes the severity by name.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a severity written by MarshalText.
+func (s *Severity) UnmarshalText(b []byte) error {
+	for k, n := range severityNames {
+		if n == string(b) {
+			*s = k
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown severity %q", b)
+}
+
 // rank orders severities by how bad they are: a CRITICAL finding outweighs
 // an UNKNOWN one (something is known to be broken), which outweighs a WARNING.
 func (s Severity) rank() int {

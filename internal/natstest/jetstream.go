@@ -103,3 +103,27 @@ func MoveConsumerLeader(nc *nats.Conn, stream, consumer, preferred string) error
 func ResetConsumer(nc *nats.Conn, stream, consumer string, timeout time.Duration) error {
 	return apiRequest(nc, fmt.Sprintf("$JS.API.CONSUMER.RESET.%s.%s", stream, consumer), struct{}{}, nil, timeout)
 }
+
+// MoveMetaLeader steps the JetStream meta leader down in favour of preferred
+// (over a system account connection) and waits until preferred leads.
+func MoveMetaLeader(sysConn *nats.Conn, preferred string) error {
+	req := map[string]any{"placement": map[string]any{"preferred": preferred}}
+	return Eventually(30*time.Second, func() error {
+		// With leader_only only the meta leader answers JSZ.
+		msg, err := sysConn.Request("$SYS.REQ.SERVER.PING.JSZ", []byte(`{"leader_only":true}`), 2*time.Second)
+		if err != nil {
+			return err
+		}
+		var resp server.ServerAPIJszResponse
+		if err := json.Unmarshal(msg.Data, &resp); err != nil {
+			return err
+		}
+		if resp.Server != nil && resp.Server.Name == preferred {
+			return nil
+		}
+		if err := apiRequest(sysConn, "$JS.API.META.LEADER.STEPDOWN", req, nil, 2*time.Second); err != nil {
+			return err
+		}
+		return fmt.Errorf("meta leader is not %s yet", preferred)
+	})
+}

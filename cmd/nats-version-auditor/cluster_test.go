@@ -1,0 +1,294 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"golang.org/x/mod/semver"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+func node(name, version string) natstest.Spec {
+	return natstest.Spec{Name: name, Version: version, Cluster: "c1", JetStream: true, Tags: []string{"node:" + name}}
+}
+
+func addStreamAndConsumer(t *testing.T, nc *nats.Conn, stream, consumer string, replicas int, tags ...string) {
+	t.Helper()
+	cfg := server.StreamConfig{Name: stream, Subjects: []string{strings.ToLower(stream) + ".>"}, Replicas: replicas, Storage: server.FileStorage}
+	if len(tags) > 0 {
+		cfg.Placement = &server.Placement{Tags: tags}
+	}
+	if err := natstest.AddStream(nc, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := natstest.AddConsumer(nc, stream, server.ConsumerConfig{Durable: consumer, AckPolicy: server.AckExplicit, Replicas: replicas}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConsumerResetAgainstMixedCluster reproduces both hazards of
+// NATS-FACTS.md on one 2.14/2.14/2.12 cluster and shows that check sees each
+// before it happens.
+func TestConsumerResetAgainstMixedCluster(t *testing.T) {
+	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	addStreamAndConsumer(t, app, "ORDERS", "worker", 3)
+	addStreamAndConsumer(t, app, "AUDIT", "fine", 3)
+	if err := natstest.MoveConsumerLeader(app, "ORDERS", "worker", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := natstest.MoveConsumerLeader(app, "AUDIT", "fine", "n1"); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("blind spot", func(t *testing.T) {
+		v := app.ConnectedServerVersion()
+		if semver.Compare("v"+v, "v2.14.0") < 0 {
+			t.Fatalf("the client's server reports %s, want >= 2.14", v)
+		}
+		err := natstest.ResetConsumer(app, "ORDERS", "worker", 2*time.Second)
+		if !errors.Is(err, nats.ErrTimeout) {
+			t.Fatalf("RESET of a consumer led by 2.12 returned %v, want a timeout", err)
+		}
+
+		res, out := checkJSONOf(t, sys, "n1")
+		if res.code != int(auditor.Critical) || out.Status != auditor.Critical {
+			t.Fatalf("check exit %d status %s, want 2 CRITICAL%s", res.code, out.Status, codes(out.Findings))
+		}
+		leaders := withCode(out.Findings, auditor.ConsumerLeaderBelowFloor)
+		if len(leaders) != 1 || leaders[0].Stream != "ORDERS" || leaders[0].Consumer != "worker" ||
+			leaders[0].Account != "APP" || leaders[0].Server != "n3" || leaders[0].Version != "2.12.15" {
+			t.Fatalf("CONSUMER_LEADER_BELOW_FLOOR findings %+v, want exactly APP > ORDERS > worker on n3", leaders)
+		}
+
+		if err := natstest.MoveConsumerLeader(app, "ORDERS", "worker", "n1"); err != nil {
+			t.Fatal(err)
+		}
+		_, out = checkJSONOf(t, sys, "n1")
+		if got := withCode(out.Findings, auditor.ConsumerLeaderBelowFloor); len(got) != 0 {
+			t.Fatalf("after the leader moved to n1, CONSUMER_LEADER_BELOW_FLOOR remains: %+v", got)
+		}
+	})
+
+	t.Run("follower crash", func(t *testing.T) {
+		// ORDERS > worker is now led by n1 (2.14.0) with n3 (2.12.15) following.
+		res, out := checkJSONOf(t, sys, "n1")
+		if res.code != int(auditor.Critical) {
+			t.Fatalf("check exit %d, want 2%s", res.code, codes(out.Findings))
+		}
+		var flagged []string
+		for _, f := range withCode(out.Findings, auditor.ConsumerReplicaBelowFloor) {
+			if f.Severity != auditor.Critical || f.Server != "n3" || f.Peer != "n1" {
+				t.Errorf("unexpected replica finding %+v", f)
+			}
+			flagged = append(flagged, f.Stream+"/"+f.Consumer)
+		}
+		if strings.Join(flagged, ",") != "AUDIT/fine,ORDERS/worker" {
+			t.Fatalf("CONSUMER_REPLICA_BELOW_FLOOR for %v, want AUDIT/fine and ORDERS/worker", flagged)
+		}
+
+		if err := natstest.ResetConsumer(app, "ORDERS", "worker", 5*time.Second); err != nil {
+			t.Fatalf("RESET through the 2.14 leader: %v", err)
+		}
+		if err := sys.WaitExit("n3", 20*time.Second); err != nil {
+			t.Fatalf("the 2.12 follower survived the replicated RESET: %v", err)
+		}
+		if log := sys.Log("n3"); !strings.Contains(log, "Unknown group entry op type: 18") {
+			t.Fatalf("n3 exited, but not with the reset-op panic:\n%s", sys.LogTail("n3", 20))
+		}
+
+		// Finish the rollout: n3 comes back on 2.14.0 and applies the entry.
+		sys.Restart("n3", natstest.Floor)
+		err := natstest.Eventually(30*time.Second, func() error {
+			_, out := checkJSONOf(t, sys, "n1")
+			for _, f := range out.Findings {
+				// n3 died without saying goodbye: the others count its old
+				// server id as active for a while (an unnamed SERVER_MISSING).
+				if f.Code != auditor.ServerMissing || f.Server != "" {
+					return errors.New(codes(out.Findings))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("after n3 was upgraded the audit still finds:%v", err)
+		}
+	})
+}
+
+func TestSuperclusterOfTwoVersions(t *testing.T) {
+	gw := func(name, cluster, version string) natstest.Spec {
+		return natstest.Spec{Name: name, Version: version, Cluster: cluster, JetStream: true, Gateway: true}
+	}
+	sys := natstest.Start(t,
+		gw("east1", "east", natstest.New), gw("east2", "east", natstest.New),
+		gw("west1", "west", natstest.Old), gw("west2", "west", natstest.Old),
+	)
+	res, out := checkJSONOf(t, sys, "east1")
+	if res.code != int(auditor.Critical) {
+		t.Fatalf("exit %d, want 2%s", res.code, codes(out.Findings))
+	}
+	if out.Audit.ServersResponded != 4 || out.Audit.ServersExpected != 4 {
+		t.Fatalf("audit saw %d of %d servers, want 4 of 4", out.Audit.ServersResponded, out.Audit.ServersExpected)
+	}
+	var below []string
+	for _, f := range withCode(out.Findings, auditor.ServerBelowFloor) {
+		below = append(below, f.Cluster+"/"+f.Server)
+	}
+	if strings.Join(below, ",") != "west/west1,west/west2" {
+		t.Errorf("SERVER_BELOW_FLOOR for %v, want west/west1 and west/west2", below)
+	}
+	if mixed := withCode(out.Findings, auditor.ClusterMixedVersions); len(mixed) != 0 {
+		t.Errorf("each cluster runs one version, yet: %+v", mixed)
+	}
+
+	conn := []string{"-s", sys.URL("west1"), "--user", natstest.SysUser, "--password", natstest.SysPassword}
+	rep := runCmd(t, append([]string{"report", "--format", "json"}, conn...)...)
+	var inv reportOutput
+	if err := json.Unmarshal([]byte(rep.stdout), &inv); err != nil || rep.code != exitOK {
+		t.Fatalf("report exit %d, %v: %s", rep.code, err, rep.stderr)
+	}
+	var clusters []string
+	for _, c := range inv.Clusters {
+		clusters = append(clusters, fmt.Sprintf("%s:%d:%s", c.Name, c.Servers, strings.Join(c.Versions, "+")))
+	}
+	if got := strings.Join(clusters, " "); got != "east:2:2.15.3 west:2:2.12.15" {
+		t.Errorf("report clusters %s, want east:2:2.15.3 west:2:2.12.15", got)
+	}
+	text := runCmd(t, append([]string{"report"}, conn...)...)
+	for _, want := range []string{`(?m)^west1\s+west\s+-\s+2\.12\.15\s+3\s+below\s`, `(?m)^east\s+2\s+2\.15\.3$`} {
+		if !regexp.MustCompile(want).MatchString(text.stdout) {
+			t.Errorf("report text does not match %s:\n%s", want, text.stdout)
+		}
+	}
+}
+
+func TestLeafnodeGapsBothWays(t *testing.T) {
+	sys := natstest.Start(t,
+		natstest.Spec{Name: "hub", Version: natstest.Floor, LeafListen: true},
+		natstest.Spec{Name: "app-leaf", Version: natstest.Old, LeafRemotes: []natstest.Remote{{Hub: "hub", Accounts: []string{"APP"}}}},
+		natstest.Spec{Name: "sys-leaf", Version: natstest.New, LeafRemotes: []natstest.Remote{{Hub: "hub", Accounts: []string{"APP", "SYS"}}}},
+	)
+	// Wait until the hub lists all three leafnode connections.
+	var out checkOutput
+	err := natstest.Eventually(20*time.Second, func() error {
+		_, out = checkJSONOf(t, sys, "hub")
+		if len(out.Servers) != 2 || len(withCode(out.Findings, auditor.LeafnodeUnaudited)) == 0 {
+			return errors.New(codes(out.Findings))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("from the hub: %v", err)
+	}
+	if names := out.Servers[0].Name + "," + out.Servers[1].Name; names != "hub,sys-leaf" {
+		t.Errorf("from the hub the audit saw %s, want hub and sys-leaf", names)
+	}
+	gaps := withCode(out.Findings, auditor.LeafnodeUnaudited)
+	if len(gaps) != 1 || gaps[0].Server != "hub" || gaps[0].Peer != "app-leaf" || gaps[0].Account != "APP" {
+		t.Errorf("from the hub: LEAFNODE_UNAUDITED %+v, want hub -> app-leaf in APP only", gaps)
+	}
+	if got := withCode(out.Findings, auditor.ServerMissing); len(got) != 0 {
+		t.Errorf("a leaf outside the system account is not a missing server: %+v", got)
+	}
+	if out.Status != auditor.Warning {
+		t.Errorf("status %s, want WARNING%s", out.Status, codes(out.Findings))
+	}
+
+	// From inside the leaf that does not share the system account, the hub
+	// is the one nobody can audit.
+	_, out = checkJSONOf(t, sys, "app-leaf")
+	if len(out.Servers) != 1 || out.Servers[0].Name != "app-leaf" {
+		t.Errorf("inside app-leaf the audit saw %+v, want app-leaf alone", out.Servers)
+	}
+	gaps = withCode(out.Findings, auditor.LeafnodeUnaudited)
+	if len(gaps) != 1 || gaps[0].Server != "app-leaf" || gaps[0].Peer != "hub" {
+		t.Errorf("inside app-leaf: LEAFNODE_UNAUDITED %+v, want app-leaf -> hub", gaps)
+	}
+}
+
+func TestPausedServerIsMissing(t *testing.T) {
+	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
+	if res, out := checkJSONOf(t, sys, "n1"); res.code != exitOK {
+		t.Fatalf("healthy cluster: exit %d%s", res.code, codes(out.Findings))
+	}
+	sys.Pause("n3")
+	defer sys.Resume("n3")
+	const timeout = 2 * time.Second
+	res, out := checkJSONOf(t, sys, "n1", "--timeout", timeout.String())
+	if res.code != exitUnknown {
+		t.Fatalf("exit %d, want 3%s", res.code, codes(out.Findings))
+	}
+	missing := withCode(out.Findings, auditor.ServerMissing)
+	if len(missing) != 1 || missing[0].Server != "n3" {
+		t.Fatalf("SERVER_MISSING %+v, want n3 by name", missing)
+	}
+	if res.elapsed > timeout+time.Second {
+		t.Errorf("check took %s with --timeout %s", res.elapsed, timeout)
+	}
+}
+
+func TestAssetNeedsAPILevelAPeerLacks(t *testing.T) {
+	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.New), node("n3", natstest.Old))
+	// A 2.12 meta leader would reject the 2.14 config field outright.
+	if err := natstest.MoveMetaLeader(sys.Connect("n1", natstest.SysUser, natstest.SysPassword), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	// Fast batch publishing needs API level 4 (2.14); 2.12 supports 3.
+	err := natstest.AddStream(app, server.StreamConfig{Name: "BATCH", Subjects: []string{"batch.>"}, Replicas: 3,
+		Storage: server.FileStorage, AllowBatchPublish: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out := checkJSONOf(t, sys, "n1")
+	got := withCode(out.Findings, auditor.AssetAPILevelUnsupported)
+	if len(got) != 1 || got[0].Stream != "BATCH" || got[0].Server != "n3" || got[0].RequiredLevel != 4 ||
+		got[0].ServerLevel == nil || *got[0].ServerLevel != 3 {
+		t.Fatalf("ASSET_API_LEVEL_UNSUPPORTED %+v, want BATCH on n3, level 4 > 3%s", got, codes(out.Findings))
+	}
+	if !strings.Contains(sys.Log("n3"), "Detected unsupported stream 'APP > BATCH'") {
+		t.Errorf("n3 did not itself report the stream unsupported:\n%s", sys.LogTail("n3", 10))
+	}
+}
+
+func TestConnectionFailuresNameTheProblem(t *testing.T) {
+	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.Floor})
+	url := sys.URL("solo")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"wrong password", []string{"-s", url, "--user", natstest.SysUser, "--password", "not-the-password"}, "authentication failed"},
+		{"user outside the system account", []string{"-s", url, "--user", natstest.AppUser, "--password", natstest.AppPassword}, "not a system account user"},
+		{"unreachable", []string{"-s", "nats://127.0.0.1:1", "--timeout", "1s"}, "cannot reach NATS at nats://127.0.0.1:1"},
+		{"password in the URL", []string{"-s", "nats://sys:not-the-password@" + strings.TrimPrefix(url, "nats://")}, "authentication failed at nats://127.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, format := range []string{"text", "json", "nagios"} {
+				res := runCmd(t, append([]string{"check", "--format", format}, tt.args...)...)
+				if res.code != exitUnknown {
+					t.Errorf("%s: exit %d, want 3", format, res.code)
+				}
+				lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+				if len(lines) != 1 || !strings.Contains(lines[0], tt.want) {
+					t.Errorf("%s: stderr %q, want one line saying %q", format, res.stderr, tt.want)
+				}
+				if strings.Contains(res.stdout+res.stderr, "not-the-password") || strings.Contains(res.stdout+res.stderr, natstest.AppPassword) {
+					t.Errorf("%s: a password leaked: %s%s", format, res.stdout, res.stderr)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/nats-io/jsm.go/natscontext"
+	"github.com/nats-io/nats.go"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+)
+
+// connFlags are the connection flags, spelled as natscli spells them.
+type connFlags struct {
+	server, user, password, token, creds, nkey string
+	tlsCert, tlsKey, tlsCA, context              string
+	tlsFirst                                     bool
+	timeout                                      time.Duration
+	expect                                       int
+}
+
+func addConnFlags(app *kingpin.Application) *connFlags {
+	c := &connFlags{}
+	app.Flag("server", "NATS server URLs (default nats://127.0.0.1:4222, or the context's)").Short('s').Envar("NATS_URL").PlaceHolder("URL").StringVar(&c.server)
+	app.Flag("user", "Username or token").Envar("NATS_USER").StringVar(&c.user)
+	app.Flag("password", "Password").Envar("NATS_PASSWORD").StringVar(&c.password)
+	app.Flag("token", "Token").Envar("NATS_TOKEN").StringVar(&c.token)
+	app.Flag("creds", "User credentials file (JWT and seed)").Envar("NATS_CREDS").PlaceHolder("FILE").StringVar(&c.creds)
+	app.Flag("nkey", "User NKEY seed file").Envar("NATS_NKEY").PlaceHolder("FILE").StringVar(&c.nkey)
+	app.Flag("tlscert", "TLS client certificate file").Envar("NATS_CERT").PlaceHolder("FILE").StringVar(&c.tlsCert)
+	app.Flag("tlskey", "TLS client private key file").Envar("NATS_KEY").PlaceHolder("FILE").StringVar(&c.tlsKey)
+	app.Flag("tlsca", "TLS CA certificate file to verify the servers with").Envar("NATS_CA").PlaceHolder("FILE").StringVar(&c.tlsCA)
+	app.Flag("tlsfirst", "Perform the TLS handshake before the NATS INFO exchange").BoolVar(&c.tlsFirst)
+	app.Flag("context", "natscli context to connect with; explicit flags win over it").Envar("NATS_CONTEXT").StringVar(&c.context)
+	app.Flag("timeout", "How long one audit may wait for the servers' answers").Envar("NATS_TIMEOUT").Default(auditor.DefaultTimeout.String()).DurationVar(&c.timeout)
+	app.Flag("expect", "Number of servers that must answer, at least (0: derive it from what the servers report)").Default("0").IntVar(&c.expect)
+	return c
+}
+
+// natsContext merges the selected natscli context with the explicit flags.
+func (c *connFlags) natsContext() (*natscontext.Context, error) {
+	opts := []natscontext.Option{
+		natscontext.WithServerURL(c.server),
+		natscontext.WithUser(c.user),
+		natscontext.WithPassword(c.password),
+		natscontext.WithToken(c.token),
+		natscontext.WithCreds(c.creds),
+		natscontext.WithNKey(c.nkey),
+		natscontext.WithCertificate(c.tlsCert),
+		natscontext.WithKey(c.tlsKey),
+		natscontext.WithCA(c.tlsCA),
+	}
+	if c.tlsFirst {
+		opts = append(opts, natscontext.WithTLSHandshakeFirst())
+	}
+	load := c.context != "" || natscontext.SelectedContext() != ""
+	nctx, err := natscontext.New(c.context, load, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load NATS context %q: %w", c.context, err)
+	}
+	return nctx, nil
+}
+
+// connect opens the connection the audits run on. A daemon keeps it and lets
+// nats.go reconnect; a one-shot check fails at once.
+func (c *connFlags) connect(reconnect bool) (*nats.Conn, error) {
+	nctx, err := c.natsContext()
+	if err != nil {
+		return nil, err
+	}
+	extra := []nats.Option{nats.Name(appName), nats.Timeout(c.timeout)}
+	if reconnect {
+		extra = append(extra, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true))
+	} else {
+		extra = append(extra, nats.NoReconnect())
+	}
+	opts, err := nctx.NATSOptions(extra...)
+	if err != nil {
+		return nil, fmt.Errorf("credentials: %w", err)
+	}
+	target := redactURLs(nctx.ServerURL())
+	nc, err := nats.Connect(nctx.ServerURL(), opts...)
+	if err != nil {
+		return nil, classifyConnectError(target, err)
+	}
+	return nc, nil
+}
+
+// classifyConnectError names which of the usual connection failures err is.
+func classifyConnectError(target string, err error) error {
+	var (
+		unknownCA *x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		certErr   *tls.CertificateVerificationError
+		recordErr tls.RecordHeaderError
+		pathErr   *fs.PathError
+	)
+	switch {
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
+		strings.Contains(strings.ToLower(err.Error()), "authorization violation"):
+		return fmt.Errorf("authentication failed at %s: the server rejected the credentials: %w", target, err)
+	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &certErr), errors.As(err, &recordErr),
+		errors.Is(err, nats.ErrSecureConnRequired), errors.Is(err, nats.ErrSecureConnWanted), errors.Is(err, nats.ErrClientCertOrRootCAsRequired):
+		return fmt.Errorf("TLS failure connecting to %s: %w", target, err)
+	case errors.As(err, &pathErr):
+		return fmt.Errorf("cannot read %s: %w", pathErr.Path, err)
+	case errors.Is(err, nats.ErrNoServers):
+		return fmt.Errorf("cannot reach NATS at %s: %w", target, err)
+	}
+	return fmt.Errorf("cannot connect to NATS at %s: %w", target, err)
+}
+
+// redactURLs drops user information (passwords, tokens) from a
+// comma-separated list of server URLs so that it can be printed.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if u, err := url.Parse(p); err == nil && u.User != nil {
+			u.User = nil
+			p = u.String()
+		} else if err != nil && strings.Contains(p, "@") {
+			p = "(unparseable URL)"
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// result is what one run of the command left behind.
+type result struct {
+	code           int
+	stdout, stderr string
+	elapsed        time.Duration
+}
+
+func runCmd(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run(context.Background(), args, &stdout, &stderr)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+}
+
+// checkJSONOf runs `check --format json` as the system user of the named server.
+func checkJSONOf(t *testing.T, sys *natstest.System, server string, extra ...string) (result, checkOutput) {
+	t.Helper()
+	args := append([]string{"check", "--format", "json", "-s", sys.URL(server),
+		"--user", natstest.SysUser, "--password", natstest.SysPassword}, extra...)
+	res := runCmd(t, args...)
+	var out checkOutput
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+		t.Fatalf("check printed no JSON (exit %d): %v\nstdout: %s\nstderr: %s", res.code, err, res.stdout, res.stderr)
+	}
+	return res, out
+}
+
+// withCode returns the findings of one code.
+func withCode(fs []auditor.Finding, code auditor.Code) []auditor.Finding {
+	var out []auditor.Finding
+	for _, f := range fs {
+		if f.Code == code {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func codes(fs []auditor.Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString("\n  " + string(f.Code) + ": " + f.Message)
+	}
+	return b.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "usage:"},
+		{"unknown command", []string{"chek"}, `expected command but got "chek"`},
+		{"unknown flag", []string{"check", "--flor", "2.14"}, "unknown long flag '--flor'"},
+		{"floor not a version", []string{"check", "--floor", "latest"}, `--floor: "latest" is not a semantic version`},
+		{"bad format", []string{"check", "--format", "xml"}, "enum value must be one of"},
+		{"missing creds file", []string{"check", "--creds", "/nonexistent/sys.creds", "-s", "nats://127.0.0.1:1"}, "/nonexistent/sys.creds"},
+		{"unknown context", []string{"check", "--context", "no-such-context"}, `load NATS context "no-such-context"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+			res := runCmd(t, tt.args...)
+			if res.code != exitUnknown {
+				t.Errorf("exit %d, want %d", res.code, exitUnknown)
+			}
+			if !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("stderr %q does not say %q", res.stderr, tt.want)
+			}
+			if strings.Contains(res.stderr, "goroutine ") {
+				t.Errorf("stderr has a stack trace: %s", res.stderr)
+			}
+		})
+	}
+}
+
+func TestHelpAndVersionExitZero(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"check", "--help"}, {"--version"}} {
+		if res := runCmd(t, args...); res.code != exitOK || res.stdout == "" {
+			t.Errorf("%v: exit %d, stdout %q", args, res.code, res.stdout)
+		}
+	}
+}
