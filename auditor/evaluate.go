@@ -28,11 +28,11 @@ type Report struct {
 	// ServersExpected is how many servers the audit expected: at least those
 	// that answered plus every missing one it could name.
 	ServersExpected int
-	Findings  []Finding
-	Servers   []ServerReport
-	Clusters  []ClusterReport
-	Leafnodes []LeafLink
-	Snapshot  *Snapshot
+	Findings        []Finding
+	Servers         []ServerReport
+	Clusters        []ClusterReport
+	Leafnodes       []LeafLink
+	Snapshot        *Snapshot
 }
 
 // ServerReport is a server with its verdict and what it leads.

@@ -20,10 +20,10 @@ import (
 // connFlags are the connection flags, spelled as natscli spells them.
 type connFlags struct {
 	server, user, password, token, creds, nkey string
-	tlsCert, tlsKey, tlsCA, context              string
-	tlsFirst                                     bool
-	timeout                                      time.Duration
-	expect                                       int
+	tlsCert, tlsKey, tlsCA, context            string
+	tlsFirst                                   bool
+	timeout                                    time.Duration
+	expect                                     int
 }
 
 func addConnFlags(app *kingpin.Application) *connFlags {
