@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-	"testing"
 )
 
 // The server versions the tests run side by side. Old is below the default
@@ -43,6 +42,18 @@ func CacheDir() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// TB is the part of testing.TB the harness uses, so that the demo can drive
+// it outside a test.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+	Failed() bool
 }
 
 var buildMu sync.Mutex
@@ -87,7 +98,7 @@ func Build(version string) (string, error) {
 }
 
 // Binary is Build for tests: it fails the test when the build fails.
-func Binary(t testing.TB, version string) string {
+func Binary(t TB, version string) string {
 	t.Helper()
 	bin, err := Build(version)
 	if err != nil {

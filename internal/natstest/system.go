@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -64,14 +63,14 @@ type Server struct {
 
 // System is a set of servers started together.
 type System struct {
-	t       testing.TB
+	t       TB
 	dir     string
 	servers []*Server
 }
 
 // Start writes configs for specs, starts every server and waits until each
 // accepts clients and every JetStream server sees a meta leader.
-func Start(t testing.TB, specs ...Spec) *System {
+func Start(t TB, specs ...Spec) *System {
 	t.Helper()
 	sys := &System{t: t, dir: t.TempDir()}
 	for _, sp := range specs {
@@ -97,7 +96,7 @@ func Start(t testing.TB, specs ...Spec) *System {
 	return sys
 }
 
-func freePort(t testing.TB) int {
+func freePort(t TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

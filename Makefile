@@ -1,0 +1,37 @@
+# nats-version-auditor. `make demo` shows the problem; `make test` is what CI runs.
+
+GO          ?= go
+BIN         := bin/nats-version-auditor
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/prometheus/common/version
+LDFLAGS     := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: all build servers demo test lint unit clean
+
+all: build
+
+# The Dockerfile runs exactly this target's command.
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/nats-version-auditor
+
+# Builds (once, into .cache/nats-server) every nats-server version the tests run.
+servers:
+	$(GO) run ./internal/natstest/servers
+
+demo: servers build
+	$(GO) run ./internal/demo -auditor $(BIN)
+
+test: lint unit
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+unit: servers build
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+clean:
+	rm -rf bin .cache

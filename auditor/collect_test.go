@@ -1,0 +1,69 @@
+package auditor_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// TestCollectPagesOverAccounts puts more JetStream accounts on a server than
+// one JSZ page holds and checks that the assets of every account are found,
+// with one request per page and none per asset.
+func TestCollectPagesOverAccounts(t *testing.T) {
+	tests := []struct {
+		name      string
+		extra     int // accounts besides APP
+		pageSize  int
+		withAsset []string // accounts given a stream and a consumer
+		pages     int
+	}{
+		{"small pages", 7, 3, []string{"ACC0001", "ACC0003", "ACC0004", "ACC0006", "ACC0007", "APP"}, 3},
+		{"default page", 1030, 0, []string{"ACC0001", "ACC1024", "ACC1025", "ACC1030", "APP"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.Floor, JetStream: true, ExtraAccounts: tt.extra})
+			for _, acc := range tt.withAsset {
+				user, pass := natstest.AppUser, natstest.AppPassword
+				if acc != "APP" {
+					user, pass = "acc"+acc[3:], "acc"
+				}
+				nc := sys.Connect("solo", user, pass)
+				if err := natstest.AddStream(nc, server.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: server.MemoryStorage}); err != nil {
+					t.Fatal(err)
+				}
+				if err := natstest.AddConsumer(nc, "S", server.ConsumerConfig{Durable: "C", AckPolicy: server.AckExplicit}); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			nc := sys.Connect("solo", natstest.SysUser, natstest.SysPassword)
+			snap, err := auditor.Collect(context.Background(), nc, auditor.Options{JSZPageSize: tt.pageSize})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Problems) != 0 {
+				t.Fatalf("problems: %+v", snap.Problems)
+			}
+			var got []string
+			for _, c := range snap.Consumers {
+				got = append(got, c.Account)
+				if c.Leader != "solo" || len(c.Peers) != 1 {
+					t.Errorf("consumer %s: leader %q peers %v, want solo alone", c.Account, c.Leader, c.Peers)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.withAsset) {
+				t.Errorf("consumers found in %v, want %v", got, tt.withAsset)
+			}
+			// One STATSZ ping, then LEAFZ and the JSZ pages of the one server.
+			if want := 1 + 1 + tt.pages; snap.Requests != want {
+				t.Errorf("%d requests, want %d", snap.Requests, want)
+			}
+		})
+	}
+}

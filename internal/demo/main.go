@@ -1,0 +1,112 @@
+// Command demo shows the blind spot the auditor exists for, on real servers:
+// a mixed 2.14/2.14/2.12 cluster on loopback where the client's own server
+// says 2.14 while a consumer is led by 2.12. It is run by `make demo`.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+func main() {
+	auditorBin := flag.String("auditor", "bin/nats-version-auditor", "the auditor binary to run")
+	flag.Parse()
+	h := &harness{}
+	code := demo(h, *auditorBin)
+	h.cleanup()
+	os.Exit(code)
+}
+
+func demo(h *harness, auditorBin string) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(fatal); !ok {
+				panic(r)
+			}
+			code = 1
+		}
+	}()
+	fmt.Printf("Building (once) and starting nats-server %s, %s and %s on loopback...\n", natstest.Floor, natstest.Floor, natstest.Old)
+	node := func(name, version string) natstest.Spec {
+		return natstest.Spec{Name: name, Version: version, Cluster: "demo", JetStream: true, Tags: []string{"node:" + name}}
+	}
+	sys := natstest.Start(h, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	must(h, natstest.AddStream(app, server.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: server.FileStorage}))
+	must(h, natstest.AddConsumer(app, "ORDERS", server.ConsumerConfig{Durable: "worker", AckPolicy: server.AckExplicit, Replicas: 3}))
+	must(h, natstest.MoveConsumerLeader(app, "ORDERS", "worker", "n3"))
+
+	fmt.Printf("\nWhat the application sees, connected to n1:\n")
+	fmt.Printf("  nc.ConnectedServerVersion() = %s   (looks fine for CONSUMER.RESET)\n", app.ConnectedServerVersion())
+	err := natstest.ResetConsumer(app, "ORDERS", "worker", 2*time.Second)
+	switch {
+	case errors.Is(err, nats.ErrTimeout):
+		fmt.Printf("  $JS.API.CONSUMER.RESET.ORDERS.worker -> timed out after 2s: its leader n3 runs %s\n", strings.TrimPrefix(natstest.Old, "v"))
+	default:
+		fmt.Printf("  $JS.API.CONSUMER.RESET.ORDERS.worker -> %v\n", err)
+	}
+
+	fmt.Printf("\nWhat the auditor sees (nats-version-auditor check -s %s --user sys ...):\n\n", sys.URL("n1"))
+	cmd := exec.Command(auditorBin, "check", "-s", sys.URL("n1"), "--user", natstest.SysUser, "--password", natstest.SysPassword)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		fmt.Printf("\ncheck exited %d (2 = CRITICAL): a pre-rollout gate would stop here.\n", exit.ExitCode())
+	} else if err != nil {
+		h.Fatal(err)
+	}
+	fmt.Println("\nStopping the servers.")
+	return 0
+}
+
+func must(h *harness, err error) {
+	if err != nil {
+		h.Fatal(err)
+	}
+}
+
+type fatal struct{}
+
+// harness runs natstest outside a test: failures print and unwind, and
+// cleanups run when the demo ends.
+type harness struct {
+	cleanups []func()
+	dirs     []string
+	failed   bool
+}
+
+func (h *harness) Helper()                        {}
+func (h *harness) Logf(format string, a ...any)   { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+func (h *harness) Fatal(a ...any)                 { h.failed = true; fmt.Fprintln(os.Stderr, a...); panic(fatal{}) }
+func (h *harness) Failed() bool                   { return h.failed }
+func (h *harness) Cleanup(f func())               { h.cleanups = append(h.cleanups, f) }
+func (h *harness) Fatalf(format string, a ...any) { h.Fatal(fmt.Sprintf(format, a...)) }
+
+func (h *harness) TempDir() string {
+	d, err := os.MkdirTemp("", "nva-demo-")
+	if err != nil {
+		h.Fatal(err)
+	}
+	h.dirs = append(h.dirs, d)
+	return d
+}
+
+func (h *harness) cleanup() {
+	for i := len(h.cleanups) - 1; i >= 0; i-- {
+		h.cleanups[i]()
+	}
+	for _, d := range h.dirs {
+		os.RemoveAll(d)
+	}
+}
