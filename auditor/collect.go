@@ -82,6 +82,7 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 		log:       opts.Logger,
 		seen:      map[string]bool{},
 		names:     map[string]bool{},
+		clusters:  map[string]bool{},
 		streams:   map[assetKey]*mergedAsset{},
 		consumers: map[assetKey]*mergedAsset{},
 		meta:      map[string]*MetaGroup{},
@@ -91,6 +92,7 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 	c.snap.Started = time.Now()
 	c.snap.ExpectedCount = opts.Expect
 	c.snap.ExpectedNames = map[string][]string{}
+	c.snap.ExpectedClusters = map[string][]string{}
 
 	inbox := nc.NewRespInbox()
 	sub, err := nc.Subscribe(inbox, c.onStatsz)
@@ -171,6 +173,7 @@ type collection struct {
 	snap         Snapshot
 	seen         map[string]bool // server ids that answered STATSZ
 	names        map[string]bool // their names
+	clusters     map[string]bool // their clusters
 	streams      map[assetKey]*mergedAsset
 	consumers    map[assetKey]*mergedAsset
 	meta         map[string]*MetaGroup // by JetStream domain
@@ -197,16 +200,24 @@ func (c *collection) complete() bool {
 			return false
 		}
 	}
+	for name := range c.snap.ExpectedClusters {
+		if !c.clusters[name] {
+			return false
+		}
+	}
 	return true
 }
 
 // expect records that namer named name as a peer. Callers hold c.mu.
 func (c *collection) expect(name, namer string) {
-	if name == "" || name == namer {
-		return
+	if name != "" && name != namer {
+		addNamer(c.snap.ExpectedNames, name, namer)
 	}
-	if !slices.Contains(c.snap.ExpectedNames[name], namer) {
-		c.snap.ExpectedNames[name] = append(c.snap.ExpectedNames[name], namer)
+}
+
+func addNamer(m map[string][]string, name, namer string) {
+	if !slices.Contains(m[name], namer) {
+		m[name] = append(m[name], namer)
 	}
 }
 
@@ -252,10 +263,16 @@ func (c *collection) onStatsz(m *nats.Msg) {
 	}
 	c.seen[si.ID] = true
 	c.names[si.Name] = true
+	c.clusters[si.Cluster] = true
 	c.snap.Servers = append(c.snap.Servers, srv)
 	c.snap.ExpectedCount = max(c.snap.ExpectedCount, msg.Stats.ActiveServers)
 	for _, r := range msg.Stats.Routes {
 		c.expect(r.Name, si.Name)
+	}
+	for _, g := range msg.Stats.Gateways {
+		if g.Name != "" && g.Name != si.Cluster {
+			addNamer(c.snap.ExpectedClusters, g.Name, si.Name)
+		}
 	}
 	c.inflight++
 	c.wg.Add(1)

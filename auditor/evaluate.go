@@ -162,11 +162,20 @@ func (e *evaluation) missing(snap *Snapshot) int {
 			continue
 		}
 		namedMissing++
-		by := slices.Clone(snap.ExpectedNames[name])
-		slices.Sort(by)
-		by = slices.Compact(by)
 		e.add(Finding{Code: ServerMissing, Server: name,
-			Message: fmt.Sprintf("server %s did not answer; %s named it as a peer", name, strings.Join(by, ", "))})
+			Message: fmt.Sprintf("server %s did not answer; %s named it as a peer", name, joinSorted(snap.ExpectedNames[name]))})
+	}
+	clusters := map[string]bool{}
+	for _, s := range snap.Servers {
+		clusters[s.Cluster] = true
+	}
+	for _, name := range sortedKeys(snap.ExpectedClusters) {
+		if clusters[name] {
+			continue
+		}
+		namedMissing++
+		e.add(Finding{Code: ServerMissing, Cluster: name,
+			Message: fmt.Sprintf("no server of cluster %s answered; %s named it as a gateway", name, joinSorted(snap.ExpectedClusters[name]))})
 	}
 	if unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing; unnamed > 0 {
 		e.add(Finding{Code: ServerMissing,
@@ -304,6 +313,12 @@ func sortFindings(fs []Finding) {
 			cmp.Compare(a.Peer, b.Peer),
 		)
 	})
+}
+
+func joinSorted(ss []string) string {
+	ss = slices.Clone(ss)
+	slices.Sort(ss)
+	return strings.Join(slices.Compact(ss), ", ")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -128,6 +128,13 @@ func TestEvaluate(t *testing.T) {
 			status: Unknown,
 		},
 		{
+			name: "gateway cluster with nobody answering",
+			snap: Snapshot{Servers: cluster(), ExpectedCount: 3,
+				ExpectedClusters: map[string][]string{"c1": {"x"}, "west": {"n2", "n1"}}},
+			want:   []string{"SERVER_MISSING(,,//)"},
+			status: Unknown,
+		},
+		{
 			name:   "version that is not a version",
 			snap:   Snapshot{Servers: []Server{srv("odd", "", "custom-build", 4)}},
 			want:   []string{"VERSION_UNPARSEABLE(odd,,//)"},

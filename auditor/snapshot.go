@@ -22,6 +22,9 @@ type Snapshot struct {
 	// ExpectedNames maps the name of every server some server named (as a
 	// route, gateway or JetStream meta peer) to the servers that named it.
 	ExpectedNames map[string][]string
+	// ExpectedClusters maps the name of every cluster some server named as a
+	// gateway to the servers that named it.
+	ExpectedClusters map[string][]string
 
 	// Problems are requests that failed or replies that could not be used.
 	Problems []Problem

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,32 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 		if !regexp.MustCompile(want).MatchString(text.stdout) {
 			t.Errorf("report text does not match %s:\n%s", want, text.stdout)
 		}
+	}
+
+	// A whole cluster hangs: the other side of the gateway still names it.
+	sys.Pause("west1")
+	sys.Pause("west2")
+	defer sys.Resume("west1")
+	defer sys.Resume("west2")
+	res, out = checkJSONOf(t, sys, "east1", "--timeout", "2s")
+	if res.code != exitUnknown && res.code != int(auditor.Critical) {
+		t.Fatalf("exit %d with a whole cluster hung%s", res.code, codes(out.Findings))
+	}
+	// East's replies need not name the hung servers (no route to them, and
+	// JSZ lists no meta peers here): the gateway names their cluster, and the
+	// active-server count says how many are missing.
+	var missing []string
+	for _, f := range withCode(out.Findings, auditor.ServerMissing) {
+		missing = append(missing, f.Cluster+"/"+f.Server)
+	}
+	if len(missing) == 0 || !slices.Contains(missing, "west/") {
+		t.Errorf("SERVER_MISSING for %v, want the west cluster named%s", missing, codes(out.Findings))
+	}
+	if out.Audit.ServersExpected != 4 || out.Audit.ServersResponded != 2 {
+		t.Errorf("audit saw %d of %d servers, want 2 of 4", out.Audit.ServersResponded, out.Audit.ServersExpected)
+	}
+	if out.Status != auditor.Unknown {
+		t.Errorf("status %s, want UNKNOWN: only east answered, and east is fine", out.Status)
 	}
 }
 
