@@ -45,7 +45,11 @@ type Options struct {
 	JSZPageSize int
 	// Concurrency is how many servers are asked for LEAFZ and JSZ at once.
 	Concurrency int
-	Logger      *slog.Logger
+	// OnlyServerID, when set, sends LEAFZ and JSZ to that server alone: a
+	// sidecar auditing its own server still takes the census of all of them
+	// (it needs every peer's version) but inventories only its own.
+	OnlyServerID string
+	Logger       *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -273,6 +277,9 @@ func (c *collection) onStatsz(m *nats.Msg) {
 		if g.Name != "" && g.Name != si.Cluster {
 			addNamer(c.snap.ExpectedClusters, g.Name, si.Name)
 		}
+	}
+	if c.opts.OnlyServerID != "" && c.opts.OnlyServerID != si.ID {
+		return
 	}
 	c.inflight++
 	c.wg.Add(1)

@@ -162,7 +162,7 @@ func (e *evaluation) missing(snap *Snapshot) int {
 			continue
 		}
 		namedMissing++
-		e.add(Finding{Code: ServerMissing, Server: name,
+		e.add(Finding{Code: ServerMissing, Server: name, Count: 1,
 			Message: fmt.Sprintf("server %s did not answer; %s named it as a peer", name, joinSorted(snap.ExpectedNames[name]))})
 	}
 	clusters := map[string]bool{}
@@ -174,11 +174,11 @@ func (e *evaluation) missing(snap *Snapshot) int {
 			continue
 		}
 		namedMissing++
-		e.add(Finding{Code: ServerMissing, Cluster: name,
+		e.add(Finding{Code: ServerMissing, Cluster: name, Count: 1,
 			Message: fmt.Sprintf("no server of cluster %s answered; %s named it as a gateway", name, joinSorted(snap.ExpectedClusters[name]))})
 	}
 	if unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing; unnamed > 0 {
-		e.add(Finding{Code: ServerMissing,
+		e.add(Finding{Code: ServerMissing, Count: unnamed,
 			Message: fmt.Sprintf("%d of %d expected servers answered; %d missing servers were never named",
 				len(snap.Servers), snap.ExpectedCount, unnamed)})
 		return namedMissing + unnamed

@@ -121,4 +121,7 @@ type Finding struct {
 	Consumer      string   `json:"consumer,omitempty"`
 	RequiredLevel int      `json:"required_level,omitempty"`
 	ServerLevel   *int     `json:"server_level,omitempty"`
+	// Count is how many servers a SERVER_MISSING finding stands for when it
+	// cannot name them one by one.
+	Count int `json:"count,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -70,14 +71,23 @@ func (c *connFlags) natsContext() (*natscontext.Context, error) {
 
 // connect opens the connection the audits run on. A daemon keeps it and lets
 // nats.go reconnect; a one-shot check fails at once.
-func (c *connFlags) connect(reconnect bool) (*nats.Conn, error) {
+func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, error) {
 	nctx, err := c.natsContext()
 	if err != nil {
 		return nil, err
 	}
 	extra := []nats.Option{nats.Name(appName), nats.Timeout(c.timeout)}
 	if reconnect {
-		extra = append(extra, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true))
+		extra = append(extra, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				logger.Warn("disconnected from NATS", "err", err)
+			}),
+			nats.ReconnectHandler(func(nc *nats.Conn) {
+				logger.Info("reconnected to NATS", "server", nc.ConnectedServerName())
+			}),
+			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				logger.Warn("NATS error", "err", err)
+			}))
 	} else {
 		extra = append(extra, nats.NoReconnect())
 	}

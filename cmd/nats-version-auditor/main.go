@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	check := addCheckCommand(app)
 	report := addReportCommand(app)
+	serve := addServeCommand(app)
 
 	if len(args) == 0 {
 		app.UsageWriter(stderr)
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return check.run(ctx, conn, logger, stdout, stderr)
 	case report.cmd.FullCommand():
 		return report.run(ctx, conn, logger, stdout, stderr)
+	case serve.cmd.FullCommand():
+		return serve.run(ctx, conn, logger, stderr)
 	}
 	fmt.Fprintf(stderr, "%s: error: unknown command %q\n", appName, cmd)
 	return exitUnknown
@@ -104,7 +107,7 @@ func fail(stderr io.Writer, err error) int {
 
 // audit connects, collects and evaluates one audit.
 func audit(ctx context.Context, conn *connFlags, pol auditor.Policy, logger *slog.Logger) (*auditor.Report, error) {
-	nc, err := conn.connect(false)
+	nc, err := conn.connect(false, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,106 @@
+package auditor
+
+import (
+	"slices"
+)
+
+// Complete reports whether the audit behind the report reached every server
+// it expected and read every reply.
+func (r *Report) Complete() bool {
+	for _, f := range r.Findings {
+		if f.Code == ServerMissing || f.Code == AuditIncomplete {
+			return false
+		}
+	}
+	return true
+}
+
+// Owner names the server whose sidecar reports a finding when every server
+// runs its own auditor with --scope server: the server the finding is about,
+// the leader for an asset's findings, and for findings about no single server
+// (a mixed cluster, a leaderless consumer, a server nobody can name) the
+// first-named server that answered among those concerned. Every sidecar sees
+// the same census, so each finding has exactly one owner. Empty means the
+// finding belongs to every auditor (a request of its own that failed).
+func (r *Report) Owner(f Finding) string {
+	switch f.Code {
+	case ConsumerReplicaBelowFloor:
+		if f.Peer != "" {
+			return f.Peer
+		}
+		return f.Server
+	case ConsumerNoLeader:
+		for _, a := range r.Snapshot.Consumers {
+			if a.Account == f.Account && a.Stream == f.Stream && a.Consumer == f.Consumer {
+				return r.firstAnswered(a.Peers)
+			}
+		}
+		return ""
+	case ClusterMixedVersions:
+		var names []string
+		for _, s := range r.Servers {
+			if s.Cluster == f.Cluster {
+				names = append(names, s.Name)
+			}
+		}
+		return r.firstAnswered(names)
+	case ServerMissing:
+		var names []string
+		for _, s := range r.Servers {
+			names = append(names, s.Name)
+		}
+		return r.firstAnswered(names)
+	case AuditIncomplete:
+		return f.Server
+	}
+	return f.Server
+}
+
+func (r *Report) firstAnswered(names []string) string {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	for _, n := range names {
+		for _, s := range r.Servers {
+			if s.Name == n {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// ForServer narrows a report to what concerns one server: its own entry,
+// the findings it owns (see Owner), its leafnode links and its cluster. The
+// status is that of the remaining findings. Audits of every server, each
+// narrowed to itself, add up to the audit of the whole system.
+func (r *Report) ForServer(name string) *Report {
+	out := *r
+	out.Servers, out.Findings, out.Leafnodes, out.Clusters = nil, nil, nil, nil
+	cluster := ""
+	for _, s := range r.Servers {
+		if s.Name == name {
+			out.Servers = append(out.Servers, s)
+			cluster = s.Cluster
+		}
+	}
+	for _, c := range r.Clusters {
+		if c.Name == cluster && cluster != "" {
+			out.Clusters = append(out.Clusters, c)
+		}
+	}
+	for _, l := range r.Leafnodes {
+		if l.Server == name {
+			out.Leafnodes = append(out.Leafnodes, l)
+		}
+	}
+	out.Status = OK
+	for _, f := range r.Findings {
+		if owner := r.Owner(f); owner == "" || owner == name {
+			out.Findings = append(out.Findings, f)
+			if f.Severity.Worse(out.Status) {
+				out.Status = f.Severity
+			}
+		}
+	}
+	return &out
+}

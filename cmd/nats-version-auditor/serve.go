@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/metrics"
+)
+
+// Scopes of `serve`.
+const (
+	scopeCluster = "cluster"
+	scopeServer  = "server"
+)
+
+// shutdownGrace bounds how long SIGTERM waits for responses in flight.
+const shutdownGrace = 5 * time.Second
+
+type serveCommand struct {
+	cmd            *kingpin.CmdClause
+	pol            policyFlags
+	web            *web.FlagConfig
+	telemetryPath  string
+	minInterval    time.Duration
+	scope          string
+	maxAssetSeries int
+}
+
+func addServeCommand(app *kingpin.Application) *serveCommand {
+	c := &serveCommand{}
+	c.cmd = app.Command("serve", "Run as a Prometheus exporter: audit on scrape, at most once per --audit.min-interval.")
+	addFloorFlag(c.cmd, &c.pol)
+	c.web = kingpinflag.AddFlags(c.cmd, ":7779")
+	c.cmd.Flag("web.telemetry-path", "Path under which to expose metrics").Default("/metrics").StringVar(&c.telemetryPath)
+	c.cmd.Flag("audit.min-interval", "Scrapes within this long of the last audit are served from it").Default("15s").DurationVar(&c.minInterval)
+	c.cmd.Flag("scope", "cluster: audit and export everything; server: a sidecar exporting only what concerns the server it is connected to").
+		Default(scopeCluster).EnumVar(&c.scope, scopeCluster, scopeServer)
+	c.cmd.Flag("metrics.max-asset-series", "Most per-consumer series one scrape exposes").Default(fmt.Sprint(metrics.DefaultMaxAssetSeries)).IntVar(&c.maxAssetSeries)
+	return c
+}
+
+func (c *serveCommand) run(ctx context.Context, conn *connFlags, logger *slog.Logger, stderr io.Writer) int {
+	pol, err := c.pol.policy()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if !strings.HasPrefix(c.telemetryPath, "/") || c.telemetryPath == "/" {
+		return fail(stderr, fmt.Errorf("--web.telemetry-path %q: must start with / and not be /", c.telemetryPath))
+	}
+	if err := web.Validate(*c.web.WebConfigFile); err != nil {
+		return fail(stderr, fmt.Errorf("--web.config.file: %w", err))
+	}
+	nc, err := conn.connect(true, logger)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer nc.Close()
+
+	sched := auditor.NewScheduler(ctx, c.auditFunc(nc, conn, pol, logger), c.minInterval, logger)
+	go sched.Get(ctx) // a first audit, so that /readyz can turn ready before any scrape
+
+	srv := &http.Server{Handler: c.handler(sched, pol, logger), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(srv, c.web, logger) }()
+
+	select {
+	case err := <-errc:
+		return fail(stderr, fmt.Errorf("web server: %w", err))
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("shutdown did not finish in time", "err", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fail(stderr, fmt.Errorf("web server: %w", err))
+	}
+	return exitOK
+}
+
+func (c *serveCommand) auditFunc(nc *nats.Conn, conn *connFlags, pol auditor.Policy, logger *slog.Logger) auditor.AuditFunc {
+	return func(ctx context.Context) *auditor.Report {
+		started := time.Now()
+		if !nc.IsConnected() {
+			err := fmt.Errorf("not connected to NATS (%s)", nc.Status())
+			if last := nc.LastError(); last != nil {
+				err = fmt.Errorf("%w: %w", err, last)
+			}
+			return auditor.Failed(err, started, pol)
+		}
+		opts := auditor.Options{Timeout: conn.timeout, Expect: conn.expect, Logger: logger}
+		self := nc.ConnectedServerName()
+		if c.scope == scopeServer {
+			opts.OnlyServerID = nc.ConnectedServerId()
+		}
+		snap, err := auditor.Collect(ctx, nc, opts)
+		if err != nil {
+			return auditor.Failed(err, started, pol)
+		}
+		r := auditor.Evaluate(snap, pol)
+		if c.scope == scopeServer {
+			r = r.ForServer(self)
+		}
+		return r
+	}
+}
+
+func (c *serveCommand) handler(sched *auditor.Scheduler, pol auditor.Policy, logger *slog.Logger) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		metrics.NewCollector(sched.Latest, strings.TrimPrefix(pol.Floor, "v"), c.maxAssetSeries),
+		versioncollector.NewCollector("nats_version_auditor"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
+
+	mux := http.NewServeMux()
+	mux.Handle(c.telemetryPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The scrape waits for a fresh audit (or the one already running)
+		// unless the last one is younger than --audit.min-interval.
+		sched.Get(r.Context())
+		metricsHandler.ServeHTTP(w, r)
+	}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		res := sched.Latest()
+		if res.Report == nil || !res.Report.Complete() {
+			http.Error(w, "the last audit did not complete", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	landing, err := web.NewLandingPage(web.LandingConfig{
+		Name:        appName,
+		Description: "Audits the versions of every NATS server, and the leaders and peers of every JetStream asset, against a version floor.",
+		Version:     version.Info(),
+		Links: []web.LandingLinks{
+			{Address: c.telemetryPath, Text: "Metrics"},
+			{Address: "/healthz", Text: "Liveness"},
+			{Address: "/readyz", Text: "Readiness (last audit complete)"},
+		},
+	})
+	if err != nil {
+		logger.Error("landing page", "err", err)
+	} else if c.telemetryPath != "/" {
+		mux.Handle("/", landing)
+	}
+	return mux
+}

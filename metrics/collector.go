@@ -1,0 +1,161 @@
+// Package metrics exposes the auditor's latest report to Prometheus.
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+)
+
+const namespace = "nats_version_auditor"
+
+// DefaultMaxAssetSeries caps the per-consumer series one scrape exposes.
+const DefaultMaxAssetSeries = 500
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
+}
+
+var (
+	upDesc          = desc("up", "1 if the last audit reached every expected server and read every reply, else 0.")
+	lastSuccessDesc = desc("last_success_timestamp_seconds", "When the last complete audit finished, in seconds since the epoch (0: never).")
+	lastAuditDesc   = desc("last_audit_timestamp_seconds", "When the last audit finished, complete or not, in seconds since the epoch (0: never).")
+	durationDesc    = desc("audit_duration_seconds", "How long the last audit took.")
+	auditsDesc      = desc("audits_total", "Audits run since the auditor started.")
+	floorDesc       = desc("floor_info", "The version floor servers are held against.", "floor")
+	statusDesc      = desc("status", "Overall status of the last audit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
+	findingsDesc    = desc("findings", "Findings of the last audit by code.", "code", "severity")
+	serverInfoDesc  = desc("server_info", "A server that answered the last audit.",
+		"server_name", "server_id", "server_cluster", "server_domain", "server_version", "api_level")
+	serverBelowDesc   = desc("server_below_floor", "1 if the server runs a version below the floor, else 0.", "server_name", "server_cluster")
+	serverMissingDesc = desc("server_missing", "Expected servers that did not answer the last audit; server_name is empty for those no server could name.", "server_name")
+	clusterVerDesc    = desc("cluster_versions", "Number of distinct server versions in the cluster.", "server_cluster")
+	consumerLedDesc   = desc("consumer_leaders", "Consumers the server leads.", "server_name")
+	streamLedDesc     = desc("stream_leaders", "Streams the server leads.", "server_name")
+	leaderBelowDesc   = desc("consumer_leader_below_floor", "1 for a consumer whose leader runs below the floor: RESET and UNPIN to it go unanswered.",
+		"account", "stream", "consumer", "server_name")
+	replicaBelowDesc = desc("consumer_replica_below_floor", "1 for a consumer with a follower (server_name) below the floor: a RESET from its leader would crash it.",
+		"account", "stream", "consumer", "server_name")
+	leafDesc    = desc("leafnode_unaudited", "1 for a leafnode link whose peer does not share the system account and was not audited.", "server_name", "peer", "account")
+	droppedDesc = desc("asset_series_dropped", "Per-consumer series left out of this scrape by --metrics.max-asset-series.")
+)
+
+// Collector turns the latest audit result into const metrics at collect time.
+// It keeps no state of its own: every scrape reflects the result it is given.
+type Collector struct {
+	latest         func() auditor.Result
+	floor          string
+	maxAssetSeries int
+}
+
+// NewCollector returns a collector of the results latest returns. floor is
+// the policy's floor as operators write it; maxAssetSeries caps the
+// per-consumer series (0 or less: DefaultMaxAssetSeries).
+func NewCollector(latest func() auditor.Result, floor string, maxAssetSeries int) *Collector {
+	if maxAssetSeries <= 0 {
+		maxAssetSeries = DefaultMaxAssetSeries
+	}
+	return &Collector{latest: latest, floor: floor, maxAssetSeries: maxAssetSeries}
+}
+
+// Describe sends the descriptors of every metric the collector may send.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{upDesc, lastSuccessDesc, lastAuditDesc, durationDesc, auditsDesc, floorDesc,
+		statusDesc, findingsDesc, serverInfoDesc, serverBelowDesc, serverMissingDesc, clusterVerDesc, consumerLedDesc,
+		streamLedDesc, leaderBelowDesc, replicaBelowDesc, leafDesc, droppedDesc} {
+		ch <- d
+	}
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func unixSeconds(res auditor.Result, last bool) float64 {
+	t := res.LastSuccess
+	if last {
+		t = res.Finished
+	}
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}
+
+// Collect sends the metrics of the latest result.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	res := c.latest()
+	r := res.Report
+
+	up, status := 0.0, float64(auditor.Unknown)
+	if r != nil {
+		status = float64(r.Status)
+		if r.Complete() {
+			up = 1
+		}
+	}
+	gauge(ch, upDesc, up)
+	gauge(ch, statusDesc, status)
+	gauge(ch, lastSuccessDesc, unixSeconds(res, false))
+	gauge(ch, lastAuditDesc, unixSeconds(res, true))
+	ch <- prometheus.MustNewConstMetric(auditsDesc, prometheus.CounterValue, float64(res.Audits))
+	gauge(ch, floorDesc, 1, c.floor)
+
+	counts := map[auditor.Code]int{}
+	if r != nil {
+		for _, f := range r.Findings {
+			counts[f.Code]++
+		}
+	}
+	for _, k := range auditor.Codes {
+		gauge(ch, findingsDesc, float64(counts[k.Code]), string(k.Code), k.Severity.String())
+	}
+	if r == nil {
+		return
+	}
+	gauge(ch, durationDesc, r.Snapshot.Duration.Seconds())
+
+	for _, s := range r.Servers {
+		gauge(ch, serverInfoDesc, 1, s.Name, s.ID, s.Cluster, s.Domain, s.Version, strconv.Itoa(s.APILevel))
+		below := 0.0
+		if s.Verdict == auditor.VerdictBelow {
+			below = 1
+		}
+		gauge(ch, serverBelowDesc, below, s.Name, s.Cluster)
+		if s.JetStream {
+			gauge(ch, consumerLedDesc, float64(s.ConsumersLed), s.Name)
+			gauge(ch, streamLedDesc, float64(s.StreamsLed), s.Name)
+		}
+	}
+	for _, cl := range r.Clusters {
+		gauge(ch, clusterVerDesc, float64(len(cl.Versions)), cl.Name)
+	}
+
+	missing := map[string]int{}
+	assetSeries, dropped := 0, 0
+	for _, f := range r.Findings {
+		switch f.Code {
+		case auditor.ServerMissing:
+			missing[f.Server] += max(f.Count, 1)
+		case auditor.LeafnodeUnaudited:
+			gauge(ch, leafDesc, 1, f.Server, f.Peer, f.Account)
+		case auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor:
+			if assetSeries >= c.maxAssetSeries {
+				dropped++
+				continue
+			}
+			assetSeries++
+			d := leaderBelowDesc
+			if f.Code == auditor.ConsumerReplicaBelowFloor {
+				d = replicaBelowDesc
+			}
+			gauge(ch, d, 1, f.Account, f.Stream, f.Consumer, f.Server)
+		}
+	}
+	for name, n := range missing {
+		gauge(ch, serverMissingDesc, float64(n), name)
+	}
+	gauge(ch, droppedDesc, float64(dropped))
+}

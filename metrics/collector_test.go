@@ -1,0 +1,169 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+)
+
+// mixedResult is the result of auditing a 2.14/2.14/2.12 cluster with one
+// server gone, a consumer led by 2.12, one followed by it, and an
+// unaudited leafnode link.
+func mixedResult() auditor.Result {
+	snap := &auditor.Snapshot{
+		Duration: 250 * time.Millisecond,
+		Servers: []auditor.Server{
+			{ID: "ID1", Name: "n1", Cluster: "c1", Version: "2.14.0", JetStream: true, APILevel: 4},
+			{ID: "ID2", Name: "n2", Cluster: "c1", Version: "2.14.0", JetStream: true, APILevel: 4},
+			{ID: "ID3", Name: "n3", Cluster: "c1", Version: "2.12.15", JetStream: true, APILevel: 3},
+		},
+		Consumers: []auditor.Asset{
+			{Kind: auditor.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "a", Leader: "n3", Peers: []string{"n1", "n2", "n3"}},
+			{Kind: auditor.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "b", Leader: "n1", Peers: []string{"n1", "n2", "n3"}},
+			{Kind: auditor.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "c", Leader: "n2", Peers: []string{"n2"}},
+		},
+		Streams:       []auditor.Asset{{Kind: auditor.KindStream, Account: "APP", Stream: "ORDERS", Leader: "n2", Peers: []string{"n1", "n2", "n3"}}},
+		Leafnodes:     []auditor.LeafLink{{Server: "n1", Peer: "edge", Account: "APP"}},
+		ExpectedNames: map[string][]string{"n4": {"n1"}},
+	}
+	r := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	return auditor.Result{Report: r, Audits: 3,
+		Finished:    time.Unix(1700000100, 0),
+		LastSuccess: time.Unix(1700000000, 0)}
+}
+
+const mixedExposition = `
+# HELP nats_version_auditor_up 1 if the last audit reached every expected server and read every reply, else 0.
+# TYPE nats_version_auditor_up gauge
+nats_version_auditor_up 0
+# HELP nats_version_auditor_status Overall status of the last audit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+# TYPE nats_version_auditor_status gauge
+nats_version_auditor_status 2
+# HELP nats_version_auditor_last_success_timestamp_seconds When the last complete audit finished, in seconds since the epoch (0: never).
+# TYPE nats_version_auditor_last_success_timestamp_seconds gauge
+nats_version_auditor_last_success_timestamp_seconds 1.7e+09
+# HELP nats_version_auditor_last_audit_timestamp_seconds When the last audit finished, complete or not, in seconds since the epoch (0: never).
+# TYPE nats_version_auditor_last_audit_timestamp_seconds gauge
+nats_version_auditor_last_audit_timestamp_seconds 1.7000001e+09
+# HELP nats_version_auditor_audits_total Audits run since the auditor started.
+# TYPE nats_version_auditor_audits_total counter
+nats_version_auditor_audits_total 3
+# HELP nats_version_auditor_audit_duration_seconds How long the last audit took.
+# TYPE nats_version_auditor_audit_duration_seconds gauge
+nats_version_auditor_audit_duration_seconds 0.25
+# HELP nats_version_auditor_floor_info The version floor servers are held against.
+# TYPE nats_version_auditor_floor_info gauge
+nats_version_auditor_floor_info{floor="2.14.0"} 1
+# HELP nats_version_auditor_findings Findings of the last audit by code.
+# TYPE nats_version_auditor_findings gauge
+nats_version_auditor_findings{code="ASSET_API_LEVEL_UNSUPPORTED",severity="CRITICAL"} 0
+nats_version_auditor_findings{code="AUDIT_INCOMPLETE",severity="UNKNOWN"} 0
+nats_version_auditor_findings{code="CLUSTER_MIXED_VERSIONS",severity="WARNING"} 1
+nats_version_auditor_findings{code="CONSUMER_LEADER_BELOW_FLOOR",severity="CRITICAL"} 1
+nats_version_auditor_findings{code="CONSUMER_NO_LEADER",severity="WARNING"} 0
+nats_version_auditor_findings{code="CONSUMER_REPLICA_BELOW_FLOOR",severity="CRITICAL"} 1
+nats_version_auditor_findings{code="LEAFNODE_UNAUDITED",severity="WARNING"} 1
+nats_version_auditor_findings{code="META_LEADER_BELOW_FLOOR",severity="WARNING"} 0
+nats_version_auditor_findings{code="SERVER_BELOW_FLOOR",severity="CRITICAL"} 1
+nats_version_auditor_findings{code="SERVER_MISSING",severity="UNKNOWN"} 1
+nats_version_auditor_findings{code="STREAM_LEADER_BELOW_FLOOR",severity="WARNING"} 0
+nats_version_auditor_findings{code="VERSION_UNPARSEABLE",severity="UNKNOWN"} 0
+# HELP nats_version_auditor_server_info A server that answered the last audit.
+# TYPE nats_version_auditor_server_info gauge
+nats_version_auditor_server_info{api_level="3",server_cluster="c1",server_domain="",server_id="ID3",server_name="n3",server_version="2.12.15"} 1
+nats_version_auditor_server_info{api_level="4",server_cluster="c1",server_domain="",server_id="ID1",server_name="n1",server_version="2.14.0"} 1
+nats_version_auditor_server_info{api_level="4",server_cluster="c1",server_domain="",server_id="ID2",server_name="n2",server_version="2.14.0"} 1
+# HELP nats_version_auditor_server_below_floor 1 if the server runs a version below the floor, else 0.
+# TYPE nats_version_auditor_server_below_floor gauge
+nats_version_auditor_server_below_floor{server_cluster="c1",server_name="n1"} 0
+nats_version_auditor_server_below_floor{server_cluster="c1",server_name="n2"} 0
+nats_version_auditor_server_below_floor{server_cluster="c1",server_name="n3"} 1
+# HELP nats_version_auditor_server_missing Expected servers that did not answer the last audit; server_name is empty for those no server could name.
+# TYPE nats_version_auditor_server_missing gauge
+nats_version_auditor_server_missing{server_name="n4"} 1
+# HELP nats_version_auditor_cluster_versions Number of distinct server versions in the cluster.
+# TYPE nats_version_auditor_cluster_versions gauge
+nats_version_auditor_cluster_versions{server_cluster="c1"} 2
+# HELP nats_version_auditor_consumer_leaders Consumers the server leads.
+# TYPE nats_version_auditor_consumer_leaders gauge
+nats_version_auditor_consumer_leaders{server_name="n1"} 1
+nats_version_auditor_consumer_leaders{server_name="n2"} 1
+nats_version_auditor_consumer_leaders{server_name="n3"} 1
+# HELP nats_version_auditor_stream_leaders Streams the server leads.
+# TYPE nats_version_auditor_stream_leaders gauge
+nats_version_auditor_stream_leaders{server_name="n1"} 0
+nats_version_auditor_stream_leaders{server_name="n2"} 1
+nats_version_auditor_stream_leaders{server_name="n3"} 0
+# HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader runs below the floor: RESET and UNPIN to it go unanswered.
+# TYPE nats_version_auditor_consumer_leader_below_floor gauge
+nats_version_auditor_consumer_leader_below_floor{account="APP",consumer="a",server_name="n3",stream="ORDERS"} 1
+# HELP nats_version_auditor_consumer_replica_below_floor 1 for a consumer with a follower (server_name) below the floor: a RESET from its leader would crash it.
+# TYPE nats_version_auditor_consumer_replica_below_floor gauge
+nats_version_auditor_consumer_replica_below_floor{account="APP",consumer="b",server_name="n3",stream="ORDERS"} 1
+# HELP nats_version_auditor_leafnode_unaudited 1 for a leafnode link whose peer does not share the system account and was not audited.
+# TYPE nats_version_auditor_leafnode_unaudited gauge
+nats_version_auditor_leafnode_unaudited{account="APP",peer="edge",server_name="n1"} 1
+# HELP nats_version_auditor_asset_series_dropped Per-consumer series left out of this scrape by --metrics.max-asset-series.
+# TYPE nats_version_auditor_asset_series_dropped gauge
+nats_version_auditor_asset_series_dropped 0
+`
+
+func TestCollectorExposition(t *testing.T) {
+	res := mixedResult()
+	c := NewCollector(func() auditor.Result { return res }, "2.14.0", 0)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(mixedExposition)); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestCollectorCapsAssetSeries(t *testing.T) {
+	res := mixedResult()
+	c := NewCollector(func() auditor.Result { return res }, "2.14.0", 1)
+	want := `
+# HELP nats_version_auditor_asset_series_dropped Per-consumer series left out of this scrape by --metrics.max-asset-series.
+# TYPE nats_version_auditor_asset_series_dropped gauge
+nats_version_auditor_asset_series_dropped 1
+# HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader runs below the floor: RESET and UNPIN to it go unanswered.
+# TYPE nats_version_auditor_consumer_leader_below_floor gauge
+nats_version_auditor_consumer_leader_below_floor{account="APP",consumer="a",server_name="n3",stream="ORDERS"} 1
+`
+	err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"nats_version_auditor_asset_series_dropped", "nats_version_auditor_consumer_leader_below_floor", "nats_version_auditor_consumer_replica_below_floor")
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCollectorBeforeFirstAudit(t *testing.T) {
+	c := NewCollector(func() auditor.Result { return auditor.Result{} }, "2.14.0", 0)
+	want := `
+# HELP nats_version_auditor_up 1 if the last audit reached every expected server and read every reply, else 0.
+# TYPE nats_version_auditor_up gauge
+nats_version_auditor_up 0
+# HELP nats_version_auditor_status Overall status of the last audit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+# TYPE nats_version_auditor_status gauge
+nats_version_auditor_status 3
+# HELP nats_version_auditor_last_success_timestamp_seconds When the last complete audit finished, in seconds since the epoch (0: never).
+# TYPE nats_version_auditor_last_success_timestamp_seconds gauge
+nats_version_auditor_last_success_timestamp_seconds 0
+`
+	err := testutil.CollectAndCompare(c, strings.NewReader(want), "nats_version_auditor_up", "nats_version_auditor_status",
+		"nats_version_auditor_last_success_timestamp_seconds", "nats_version_auditor_server_info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c); n != 6+len(auditor.Codes) {
+		t.Errorf("%d series before the first audit, want the %d fixed ones", n, 6+len(auditor.Codes))
+	}
+}
