@@ -8,7 +8,11 @@ VERSION_PKG := github.com/prometheus/common/version
 LDFLAGS     := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build servers demo test lint unit clean
+TOOLS_BIN   := $(CURDIR)/.cache/tools/bin
+HELM        := $(TOOLS_BIN)/helm
+PROMTOOL    := $(TOOLS_BIN)/promtool
+
+.PHONY: all build servers tools demo test lint unit clean
 
 all: build
 
@@ -20,6 +24,15 @@ build:
 servers:
 	$(GO) run ./internal/natstest/servers
 
+# helm and promtool for the deploy/ tests, built from the module proxy once.
+tools: $(HELM) $(PROMTOOL)
+
+$(HELM):
+	GOBIN=$(TOOLS_BIN) $(GO) install helm.sh/helm/v3/cmd/helm@v3.22.0
+
+$(PROMTOOL):
+	GOBIN=$(TOOLS_BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@v0.316.0
+
 demo: servers build
 	$(GO) run ./internal/demo -auditor $(BIN)
 
@@ -30,8 +43,8 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-unit: servers build
-	$(GO) test -race -count=1 -timeout 30m ./...
+unit: servers build tools
+	TOOLS_BIN=$(TOOLS_BIN) $(GO) test -race -count=1 -timeout 30m ./...
 
 clean:
 	rm -rf bin .cache

@@ -21,21 +21,13 @@ import (
 func main() {
 	auditorBin := flag.String("auditor", "bin/nats-version-auditor", "the auditor binary to run")
 	flag.Parse()
-	h := &harness{}
-	code := demo(h, *auditorBin)
-	h.cleanup()
+	h := &natstest.Program{}
+	code := h.Run(func() int { return demo(h, *auditorBin) })
+	h.RunCleanups()
 	os.Exit(code)
 }
 
-func demo(h *harness, auditorBin string) (code int) {
-	defer func() {
-		if r := recover(); r != nil {
-			if _, ok := r.(fatal); !ok {
-				panic(r)
-			}
-			code = 1
-		}
-	}()
+func demo(h *natstest.Program, auditorBin string) int {
 	fmt.Printf("Building (once) and starting nats-server %s, %s and %s on loopback...\n", natstest.Floor, natstest.Floor, natstest.Old)
 	node := func(name, version string) natstest.Spec {
 		return natstest.Spec{Name: name, Version: version, Cluster: "demo", JetStream: true, Tags: []string{"node:" + name}}
@@ -70,43 +62,8 @@ func demo(h *harness, auditorBin string) (code int) {
 	return 0
 }
 
-func must(h *harness, err error) {
+func must(h *natstest.Program, err error) {
 	if err != nil {
 		h.Fatal(err)
-	}
-}
-
-type fatal struct{}
-
-// harness runs natstest outside a test: failures print and unwind, and
-// cleanups run when the demo ends.
-type harness struct {
-	cleanups []func()
-	dirs     []string
-	failed   bool
-}
-
-func (h *harness) Helper()                        {}
-func (h *harness) Logf(format string, a ...any)   { fmt.Fprintf(os.Stderr, format+"\n", a...) }
-func (h *harness) Fatal(a ...any)                 { h.failed = true; fmt.Fprintln(os.Stderr, a...); panic(fatal{}) }
-func (h *harness) Failed() bool                   { return h.failed }
-func (h *harness) Cleanup(f func())               { h.cleanups = append(h.cleanups, f) }
-func (h *harness) Fatalf(format string, a ...any) { h.Fatal(fmt.Sprintf(format, a...)) }
-
-func (h *harness) TempDir() string {
-	d, err := os.MkdirTemp("", "nva-demo-")
-	if err != nil {
-		h.Fatal(err)
-	}
-	h.dirs = append(h.dirs, d)
-	return d
-}
-
-func (h *harness) cleanup() {
-	for i := len(h.cleanups) - 1; i >= 0; i-- {
-		h.cleanups[i]()
-	}
-	for _, d := range h.dirs {
-		os.RemoveAll(d)
 	}
 }

@@ -1,0 +1,70 @@
+package auditor
+
+import (
+	"strconv"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// jszReply is the part of server.ServerAPIJszResponse an audit reads. A JSZ
+// reply with configs runs to about 600 bytes per consumer (20 MB for 30,000
+// consumers on three servers); decoding all of it into server.JSInfo made up
+// most of an audit's CPU time and heap. The projection keeps nats-server's
+// own types wherever the audit reads the whole of one (ServerInfo,
+// MetaClusterInfo, ClusterInfo, ApiError) and skips the rest. The JSON names
+// are the server's: TestJSZProjectionMatchesServerTypes decodes recorded
+// replies both ways and compares.
+type jszReply struct {
+	Server *server.ServerInfo `json:"server"`
+	Data   *jszData           `json:"data,omitempty"`
+	Error  *server.ApiError   `json:"error,omitempty"`
+}
+
+type jszData struct {
+	Meta           *server.MetaClusterInfo `json:"meta_cluster,omitempty"`
+	AccountDetails []jszAccount            `json:"account_details,omitempty"`
+	Total          int                     `json:"total"`
+}
+
+type jszAccount struct {
+	Name    string      `json:"name"`
+	Streams []jszStream `json:"stream_detail,omitempty"`
+}
+
+type jszStream struct {
+	Name      string              `json:"name"`
+	Cluster   *server.ClusterInfo `json:"cluster,omitempty"`
+	Config    *jszConfig          `json:"config,omitempty"`
+	Consumers []jszConsumer       `json:"consumer_detail,omitempty"`
+}
+
+type jszConsumer struct {
+	Name    string              `json:"name"`
+	Cluster *server.ClusterInfo `json:"cluster,omitempty"`
+	Config  *jszConfig          `json:"config,omitempty"`
+}
+
+// jszConfig is what the audit reads of a StreamConfig or ConsumerConfig.
+type jszConfig struct {
+	Replicas int `json:"num_replicas"`
+	Metadata struct {
+		RequiredLevel string `json:"_nats.req.level"`
+	} `json:"metadata"`
+}
+
+// requiredLevel is the config's _nats.req.level; missing or unreadable is 0,
+// as the server itself treats it.
+func (c *jszConfig) requiredLevel() int {
+	if c == nil {
+		return 0
+	}
+	level, _ := strconv.Atoi(c.Metadata.RequiredLevel)
+	return level
+}
+
+func (c *jszConfig) replicas() int {
+	if c == nil {
+		return 0
+	}
+	return c.Replicas
+}

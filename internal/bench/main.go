@@ -1,0 +1,500 @@
+// Command bench measures an audit against the limit the servers set, side by
+// side in one run, on a real 3-server mixed-version cluster on loopback. It
+// is run by `make bench` and writes its table into BENCHMARKS.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+func main() {
+	sizes := flag.String("consumers", "1000,10000,30000", "consumer counts to measure, comma-separated")
+	runs := flag.Int("runs", 5, "runs of each measure (the median is reported)")
+	natscliRuns := flag.Int("natscli-runs", 3, "runs of natscli's report (slow), at sizes up to -natscli-max")
+	natscliMax := flag.Int("natscli-max", 10000, "largest consumer count natscli's report is run at")
+	auditorBin := flag.String("auditor", "bin/nats-version-auditor", "the auditor binary")
+	natsBin := flag.String("natscli", ".cache/tools/bin/nats", "natscli's nats binary")
+	hold := flag.Bool("hold", false, "populate a cluster of the first size, print its URL and wait for SIGINT (for profiling)")
+	out := flag.String("out", "", "write the results table into this Markdown file, between the bench markers")
+	flag.Parse()
+
+	h := &natstest.Program{}
+	code := h.Run(func() int {
+		var results []sizeResult
+		for _, f := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				h.Fatalf("-consumers: %v", err)
+			}
+			cfg := config{consumers: n, runs: *runs, auditor: *auditorBin, natscli: *natsBin, hold: *hold}
+			if n <= *natscliMax {
+				cfg.natscliRuns = *natscliRuns
+			}
+			results = append(results, measure(h, cfg))
+			h.RunCleanups() // one cluster at a time
+		}
+		table := render(results, *runs)
+		fmt.Print(table)
+		if *out != "" {
+			if err := writeBetweenMarkers(*out, table); err != nil {
+				h.Fatal(err)
+			}
+		}
+		return 0
+	})
+	h.RunCleanups()
+	os.Exit(code)
+}
+
+type config struct {
+	consumers   int
+	runs        int
+	natscliRuns int
+	auditor     string
+	natscli     string
+	hold        bool
+}
+
+// Accounts the consumers are spread over; ACC0001.. come from ExtraAccounts.
+var accounts = []string{"APP", "ACC0001", "ACC0002", "ACC0003", "ACC0004"}
+
+const (
+	consumersPerStream = 300
+	// Every r3Every-th stream (and its consumers) is R3, the rest R1.
+	r3Every = 20
+)
+
+func credentials(account string) (string, string) {
+	if account == "APP" {
+		return natstest.AppUser, natstest.AppPassword
+	}
+	return "acc" + account[3:], "acc"
+}
+
+type sizeResult struct {
+	consumers, streams, r3Consumers int
+	raw, check, scrapeAudit         []time.Duration
+	scrapeCachedP99                 time.Duration
+	natscli                         []time.Duration
+	checkRSS                        []int64 // bytes
+	requests                        int
+	rawBytes, auditBytes            uint64
+	peakHeap                        uint64
+	allocsPerConsumer               float64
+	bytesPerConsumer                float64
+	series                          int
+	checkStatus                     int
+}
+
+func measure(h *natstest.Program, cfg config) sizeResult {
+	fmt.Fprintf(os.Stderr, "== %d consumers: starting a %s/%s/%s cluster\n", cfg.consumers, natstest.Floor, natstest.New, natstest.Old)
+	node := func(name, version string) natstest.Spec {
+		return natstest.Spec{Name: name, Version: version, Cluster: "bench", JetStream: true, ExtraAccounts: len(accounts) - 1}
+	}
+	sys := natstest.Start(h, node("n1", natstest.Floor), node("n2", natstest.New), node("n3", natstest.Old))
+	res := sizeResult{consumers: cfg.consumers}
+	streams := populate(h, sys, cfg.consumers, &res)
+	res.streams = len(streams)
+
+	if cfg.hold {
+		fmt.Printf("%s (user %s, password %s); interrupt to stop\n", sys.URL("n1"), natstest.SysUser, natstest.SysPassword)
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		return res
+	}
+	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
+	ids := serverIDs(h, sysConn)
+	fmt.Fprintf(os.Stderr, "   measuring (%d runs)\n", cfg.runs)
+	for range cfg.runs {
+		d, bytes := rawJSZ(h, sysConn, ids)
+		res.raw = append(res.raw, d)
+		res.rawBytes = bytes
+
+		d, rss, status := runCheck(h, cfg.auditor, sys.URL("n1"))
+		res.check = append(res.check, d)
+		res.checkRSS = append(res.checkRSS, rss)
+		res.checkStatus = status
+	}
+	inProcess(h, sys, &res)
+	scrapes(h, cfg, sys, &res)
+	for range cfg.natscliRuns {
+		res.natscli = append(res.natscli, natscliReport(h, cfg.natscli, sys, streams))
+	}
+	return res
+}
+
+type streamRef struct{ account, name string }
+
+// populate creates streams of consumersPerStream consumers each, spread over
+// the accounts, every r3Every-th of them R3.
+func populate(h *natstest.Program, sys *natstest.System, consumers int, res *sizeResult) []streamRef {
+	conns := map[string]*nats.Conn{}
+	for _, acc := range accounts {
+		u, p := credentials(acc)
+		conns[acc] = sys.Connect("n1", u, p)
+	}
+	var streams []streamRef
+	for i := 0; len(streams)*consumersPerStream < consumers; i++ {
+		acc := accounts[i%len(accounts)]
+		name := fmt.Sprintf("S%04d", i)
+		replicas := 1
+		if i%r3Every == 0 {
+			replicas = 3
+		}
+		cfg := server.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, Replicas: replicas, Storage: server.MemoryStorage}
+		if err := natstest.AddStream(conns[acc], cfg); err != nil {
+			h.Fatal(err)
+		}
+		streams = append(streams, streamRef{acc, name})
+	}
+	start := time.Now()
+	var created atomic.Int64
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for i := range consumers {
+		st := streams[i/consumersPerStream]
+		if (i/consumersPerStream)%r3Every == 0 {
+			res.r3Consumers++
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			cfg := server.ConsumerConfig{Durable: fmt.Sprintf("C%05d", i), AckPolicy: server.AckExplicit}
+			if err := natstest.AddConsumer(conns[st.account], st.name, cfg); err != nil {
+				failed.Store(err)
+				return
+			}
+			if n := created.Add(1); n%5000 == 0 {
+				fmt.Fprintf(os.Stderr, "   %d consumers created\n", n)
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		h.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "   %d consumers on %d streams created in %s\n", consumers, len(streams), time.Since(start).Round(time.Second))
+	return streams
+}
+
+func serverIDs(h *natstest.Program, nc *nats.Conn) []string {
+	inbox := nats.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		h.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$SYS.REQ.SERVER.PING", inbox, nil); err != nil {
+		h.Fatal(err)
+	}
+	var ids []string
+	for len(ids) < 3 {
+		m, err := sub.NextMsg(5 * time.Second)
+		if err != nil {
+			h.Fatal(err)
+		}
+		var s server.ServerStatsMsg
+		if err := json.Unmarshal(m.Data, &s); err != nil {
+			h.Fatal(err)
+		}
+		ids = append(ids, s.Server.ID)
+	}
+	return ids
+}
+
+// rawJSZ is the limit: the JSZ requests an audit needs, sent to every server
+// at once, timed until the last page arrives, with nothing done with them.
+func rawJSZ(h *natstest.Program, nc *nats.Conn, ids []string) (time.Duration, uint64) {
+	start := time.Now()
+	var wg sync.WaitGroup
+	var bytes atomic.Uint64
+	// Five accounts: one page of the audit's page size holds them all.
+	req, _ := json.Marshal(server.JszEventOptions{JSzOptions: server.JSzOptions{Accounts: true, Streams: true,
+		Consumer: true, Config: true, Limit: auditor.DefaultJSZPageSize}})
+	for _, id := range ids {
+		wg.Go(func() {
+			m, err := nc.Request("$SYS.REQ.SERVER."+id+".JSZ", req, 30*time.Second)
+			if err != nil {
+				h.Fatal(err)
+			}
+			bytes.Add(uint64(len(m.Data)))
+		})
+	}
+	wg.Wait()
+	return time.Since(start), bytes.Load()
+}
+
+func runCheck(h *natstest.Program, bin, url string) (time.Duration, int64, int) {
+	cmd := exec.Command(bin, "check", "--format", "json", "--timeout", "30s", "-s", url, "--user", natstest.SysUser, "--password", natstest.SysPassword)
+	cmd.Stdout = io.Discard
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		h.Fatal(err)
+	}
+	if cmd.ProcessState.ExitCode() == 3 {
+		h.Fatalf("check was UNKNOWN: %s", stderr.String())
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	return d, rss, cmd.ProcessState.ExitCode()
+}
+
+// inProcess runs one audit inside this process to count what it costs in Go
+// terms: requests, bytes, allocations and the peak heap.
+func inProcess(h *natstest.Program, sys *natstest.System, res *sizeResult) {
+	nc := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	base := before.HeapAlloc
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peak.Load() {
+				peak.Store(ms.HeapAlloc)
+			}
+		}
+	})
+	in := nc.Stats().InBytes
+	snap, err := auditor.Collect(context.Background(), nc, auditor.Options{Timeout: 30 * time.Second})
+	if err != nil {
+		h.Fatal(err)
+	}
+	r := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	close(stop)
+	sampler.Wait()
+	runtime.ReadMemStats(&after)
+	if !r.Complete() || len(snap.Consumers) != res.consumers {
+		h.Fatalf("in-process audit: complete=%v, %d consumers of %d", r.Complete(), len(snap.Consumers), res.consumers)
+	}
+	res.requests = snap.Requests
+	res.auditBytes = nc.Stats().InBytes - in
+	res.peakHeap = peak.Load() - base
+	res.allocsPerConsumer = float64(after.Mallocs-before.Mallocs) / float64(res.consumers)
+	res.bytesPerConsumer = float64(after.TotalAlloc-before.TotalAlloc) / float64(res.consumers)
+}
+
+// scrapes measures `serve`: a scrape that runs an audit, and scrapes served
+// from the last one.
+func scrapes(h *natstest.Program, cfg config, sys *natstest.System, res *sizeResult) {
+	fresh := startServe(h, cfg.auditor, sys.URL("n1"), "0s")
+	for range cfg.runs {
+		d, _ := scrape(h, fresh)
+		res.scrapeAudit = append(res.scrapeAudit, d)
+	}
+	cached := startServe(h, cfg.auditor, sys.URL("n1"), "1h")
+	_, body := scrape(h, cached)
+	for _, line := range strings.Split(body, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			res.series++
+		}
+	}
+	var ds []time.Duration
+	for range 200 {
+		d, _ := scrape(h, cached)
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	res.scrapeCachedP99 = ds[len(ds)*99/100-1]
+}
+
+func startServe(h *natstest.Program, bin, url, interval string) string {
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(h))
+	cmd := exec.Command(bin, "serve", "--web.listen-address", addr, "--audit.min-interval", interval, "--timeout", "30s",
+		"-s", url, "--user", natstest.SysUser, "--password", natstest.SysPassword)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		h.Fatal(err)
+	}
+	h.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+	base := "http://" + addr
+	err := natstest.Eventually(10*time.Second, func() error {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	})
+	if err != nil {
+		h.Fatal(err)
+	}
+	return base
+}
+
+func scrape(h *natstest.Program, base string) (time.Duration, string) {
+	start := time.Now()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		h.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		h.Fatalf("scrape: %d %v", resp.StatusCode, err)
+	}
+	return time.Since(start), string(b)
+}
+
+// natscliReport runs what users do today: `nats consumer report` over every
+// stream, one process per stream, as each account's user.
+func natscliReport(h *natstest.Program, bin string, sys *natstest.System, streams []streamRef) time.Duration {
+	start := time.Now()
+	for _, st := range streams {
+		u, p := credentials(st.account)
+		cmd := exec.Command(bin, "consumer", "report", st.name, "-s", sys.URL("n1"), "--user", u, "--password", p, "--timeout", "30s")
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+os.TempDir()+"/nva-bench-none")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			h.Fatalf("nats consumer report %s: %v\n%s", st.name, err, out)
+		}
+	}
+	return time.Since(start)
+}
+
+func freePort(h *natstest.Program) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func medianInt(xs []int64) int64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+func ratio(a, b time.Duration) string {
+	if a == 0 || b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", float64(a)/float64(b))
+}
+
+func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
+
+func render(results []sizeResult, runs int) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	w("Measured %s on %d cores, %.0f GiB; servers %s, %s, %s (one each); medians of %d runs.",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), float64(totalMemory())/(1<<30), natstest.Floor, natstest.New, natstest.Old, runs)
+	w("")
+	header := "| measure |"
+	sep := "|---|"
+	for _, r := range results {
+		header += fmt.Sprintf(" %d consumers |", r.consumers)
+		sep += "---|"
+	}
+	w("%s", header)
+	w("%s", sep)
+	row := func(name string, f func(r sizeResult) string) {
+		line := "| " + name + " |"
+		for _, r := range results {
+			line += " " + f(r) + " |"
+		}
+		w("%s", line)
+	}
+	row("streams (R3 consumers)", func(r sizeResult) string { return fmt.Sprintf("%d (%d)", r.streams, r.r3Consumers) })
+	row("**limit**: raw JSZ from every server", func(r sizeResult) string { return ms(median(r.raw)) })
+	row("`check --format json`, whole process", func(r sizeResult) string { return ms(median(r.check)) })
+	row("**check / raw JSZ**", func(r sizeResult) string { return ratio(median(r.check), median(r.raw)) })
+	row("`/metrics` scrape running an audit", func(r sizeResult) string { return ms(median(r.scrapeAudit)) })
+	row("`/metrics` scrape from the last audit, p99 of 200", func(r sizeResult) string { return ms(r.scrapeCachedP99) })
+	row("natscli `nats consumer report`, every stream", func(r sizeResult) string {
+		if len(r.natscli) == 0 {
+			return "not run"
+		}
+		return ms(median(r.natscli))
+	})
+	row("**natscli / check**", func(r sizeResult) string { return ratio(median(r.natscli), median(r.check)) })
+	row("peak RSS of `check`", func(r sizeResult) string { return mib(float64(medianInt(r.checkRSS))) })
+	row("peak Go heap of one audit (in process)", func(r sizeResult) string { return mib(float64(r.peakHeap)) })
+	row("allocations per consumer", func(r sizeResult) string {
+		return fmt.Sprintf("%.0f (%.0f B)", r.allocsPerConsumer, r.bytesPerConsumer)
+	})
+	row("requests per audit", func(r sizeResult) string { return strconv.Itoa(r.requests) })
+	row("bytes received per audit", func(r sizeResult) string { return mib(float64(r.auditBytes)) })
+	row("`/metrics` series", func(r sizeResult) string { return strconv.Itoa(r.series) })
+	row("`check` exit code", func(r sizeResult) string { return strconv.Itoa(r.checkStatus) })
+	return b.String()
+}
+
+func totalMemory() uint64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return si.Totalram * uint64(si.Unit)
+}
+
+const (
+	beginMarker = "<!-- bench:begin -->"
+	endMarker   = "<!-- bench:end -->"
+)
+
+// writeBetweenMarkers replaces what stands between the bench markers of a
+// Markdown file with table.
+func writeBetweenMarkers(path, table string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %s ... %s markers", path, beginMarker, endMarker)
+	}
+	doc = doc[:i+len(beginMarker)] + "\n" + table + doc[j:]
+	return os.WriteFile(path, []byte(doc), 0o644)
+}
