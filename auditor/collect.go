@@ -80,17 +80,17 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 	defer cancel()
 
 	c := &collection{
-		ctx:       ctx,
-		nc:        nc,
-		opts:      opts,
-		log:       opts.Logger,
-		seen:      map[string]bool{},
-		names:     map[string]bool{},
-		clusters:  map[string]bool{},
-		assets:    assetIndex{byStream: map[streamKey]*streamAssets{}},
-		meta:      map[string]*MetaGroup{},
-		wake:      make(chan struct{}, 1),
-		sem:       make(chan struct{}, opts.Concurrency),
+		ctx:      ctx,
+		nc:       nc,
+		opts:     opts,
+		log:      opts.Logger,
+		seen:     map[string]bool{},
+		names:    map[string]bool{},
+		clusters: map[string]bool{},
+		assets:   assetIndex{byStream: map[streamKey]*streamAssets{}},
+		meta:     map[string]*MetaGroup{},
+		wake:     make(chan struct{}, 1),
+		sem:      make(chan struct{}, opts.Concurrency),
 	}
 	c.snap.Started = time.Now()
 	c.snap.ExpectedCount = opts.Expect
