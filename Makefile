@@ -11,8 +11,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TOOLS_BIN   := $(CURDIR)/.cache/tools/bin
 HELM        := $(TOOLS_BIN)/helm
 PROMTOOL    := $(TOOLS_BIN)/promtool
+NATSCLI     := $(TOOLS_BIN)/nats
 
-.PHONY: all build servers tools demo test lint unit clean
+.PHONY: all build servers tools demo test lint unit bench clean
 
 all: build
 
@@ -32,6 +33,15 @@ $(HELM):
 
 $(PROMTOOL):
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@v0.316.0
+
+$(NATSCLI):
+	GOBIN=$(TOOLS_BIN) $(GO) install github.com/nats-io/natscli/nats@v0.5.0
+
+# Side-by-side measurements on a real mixed cluster (about 15 minutes);
+# writes the results into BENCHMARKS.md. Not part of `make test`.
+bench: servers build $(NATSCLI)
+	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics | tee .cache/gobench.txt
+	$(GO) run ./internal/bench -auditor $(BIN) -natscli $(NATSCLI) -gobench .cache/gobench.txt -out BENCHMARKS.md
 
 demo: servers build
 	$(GO) run ./internal/demo -auditor $(BIN)

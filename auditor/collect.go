@@ -32,6 +32,10 @@ const (
 	DefaultTimeout     = 5 * time.Second
 	DefaultJSZPageSize = 1024
 	DefaultConcurrency = 16
+	// DefaultMaxReplyBytes bounds one reply the audit decodes. A JSZ page
+	// with configs costs about 600 bytes per consumer a server hosts: 64 MiB
+	// is some 100,000 consumers on one server.
+	DefaultMaxReplyBytes = 64 << 20
 )
 
 // Options tune one audit.
@@ -45,6 +49,9 @@ type Options struct {
 	JSZPageSize int
 	// Concurrency is how many servers are asked for LEAFZ and JSZ at once.
 	Concurrency int
+	// MaxReplyBytes drops (as AUDIT_INCOMPLETE) any reply larger than this
+	// instead of decoding it; 0 means DefaultMaxReplyBytes.
+	MaxReplyBytes int
 	// OnlyServerID, when set, sends LEAFZ and JSZ to that server alone: a
 	// sidecar auditing its own server still takes the census of all of them
 	// (it needs every peer's version) but inventories only its own.
@@ -61,6 +68,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
+	}
+	if o.MaxReplyBytes <= 0 {
+		o.MaxReplyBytes = DefaultMaxReplyBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -249,6 +259,10 @@ func (c *collection) onStatsz(m *nats.Msg) {
 		c.mu.Unlock()
 		return
 	}
+	if err := c.checkSize(m); err != nil {
+		c.problem("", "STATSZ", err)
+		return
+	}
 	var msg server.ServerStatsMsg
 	if err := json.Unmarshal(m.Data, &msg); err != nil {
 		c.problem("", "STATSZ", fmt.Errorf("malformed reply: %w", err))
@@ -263,6 +277,9 @@ func (c *collection) onStatsz(m *nats.Msg) {
 		Version: si.Version, Tags: si.Tags, JetStream: si.JetStreamEnabled()}
 	if js := msg.Stats.JetStream; js != nil && js.Stats != nil {
 		srv.APILevel = js.Stats.API.Level
+	}
+	if !msg.Stats.Start.IsZero() && !si.Time.IsZero() {
+		srv.Uptime = si.Time.Sub(msg.Stats.Start)
 	}
 
 	c.mu.Lock()
@@ -397,11 +414,24 @@ func (c *collection) request(srv Server, endpoint string, body, into any) error 
 		return err
 	}
 	replied := time.Now()
+	if err := c.checkSize(msg); err != nil {
+		return err
+	}
 	if err := json.Unmarshal(msg.Data, into); err != nil {
 		return fmt.Errorf("malformed reply: %w", err)
 	}
 	c.log.Debug("audit reply", "server", srv.Name, "request", endpoint, "bytes", len(msg.Data),
 		"wait", replied.Sub(start), "decode", time.Since(replied))
+	return nil
+}
+
+// ErrReplyTooLarge marks a reply dropped for exceeding Options.MaxReplyBytes.
+var ErrReplyTooLarge = errors.New("reply exceeds the size limit")
+
+func (c *collection) checkSize(m *nats.Msg) error {
+	if len(m.Data) > c.opts.MaxReplyBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d (--max-reply-bytes)", ErrReplyTooLarge, len(m.Data), c.opts.MaxReplyBytes)
+	}
 	return nil
 }
 

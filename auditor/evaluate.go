@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Policy is what Evaluate holds a snapshot against.
@@ -177,13 +178,38 @@ func (e *evaluation) missing(snap *Snapshot) int {
 		e.add(Finding{Code: ServerMissing, Cluster: name, Count: 1,
 			Message: fmt.Sprintf("no server of cluster %s answered; %s named it as a gateway", name, joinSorted(snap.ExpectedClusters[name]))})
 	}
-	if unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing; unnamed > 0 {
+	unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing
+	if unnamed > 0 && namedMissing == 0 {
+		unnamed -= recentRestarts(snap.Servers)
+	}
+	if unnamed > 0 {
 		e.add(Finding{Code: ServerMissing, Count: unnamed,
 			Message: fmt.Sprintf("%d of %d expected servers answered; %d missing servers were never named",
 				len(snap.Servers), snap.ExpectedCount, unnamed)})
 		return namedMissing + unnamed
 	}
 	return namedMissing
+}
+
+// StaleRegistration is how long a server that died without a clean shutdown
+// stays counted in the others' active_servers: nats-server forgets a silent
+// server after 150 s, checked every 90 s.
+const StaleRegistration = 240 * time.Second
+
+// recentRestarts counts the servers that started within StaleRegistration.
+// A server that crashed and came back under its name (with a new server id)
+// leaves its old id counted by the others for that long: an unnamed surplus
+// in the count is that stale id when every server named anywhere answered
+// and as many came back recently. Without this, every crash-restart would
+// hold the gate at UNKNOWN for four minutes after the system had recovered.
+func recentRestarts(servers []Server) int {
+	n := 0
+	for _, s := range servers {
+		if s.Uptime > 0 && s.Uptime < StaleRegistration {
+			n++
+		}
+	}
+	return n
 }
 
 func (e *evaluation) meta(m MetaGroup) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func srv(name, cluster, version string, level int) Server {
@@ -125,6 +126,25 @@ func TestEvaluate(t *testing.T) {
 			snap: Snapshot{Servers: cluster()[:2], ExpectedCount: 4,
 				ExpectedNames: map[string][]string{"n3": {"n2", "n1", "n1"}, "n1": {"n2"}}},
 			want:   []string{"SERVER_MISSING(,,//)", "SERVER_MISSING(n3,,//)"},
+			status: Unknown,
+		},
+		{
+			name:   "count surplus explained by a server that just came back",
+			snap:   Snapshot{Servers: func() []Server { s := cluster(); s[2].Uptime = 10 * time.Second; return s }(), ExpectedCount: 4},
+			want:   nil,
+			status: OK,
+		},
+		{
+			name:   "count surplus beyond the servers that just came back",
+			snap:   Snapshot{Servers: func() []Server { s := cluster(); s[2].Uptime = 10 * time.Second; return s }(), ExpectedCount: 5},
+			want:   []string{"SERVER_MISSING(,,//)"},
+			status: Unknown,
+		},
+		{
+			name: "a named server missing is never explained away",
+			snap: Snapshot{Servers: func() []Server { s := cluster(); s[2].Uptime = 10 * time.Second; return s }(), ExpectedCount: 5,
+				ExpectedNames: map[string][]string{"n4": {"n1"}}},
+			want:   []string{"SERVER_MISSING(,,//)", "SERVER_MISSING(n4,,//)"},
 			status: Unknown,
 		},
 		{

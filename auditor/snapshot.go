@@ -43,6 +43,8 @@ type Server struct {
 	// APILevel is the highest JetStream API level the server supports
 	// (0 when it does not report one).
 	APILevel int `json:"api_level"`
+	// Uptime is how long the server had been running when it answered.
+	Uptime time.Duration `json:"-"`
 }
 
 // AssetKind tells streams from consumers.

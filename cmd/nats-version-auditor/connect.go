@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 	"github.com/nats-io/jsm.go/natscontext"
 	"github.com/nats-io/nats.go"
 
@@ -25,6 +26,12 @@ type connFlags struct {
 	tlsFirst                                   bool
 	timeout                                    time.Duration
 	expect                                     int
+	maxReplyBytes                              units.Base2Bytes
+}
+
+// auditOptions are the auditor.Options the flags ask for.
+func (c *connFlags) auditOptions(logger *slog.Logger) auditor.Options {
+	return auditor.Options{Timeout: c.timeout, Expect: c.expect, MaxReplyBytes: int(c.maxReplyBytes), Logger: logger}
 }
 
 func addConnFlags(app *kingpin.Application) *connFlags {
@@ -42,6 +49,7 @@ func addConnFlags(app *kingpin.Application) *connFlags {
 	app.Flag("context", "natscli context to connect with; explicit flags win over it").Envar("NATS_CONTEXT").StringVar(&c.context)
 	app.Flag("timeout", "How long one audit may wait for the servers' answers").Envar("NATS_TIMEOUT").Default(auditor.DefaultTimeout.String()).DurationVar(&c.timeout)
 	app.Flag("expect", "Number of servers that must answer, at least (0: derive it from what the servers report)").Default("0").IntVar(&c.expect)
+	app.Flag("max-reply-bytes", "Replies larger than this are dropped as AUDIT_INCOMPLETE instead of decoded").Default("64MiB").BytesVar(&c.maxReplyBytes)
 	return c
 }
 

@@ -112,7 +112,7 @@ func audit(ctx context.Context, conn *connFlags, pol auditor.Policy, logger *slo
 		return nil, err
 	}
 	defer nc.Close()
-	snap, err := auditor.Collect(ctx, nc, auditor.Options{Timeout: conn.timeout, Expect: conn.expect, Logger: logger})
+	snap, err := auditor.Collect(ctx, nc, conn.auditOptions(logger))
 	if err != nil {
 		if errors.Is(err, auditor.ErrNotSystemAccount) {
 			return nil, fmt.Errorf("not a system account user: %w", err)

@@ -107,7 +107,7 @@ func (c *serveCommand) auditFunc(nc *nats.Conn, conn *connFlags, pol auditor.Pol
 			}
 			return auditor.Failed(err, started, pol)
 		}
-		opts := auditor.Options{Timeout: conn.timeout, Expect: conn.expect, Logger: logger}
+		opts := conn.auditOptions(logger)
 		self := nc.ConnectedServerName()
 		if c.scope == scopeServer {
 			opts.OnlyServerID = nc.ConnectedServerId()

@@ -39,6 +39,7 @@ func main() {
 	auditorBin := flag.String("auditor", "bin/nats-version-auditor", "the auditor binary")
 	natsBin := flag.String("natscli", ".cache/tools/bin/nats", "natscli's nats binary")
 	hold := flag.Bool("hold", false, "populate a cluster of the first size, print its URL and wait for SIGINT (for profiling)")
+	goBench := flag.String("gobench", "", "a file of `go test -bench` output to include in the results")
 	out := flag.String("out", "", "write the results table into this Markdown file, between the bench markers")
 	flag.Parse()
 
@@ -58,6 +59,19 @@ func main() {
 			h.RunCleanups() // one cluster at a time
 		}
 		table := render(results, *runs)
+		if *goBench != "" {
+			b, err := os.ReadFile(*goBench)
+			if err != nil {
+				h.Fatal(err)
+			}
+			var lines []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "cpu:") {
+					lines = append(lines, l)
+				}
+			}
+			table += "\nGo benchmarks (`go test -run '^$' -bench . -benchmem ./auditor ./metrics`):\n\n```\n" + strings.Join(lines, "\n") + "\n```\n"
+		}
 		fmt.Print(table)
 		if *out != "" {
 			if err := writeBetweenMarkers(*out, table); err != nil {
@@ -83,6 +97,7 @@ type config struct {
 var accounts = []string{"APP", "ACC0001", "ACC0002", "ACC0003", "ACC0004"}
 
 const (
+	settle             = time.Second
 	consumersPerStream = 300
 	// Every r3Every-th stream (and its consumers) is R3, the rest R1.
 	r3Every = 20
@@ -130,15 +145,29 @@ func measure(h *natstest.Program, cfg config) sizeResult {
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
 	ids := serverIDs(h, sysConn)
 	fmt.Fprintf(os.Stderr, "   measuring (%d runs)\n", cfg.runs)
-	for range cfg.runs {
-		d, bytes := rawJSZ(h, sysConn, ids)
-		res.raw = append(res.raw, d)
-		res.rawBytes = bytes
-
-		d, rss, status := runCheck(h, cfg.auditor, sys.URL("n1"))
-		res.check = append(res.check, d)
-		res.checkRSS = append(res.checkRSS, rss)
-		res.checkStatus = status
+	// Alternate which goes first and let the servers settle in between: a
+	// JSZ right after another meets a server still collecting the garbage
+	// of the first.
+	for i := range cfg.runs {
+		raw := func() {
+			d, bytes := rawJSZ(h, sysConn, ids)
+			res.raw = append(res.raw, d)
+			res.rawBytes = bytes
+		}
+		check := func() {
+			d, rss, status := runCheck(h, cfg.auditor, sys.URL("n1"))
+			res.check = append(res.check, d)
+			res.checkRSS = append(res.checkRSS, rss)
+			res.checkStatus = status
+		}
+		first, second := raw, check
+		if i%2 == 1 {
+			first, second = check, raw
+		}
+		first()
+		time.Sleep(settle)
+		second()
+		time.Sleep(settle)
 	}
 	inProcess(h, sys, &res)
 	scrapes(h, cfg, sys, &res)
@@ -320,6 +349,7 @@ func scrapes(h *natstest.Program, cfg config, sys *natstest.System, res *sizeRes
 	for range cfg.runs {
 		d, _ := scrape(h, fresh)
 		res.scrapeAudit = append(res.scrapeAudit, d)
+		time.Sleep(settle)
 	}
 	cached := startServe(h, cfg.auditor, sys.URL("n1"), "1h")
 	_, body := scrape(h, cached)

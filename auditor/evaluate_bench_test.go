@@ -1,0 +1,44 @@
+package auditor
+
+import (
+	"fmt"
+	"testing"
+)
+
+// syntheticSnapshot is a system of 50 servers in 5 clusters, one server in
+// each cluster below the floor, with consumers spread over them, every
+// tenth one R3.
+func syntheticSnapshot(consumers int) *Snapshot {
+	snap := &Snapshot{ExpectedCount: 50}
+	for c := range 5 {
+		for i := range 10 {
+			v, level := "2.14.3", 4
+			if i == 0 {
+				v, level = "2.12.15", 3
+			}
+			snap.Servers = append(snap.Servers, Server{ID: fmt.Sprintf("ID%d-%d", c, i), Name: fmt.Sprintf("c%d-n%d", c, i),
+				Cluster: fmt.Sprintf("c%d", c), Version: v, JetStream: true, APILevel: level})
+		}
+	}
+	for i := range consumers {
+		c := i % 5
+		peers := []string{fmt.Sprintf("c%d-n%d", c, i%10)}
+		if i%10 == 0 {
+			peers = []string{fmt.Sprintf("c%d-n%d", c, i%10), fmt.Sprintf("c%d-n%d", c, (i+1)%10), fmt.Sprintf("c%d-n%d", c, (i+2)%10)}
+		}
+		snap.Consumers = append(snap.Consumers, Asset{Kind: KindConsumer, Account: fmt.Sprintf("ACC%d", i%20),
+			Stream: fmt.Sprintf("S%d", i/300), Consumer: fmt.Sprintf("C%d", i), Leader: peers[0], Peers: peers, Replicas: len(peers)})
+	}
+	return snap
+}
+
+func BenchmarkEvaluate100kConsumers(b *testing.B) {
+	snap := syntheticSnapshot(100_000)
+	p := Policy{Floor: DefaultFloor}
+	var r *Report
+	for b.Loop() {
+		r = Evaluate(snap, p)
+	}
+	b.ReportMetric(float64(len(r.Findings)), "findings")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/consumer")
+}
