@@ -278,6 +278,7 @@ func (c *collection) onStatsz(m *nats.Msg) {
 	if js := msg.Stats.JetStream; js != nil && js.Stats != nil {
 		srv.APILevel = js.Stats.API.Level
 	}
+	srv.ActiveServers = msg.Stats.ActiveServers
 	if !msg.Stats.Start.IsZero() && !si.Time.IsZero() {
 		srv.Uptime = si.Time.Sub(msg.Stats.Start)
 	}

@@ -179,8 +179,8 @@ func (e *evaluation) missing(snap *Snapshot) int {
 			Message: fmt.Sprintf("no server of cluster %s answered; %s named it as a gateway", name, joinSorted(snap.ExpectedClusters[name]))})
 	}
 	unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing
-	if unnamed > 0 && namedMissing == 0 {
-		unnamed -= recentRestarts(snap.Servers)
+	if unnamed > 0 && namedMissing == 0 && staleCount(snap.Servers) {
+		unnamed = 0
 	}
 	if unnamed > 0 {
 		e.add(Finding{Code: ServerMissing, Count: unnamed,
@@ -196,20 +196,19 @@ func (e *evaluation) missing(snap *Snapshot) int {
 // server after 150 s, checked every 90 s.
 const StaleRegistration = 240 * time.Second
 
-// recentRestarts counts the servers that started within StaleRegistration.
-// A server that crashed and came back under its name (with a new server id)
-// leaves its old id counted by the others for that long: an unnamed surplus
-// in the count is that stale id when every server named anywhere answered
-// and as many came back recently. Without this, every crash-restart would
-// hold the gate at UNKNOWN for four minutes after the system had recovered.
-func recentRestarts(servers []Server) int {
-	n := 0
+// staleCount reports whether an unnamed surplus in the active-server count is
+// what a crash-restart leaves behind: the server that came back under its
+// name (with a new server id) started within StaleRegistration and counts
+// exactly the servers that answered, while the others still count its old id.
+// Without this, every crash-restart would hold the gate at UNKNOWN for four
+// minutes after the system had recovered.
+func staleCount(servers []Server) bool {
 	for _, s := range servers {
-		if s.Uptime > 0 && s.Uptime < StaleRegistration {
-			n++
+		if s.Uptime > 0 && s.Uptime < StaleRegistration && s.ActiveServers == len(servers) {
+			return true
 		}
 	}
-	return n
+	return false
 }
 
 func (e *evaluation) meta(m MetaGroup) {

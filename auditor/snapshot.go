@@ -45,6 +45,8 @@ type Server struct {
 	APILevel int `json:"api_level"`
 	// Uptime is how long the server had been running when it answered.
 	Uptime time.Duration `json:"-"`
+	// ActiveServers is how many servers this server counts, itself included.
+	ActiveServers int `json:"-"`
 }
 
 // AssetKind tells streams from consumers.

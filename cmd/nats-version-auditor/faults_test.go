@@ -1,0 +1,244 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// Each fault below is injected into real servers. The audit must end within
+// --timeout and a small margin, name what it missed, never exit 0 while it
+// missed something, and be complete again once the system has recovered.
+
+const (
+	faultTimeout = 2 * time.Second
+	margin       = 1500 * time.Millisecond
+)
+
+// checkDuringFault runs check and asserts it failed closed, in time.
+func checkDuringFault(t *testing.T, sys *natstest.System, server string) checkOutput {
+	t.Helper()
+	res, out := checkJSONOf(t, sys, server, "--timeout", faultTimeout.String())
+	if res.code == exitOK {
+		t.Fatalf("check exited 0 during the fault; findings:%s", codes(out.Findings))
+	}
+	if res.elapsed > faultTimeout+margin {
+		t.Errorf("check took %s with --timeout %s", res.elapsed, faultTimeout)
+	}
+	return out
+}
+
+// awaitComplete polls check until it is complete and clean again.
+func awaitComplete(t *testing.T, sys *natstest.System, server string) {
+	t.Helper()
+	err := natstest.Eventually(30*time.Second, func() error {
+		res, out := checkJSONOf(t, sys, server, "--timeout", faultTimeout.String())
+		if res.code != exitOK {
+			return fmt.Errorf("exit %d:%s", res.code, codes(out.Findings))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("no complete audit after recovery: %v", err)
+	}
+}
+
+func newCluster(t *testing.T) *natstest.System {
+	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
+	addStreamAndConsumer(t, sys.Connect("n1", natstest.AppUser, natstest.AppPassword), "ORDERS", "worker", 3)
+	awaitComplete(t, sys, "n1")
+	return sys
+}
+
+func TestFaultServerKilledMidAudit(t *testing.T) {
+	sys := newCluster(t)
+	// n3 stops answering, the audit starts and is waiting for it, then n3
+	// dies for good.
+	sys.Pause("n3")
+	type ran struct {
+		res result
+		out checkOutput
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, out := checkJSONOf(t, sys, "n1", "--timeout", faultTimeout.String())
+		done <- ran{res, out}
+	}()
+	time.Sleep(faultTimeout / 4) // the audit is under way: let it get there
+	sys.Kill("n3")
+	r := <-done
+	if r.res.code != exitUnknown {
+		t.Fatalf("exit %d, want 3:%s", r.res.code, codes(r.out.Findings))
+	}
+	if r.res.elapsed > faultTimeout+margin {
+		t.Errorf("check took %s", r.res.elapsed)
+	}
+	// Depending on how far n3 got, it is missing altogether or answered
+	// STATSZ and then not LEAFZ/JSZ: either way the finding names n3, and
+	// nothing else.
+	for _, f := range r.out.Findings {
+		if (f.Code != auditor.ServerMissing && f.Code != auditor.AuditIncomplete) || f.Server != "n3" {
+			t.Errorf("unexpected finding %s on %q: %s", f.Code, f.Server, f.Message)
+		}
+	}
+	if len(r.out.Findings) == 0 {
+		t.Error("no finding names n3")
+	}
+	sys.Restart("n3", "")
+	awaitComplete(t, sys, "n1")
+}
+
+func TestFaultServerRestarted(t *testing.T) {
+	sys := newCluster(t)
+	sys.Kill("n3")
+	out := checkDuringFault(t, sys, "n1")
+	if len(withCode(out.Findings, auditor.ServerMissing)) == 0 {
+		t.Errorf("with n3 down: no SERVER_MISSING:%s", codes(out.Findings))
+	}
+	// Same name, same store, a new server id.
+	sys.Restart("n3", "")
+	awaitComplete(t, sys, "n1")
+}
+
+func TestFaultMetaLeaderStepsDown(t *testing.T) {
+	sys := newCluster(t)
+	sysConn := sys.Connect("n2", natstest.SysUser, natstest.SysPassword)
+	// Step the meta leader down again and again while audits run: none may
+	// pass unless it saw everything, and none may hang.
+	stop := make(chan struct{})
+	stepped := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { stepped <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := sysConn.Request("$JS.API.META.LEADER.STEPDOWN", nil, time.Second); err == nil {
+				n++
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	for range 5 {
+		res, out := checkJSONOf(t, sys, "n1", "--timeout", faultTimeout.String())
+		if res.elapsed > faultTimeout+margin {
+			t.Errorf("check took %s", res.elapsed)
+		}
+		if res.code == exitOK && (out.Audit.ServersResponded != 3 || len(out.Findings) != 0) {
+			t.Errorf("exit 0 from an audit that saw %d servers:%s", out.Audit.ServersResponded, codes(out.Findings))
+		}
+		if res.code != exitOK && res.code != exitUnknown && res.code != int(auditor.Warning) {
+			t.Errorf("exit %d during meta leader changes:%s", res.code, codes(out.Findings))
+		}
+	}
+	close(stop)
+	if n := <-stepped; n == 0 {
+		t.Fatal("the meta leader never stepped down: the fault was not injected")
+	}
+	awaitComplete(t, sys, "n1")
+}
+
+func TestFaultLeafnodeLinkDropsAndReturns(t *testing.T) {
+	sys := natstest.Start(t,
+		natstest.Spec{Name: "hub", Version: natstest.New, LeafListen: true},
+		natstest.Spec{Name: "leaf", Version: natstest.New, LeafRemotes: []natstest.Remote{{Hub: "hub", Accounts: []string{"APP", "SYS"}}}},
+	)
+	awaitComplete(t, sys, "hub")
+	// A hub forgets a leaf whose link is gone: no LEAFZ entry, no count,
+	// nothing names it. A gate that knows the size of its system says so
+	// with --expect.
+	sys.Kill("leaf")
+	res, out := checkJSONOf(t, sys, "hub", "--timeout", faultTimeout.String(), "--expect", "2")
+	if res.code != exitUnknown || res.elapsed > faultTimeout+margin {
+		t.Fatalf("exit %d after %s with the leaf gone:%s", res.code, res.elapsed, codes(out.Findings))
+	}
+	if missing := withCode(out.Findings, auditor.ServerMissing); len(missing) != 1 || missing[0].Count != 1 {
+		t.Errorf("SERVER_MISSING %+v, want one unnamed server", missing)
+	}
+	sys.Restart("leaf", "")
+	err := natstest.Eventually(30*time.Second, func() error {
+		res, out := checkJSONOf(t, sys, "hub", "--expect", "2")
+		if res.code != exitOK {
+			return fmt.Errorf("exit %d:%s", res.code, codes(out.Findings))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFaultOversizedReply(t *testing.T) {
+	sys := newCluster(t)
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	for i := range 30 {
+		addStreamAndConsumer(t, app, "ORDERS", fmt.Sprintf("w%02d", i), 3)
+	}
+	// STATSZ and LEAFZ replies are a few KiB; JSZ with 31 consumers is more.
+	res, out := checkJSONOf(t, sys, "n1", "--max-reply-bytes", "8KiB")
+	if res.code != exitUnknown {
+		t.Fatalf("exit %d, want 3:%s", res.code, codes(out.Findings))
+	}
+	var dropped []string
+	for _, f := range withCode(out.Findings, auditor.AuditIncomplete) {
+		if !strings.Contains(f.Message, "exceeds the size limit") {
+			t.Errorf("unexpected AUDIT_INCOMPLETE: %s", f.Message)
+		}
+		dropped = append(dropped, f.Server)
+	}
+	if len(dropped) == 0 {
+		t.Fatal("no reply was dropped at 1 KiB")
+	}
+}
+
+func TestServeSurvivesLosingNATS(t *testing.T) {
+	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
+	d := startServe(t, append(sysArgs(sys, "solo"), "--audit.min-interval", "0s", "--timeout", "1s")...)
+	mfs := d.scrape(t)
+	if v := value(mfs, "nats_version_auditor_up"); v != 1 {
+		t.Fatalf("up = %v before the outage", v)
+	}
+	lastSuccess := value(mfs, "nats_version_auditor_last_success_timestamp_seconds")
+
+	sys.Kill("solo")
+	var during map[string]float64
+	err := natstest.Eventually(10*time.Second, func() error {
+		mfs := d.scrape(t)
+		during = map[string]float64{}
+		for _, n := range []string{"nats_version_auditor_up", "nats_version_auditor_last_success_timestamp_seconds", "nats_version_auditor_last_audit_timestamp_seconds"} {
+			during[n] = value(mfs, n)
+		}
+		if during["nats_version_auditor_up"] != 0 || during["nats_version_auditor_last_audit_timestamp_seconds"] <= lastSuccess {
+			return errors.New("no failed audit yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("with NATS gone: %v %v", err, during)
+	}
+	if during["nats_version_auditor_last_success_timestamp_seconds"] != lastSuccess {
+		t.Errorf("last success moved during the outage: %v -> %v", lastSuccess, during["nats_version_auditor_last_success_timestamp_seconds"])
+	}
+	if code, _ := d.get(t, "/healthz"); code != 200 {
+		t.Errorf("/healthz %d during the outage", code)
+	}
+
+	sys.Restart("solo", "")
+	err = natstest.Eventually(20*time.Second, func() error {
+		if v := value(d.scrape(t), "nats_version_auditor_up"); v != 1 {
+			return fmt.Errorf("up = %v", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("after NATS came back the daemon did not recover by itself: %v\n%s", err, d.stderr)
+	}
+}
