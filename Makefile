@@ -13,7 +13,10 @@ HELM        := $(TOOLS_BIN)/helm
 PROMTOOL    := $(TOOLS_BIN)/promtool
 NATSCLI     := $(TOOLS_BIN)/nats
 
-.PHONY: all build servers tools demo test lint unit bench clean
+FUZZTIME    ?= 20s
+FUZZ_TARGETS := FuzzStatsz FuzzLeafz FuzzJSZ FuzzParseVersion
+
+.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench clean
 
 all: build
 
@@ -46,7 +49,7 @@ bench: servers build $(NATSCLI)
 demo: servers build
 	$(GO) run ./internal/demo -auditor $(BIN)
 
-test: lint unit
+test: lint unit fuzz
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
@@ -55,6 +58,17 @@ lint:
 
 unit: servers build tools
 	TOOLS_BIN=$(TOOLS_BIN) $(GO) test -race -count=1 -timeout 30m ./...
+
+# Each fuzz target for $(FUZZTIME), from the committed seeds of real replies.
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./auditor || exit 1; \
+	done
+
+# Re-records the fuzz seeds from real servers of every version the tests run.
+fuzz-seeds: servers
+	$(GO) run ./internal/recordseeds auditor/testdata/fuzz
 
 clean:
 	rm -rf bin .cache

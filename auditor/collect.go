@@ -89,23 +89,7 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
-	c := &collection{
-		ctx:      ctx,
-		nc:       nc,
-		opts:     opts,
-		log:      opts.Logger,
-		seen:     map[string]bool{},
-		names:    map[string]bool{},
-		clusters: map[string]bool{},
-		assets:   assetIndex{byStream: map[streamKey]*streamAssets{}},
-		meta:     map[string]*MetaGroup{},
-		wake:     make(chan struct{}, 1),
-		sem:      make(chan struct{}, opts.Concurrency),
-	}
-	c.snap.Started = time.Now()
-	c.snap.ExpectedCount = opts.Expect
-	c.snap.ExpectedNames = map[string][]string{}
-	c.snap.ExpectedClusters = map[string][]string{}
+	c := newCollection(ctx, nc, opts)
 
 	inbox := nc.NewRespInbox()
 	sub, err := nc.Subscribe(inbox, c.onStatsz)
@@ -149,6 +133,27 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 		return nil, err
 	}
 	return c.snapshot(), nil
+}
+
+func newCollection(ctx context.Context, nc *nats.Conn, opts Options) *collection {
+	c := &collection{
+		ctx:      ctx,
+		nc:       nc,
+		opts:     opts,
+		log:      opts.Logger,
+		seen:     map[string]bool{},
+		names:    map[string]bool{},
+		clusters: map[string]bool{},
+		assets:   assetIndex{byStream: map[streamKey]*streamAssets{}},
+		meta:     map[string]*MetaGroup{},
+		wake:     make(chan struct{}, 1),
+		sem:      make(chan struct{}, opts.Concurrency),
+	}
+	c.snap.Started = time.Now()
+	c.snap.ExpectedCount = opts.Expect
+	c.snap.ExpectedNames = map[string][]string{}
+	c.snap.ExpectedClusters = map[string][]string{}
+	return c
 }
 
 // parentErr reports a cancellation that came from the caller rather than
@@ -259,34 +264,50 @@ func (c *collection) onStatsz(m *nats.Msg) {
 		c.mu.Unlock()
 		return
 	}
-	if err := c.checkSize(m); err != nil {
+	if err := c.checkSize(m.Data); err != nil {
 		c.problem("", "STATSZ", err)
 		return
 	}
-	var msg server.ServerStatsMsg
-	if err := json.Unmarshal(m.Data, &msg); err != nil {
-		c.problem("", "STATSZ", fmt.Errorf("malformed reply: %w", err))
+	msg, srv, err := parseStatsz(m.Data)
+	if err != nil {
+		c.problem(srv.Name, "STATSZ", err)
 		return
+	}
+	if c.register(msg, srv) {
+		go c.askServer(srv)
+	}
+}
+
+// parseStatsz decodes a STATSZ reply into the server it describes.
+func parseStatsz(data []byte) (*server.ServerStatsMsg, Server, error) {
+	var msg server.ServerStatsMsg
+	if err := json.Unmarshal(data, &msg); err != nil {
+		return nil, Server{}, fmt.Errorf("malformed reply: %w", err)
 	}
 	si := msg.Server
-	if si.ID == "" || si.Name == "" {
-		c.problem(si.Name, "STATSZ", errors.New("reply names no server"))
-		return
-	}
 	srv := Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain,
-		Version: si.Version, Tags: si.Tags, JetStream: si.JetStreamEnabled()}
+		Version: si.Version, Tags: si.Tags, JetStream: si.JetStreamEnabled(), ActiveServers: msg.Stats.ActiveServers}
+	if si.ID == "" || si.Name == "" {
+		return nil, srv, errors.New("reply names no server")
+	}
 	if js := msg.Stats.JetStream; js != nil && js.Stats != nil {
 		srv.APILevel = js.Stats.API.Level
 	}
-	srv.ActiveServers = msg.Stats.ActiveServers
 	if !msg.Stats.Start.IsZero() && !si.Time.IsZero() {
 		srv.Uptime = si.Time.Sub(msg.Stats.Start)
 	}
+	return &msg, srv, nil
+}
 
+// register records a server that answered STATSZ and what it says about
+// whom to expect. It reports whether the server is new to this audit and is
+// to be asked for LEAFZ and JSZ; the caller then runs askServer.
+func (c *collection) register(msg *server.ServerStatsMsg, srv Server) bool {
+	si := msg.Server
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.seen[si.ID] {
-		return
+		return false
 	}
 	c.seen[si.ID] = true
 	c.names[si.Name] = true
@@ -302,11 +323,11 @@ func (c *collection) onStatsz(m *nats.Msg) {
 		}
 	}
 	if c.opts.OnlyServerID != "" && c.opts.OnlyServerID != si.ID {
-		return
+		return false
 	}
 	c.inflight++
 	c.wg.Add(1)
-	go c.askServer(srv)
+	return true
 }
 
 // askServer sends one server its directed requests: LEAFZ, then JSZ page by page.
@@ -336,18 +357,26 @@ func (c *collection) askServer(srv Server) {
 }
 
 func (c *collection) leafz(srv Server) {
-	var leafz server.ServerAPILeafzResponse
-	if err := c.request(srv, "LEAFZ", server.LeafzEventOptions{}, &leafz); err != nil {
+	data, err := c.request(srv, "LEAFZ", server.LeafzEventOptions{})
+	if err == nil {
+		err = c.addLeafz(srv, data)
+	}
+	if err != nil {
 		c.problem(srv.Name, "LEAFZ", err)
-		return
+	}
+}
+
+// addLeafz records the leafnode links a LEAFZ reply lists.
+func (c *collection) addLeafz(srv Server, data []byte) error {
+	var leafz server.ServerAPILeafzResponse
+	if err := json.Unmarshal(data, &leafz); err != nil {
+		return fmt.Errorf("malformed reply: %w", err)
 	}
 	if leafz.Error != nil {
-		c.problem(srv.Name, "LEAFZ", leafz.Error)
-		return
+		return leafz.Error
 	}
 	if leafz.Data == nil {
-		c.problem(srv.Name, "LEAFZ", errors.New("reply carries no data"))
-		return
+		return errors.New("reply carries no data")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -357,6 +386,7 @@ func (c *collection) leafz(srv Server) {
 				Peer: l.Name, Account: l.Account, IsSpoke: l.IsSpoke})
 		}
 	}
+	return nil
 }
 
 // jsz pages over a server's accounts. Pages are counted in accounts, and every
@@ -369,25 +399,22 @@ func (c *collection) jsz(srv Server) {
 		req := server.JszEventOptions{JSzOptions: server.JSzOptions{
 			Accounts: true, Streams: true, Consumer: true, Config: true, Offset: offset, Limit: page,
 		}}
-		var resp jszReply
-		if err := c.request(srv, "JSZ", req, &resp); err != nil {
+		data, err := c.request(srv, "JSZ", req)
+		if err != nil {
 			c.problem(srv.Name, "JSZ", err)
 			return
 		}
-		if resp.Error != nil {
-			c.problem(srv.Name, "JSZ", resp.Error)
+		js, err := parseJSZ(data)
+		if err != nil {
+			c.problem(srv.Name, "JSZ", err)
 			return
 		}
-		if resp.Data == nil {
-			c.problem(srv.Name, "JSZ", errors.New("reply carries no data"))
-			return
-		}
-		c.addJSZ(srv, resp.Data)
-		for _, a := range resp.Data.AccountDetails {
+		c.addJSZ(srv, js)
+		for _, a := range js.AccountDetails {
 			accounts[a.Name] = true
 		}
-		total = resp.Data.Total
-		n := len(resp.Data.AccountDetails)
+		total = js.Total
+		n := len(js.AccountDetails)
 		if n < page {
 			break
 		}
@@ -399,39 +426,50 @@ func (c *collection) jsz(srv Server) {
 	}
 }
 
-func (c *collection) request(srv Server, endpoint string, body, into any) error {
-	data, err := json.Marshal(body)
+// request asks one server and returns its reply, unless it is too large.
+func (c *collection) request(srv Server, endpoint string, body any) ([]byte, error) {
+	req, err := json.Marshal(body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	subj := fmt.Sprintf(subjectServer, srv.ID, endpoint)
 	c.requests.Add(1)
 	start := time.Now()
-	msg, err := c.nc.RequestWithContext(c.ctx, subj, data)
+	msg, err := c.nc.RequestWithContext(c.ctx, subj, req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("no reply within the audit timeout: %w", err)
+			return nil, fmt.Errorf("no reply within the audit timeout: %w", err)
 		}
-		return err
+		return nil, err
 	}
-	replied := time.Now()
-	if err := c.checkSize(msg); err != nil {
-		return err
+	c.log.Debug("audit reply", "server", srv.Name, "request", endpoint, "bytes", len(msg.Data), "wait", time.Since(start))
+	if err := c.checkSize(msg.Data); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(msg.Data, into); err != nil {
-		return fmt.Errorf("malformed reply: %w", err)
+	return msg.Data, nil
+}
+
+// parseJSZ decodes one JSZ page.
+func parseJSZ(data []byte) (*jszData, error) {
+	var resp jszReply
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return nil, fmt.Errorf("malformed reply: %w", err)
 	}
-	c.log.Debug("audit reply", "server", srv.Name, "request", endpoint, "bytes", len(msg.Data),
-		"wait", replied.Sub(start), "decode", time.Since(replied))
-	return nil
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	if resp.Data == nil {
+		return nil, errors.New("reply carries no data")
+	}
+	return resp.Data, nil
 }
 
 // ErrReplyTooLarge marks a reply dropped for exceeding Options.MaxReplyBytes.
 var ErrReplyTooLarge = errors.New("reply exceeds the size limit")
 
-func (c *collection) checkSize(m *nats.Msg) error {
-	if len(m.Data) > c.opts.MaxReplyBytes {
-		return fmt.Errorf("%w: %d bytes, limit %d (--max-reply-bytes)", ErrReplyTooLarge, len(m.Data), c.opts.MaxReplyBytes)
+func (c *collection) checkSize(data []byte) error {
+	if len(data) > c.opts.MaxReplyBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d (--max-reply-bytes)", ErrReplyTooLarge, len(data), c.opts.MaxReplyBytes)
 	}
 	return nil
 }

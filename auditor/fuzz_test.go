@@ -1,0 +1,113 @@
+package auditor
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// The fuzz targets feed arbitrary bytes to what the audit does with each
+// $SYS reply: decode it, merge it into the audit, and evaluate the result.
+// Seeds are real replies of every server version the tests run
+// (testdata/fuzz, written by `make fuzz-seeds`). Nothing may panic or hang,
+// and a reply that is not JSON must come back as an error, which the audit
+// records as AUDIT_INCOMPLETE.
+
+func fuzzCollection() *collection {
+	return newCollection(context.Background(), nil, Options{}.withDefaults())
+}
+
+func evaluateAll(t *testing.T, c *collection) {
+	r := Evaluate(c.snapshot(), Policy{Floor: DefaultFloor})
+	for _, s := range r.Servers {
+		r.ForServer(s.Name)
+	}
+	_ = r.Complete()
+}
+
+func addSeeds(f *testing.F) {
+	for _, s := range []string{"", "{}", "null", "[]", `{"server":null,"data":null}`, `{"data":{}}`, "\x00", `{"server":{"name":"a","id":"b","ver":"x"}}`} {
+		f.Add([]byte(s))
+	}
+}
+
+func FuzzStatsz(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		msg, srv, err := parseStatsz(data)
+		if !json.Valid(data) && err == nil {
+			t.Fatal("a reply that is not JSON was accepted")
+		}
+		if err != nil {
+			return
+		}
+		c := fuzzCollection()
+		if c.register(msg, srv) {
+			c.inflight-- // askServer would have run
+		}
+		if c.snap.Servers[0].Name != msg.Server.Name {
+			t.Fatalf("registered %q for a reply from %q", c.snap.Servers[0].Name, msg.Server.Name)
+		}
+		evaluateAll(t, c)
+	})
+}
+
+func FuzzLeafz(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := fuzzCollection()
+		err := c.addLeafz(Server{Name: "s", ID: "S"}, data)
+		if !json.Valid(data) && err == nil {
+			t.Fatal("a reply that is not JSON was accepted")
+		}
+		c.snap.Servers = []Server{{Name: "s", ID: "S", Version: "2.14.0"}}
+		evaluateAll(t, c)
+	})
+}
+
+func FuzzJSZ(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		js, err := parseJSZ(data)
+		if !json.Valid(data) && err == nil {
+			t.Fatal("a reply that is not JSON was accepted")
+		}
+		if err != nil {
+			return
+		}
+		c := fuzzCollection()
+		c.snap.Servers = []Server{{Name: "n1", ID: "N1", Version: "2.14.0", APILevel: 4}, {Name: "n3", ID: "N3", Version: "2.12.15", APILevel: 3}}
+		c.addJSZ(c.snap.Servers[0], js)
+		c.addJSZ(c.snap.Servers[1], js) // a second replica's report of the same
+		snap := c.snapshot()
+		for _, a := range append(snap.Streams, snap.Consumers...) {
+			if len(a.Peers) == 0 {
+				t.Fatalf("asset %+v has no peers although servers reported it", a)
+			}
+		}
+		evaluateAll(t, c)
+	})
+}
+
+func FuzzParseVersion(f *testing.F) {
+	for _, s := range []string{"2.14.0", "v2.14.0", "2.14", "2.14.0-fips", "2.14.0-RC.2", "2.15.0-preview.1", "", "-fips", "v", "2.14.0+build"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseVersion(s)
+		if err != nil {
+			if CompareToFloor(s, DefaultFloor) != VerdictUnparseable {
+				t.Fatalf("%q does not parse but is judged", s)
+			}
+			return
+		}
+		// A normalised version normalises to itself and is judged the same.
+		again, err := ParseVersion(v)
+		if err != nil || again != v {
+			t.Fatalf("ParseVersion(%q) = %q, but ParseVersion(%q) = %q, %v", s, v, v, again, err)
+		}
+		if CompareToFloor(s, DefaultFloor) != CompareToFloor(v, DefaultFloor) {
+			t.Fatalf("%q and its normal form %q are judged differently", s, v)
+		}
+	})
+}
