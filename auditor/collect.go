@@ -90,6 +90,7 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 	defer cancel()
 
 	c := newCollection(ctx, nc, opts)
+	lastErr := nc.LastError()
 
 	inbox := nc.NewRespInbox()
 	sub, err := nc.Subscribe(inbox, c.onStatsz)
@@ -131,6 +132,11 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 
 	if err := parentErr(ctx); err != nil {
 		return nil, err
+	}
+	// A request or subscription the user may not make fails asynchronously:
+	// the audit sees only silence. Name the cause.
+	if err := nc.LastError(); err != nil && err != lastErr && errors.Is(err, nats.ErrPermissionViolation) {
+		c.problem("", "permissions", err)
 	}
 	return c.snapshot(), nil
 }

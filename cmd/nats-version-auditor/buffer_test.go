@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"sync"
 )
 
@@ -21,4 +22,8 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
 }

@@ -30,9 +30,13 @@ func runCmd(t *testing.T, args ...string) result {
 // checkJSONOf runs `check --format json` as the system user of the named server.
 func checkJSONOf(t *testing.T, sys *natstest.System, server string, extra ...string) (result, checkOutput) {
 	t.Helper()
-	args := append([]string{"check", "--format", "json", "-s", sys.URL(server),
-		"--user", natstest.SysUser, "--password", natstest.SysPassword}, extra...)
-	res := runCmd(t, args...)
+	return runCheckJSON(t, append([]string{"-s", sys.URL(server), "--user", natstest.SysUser, "--password", natstest.SysPassword}, extra...)...)
+}
+
+// runCheckJSON runs `check --format json` with args.
+func runCheckJSON(t *testing.T, args ...string) (result, checkOutput) {
+	t.Helper()
+	res := runCmd(t, append([]string{"check", "--format", "json"}, args...)...)
 	var out checkOutput
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
 		t.Fatalf("check printed no JSON (exit %d): %v\nstdout: %s\nstderr: %s", res.code, err, res.stdout, res.stderr)

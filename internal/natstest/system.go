@@ -42,6 +42,14 @@ type Spec struct {
 	LeafRemotes []Remote
 	// ExtraAccounts adds that many JetStream accounts (ACC0001, ...).
 	ExtraAccounts int
+	// SysUsers are more users of the system account, with permissions.
+	SysUsers []User
+}
+
+// User is a user with publish and subscribe allow lists (none: all allowed).
+type User struct {
+	Name, Password     string
+	Publish, Subscribe []string
 }
 
 // Remote is a leafnode link to Hub, binding the listed local accounts (each
@@ -190,7 +198,12 @@ func (sys *System) config(s *Server) string {
 		w("}")
 	}
 	w("accounts {")
-	w("  SYS { users: [{user: %q, password: %q}] }", SysUser, SysPassword)
+	users := []string{fmt.Sprintf("{user: %q, password: %q}", SysUser, SysPassword)}
+	for _, u := range s.SysUsers {
+		users = append(users, fmt.Sprintf("{user: %q, password: %q, permissions: {publish: {allow: [%s]}, subscribe: {allow: [%s]}}}",
+			u.Name, u.Password, quoteAll(u.Publish), quoteAll(u.Subscribe)))
+	}
+	w("  SYS { users: [%s] }", strings.Join(users, ", "))
 	w("  APP { jetstream: enabled, users: [{user: %q, password: %q}] }", AppUser, AppPassword)
 	for i := 1; i <= s.ExtraAccounts; i++ {
 		w("  ACC%04d { jetstream: enabled, users: [{user: \"acc%04d\", password: \"acc\"}] }", i, i)

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// leastPrivilege is what README.md and deploy/ document as the smallest
+// permissions an auditing user needs.
+var leastPrivilege = natstest.User{
+	Name: "auditor", Password: "auditor-secret",
+	Publish:   []string{"$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.*.LEAFZ", "$SYS.REQ.SERVER.*.JSZ"},
+	Subscribe: []string{"_INBOX.>"},
+}
+
+func TestLeastPrivilege(t *testing.T) {
+	var users []natstest.User
+	users = append(users, leastPrivilege)
+	for i := range append(leastPrivilege.Publish, leastPrivilege.Subscribe...) {
+		u := leastPrivilege
+		u.Name = fmt.Sprintf("without-%d", i)
+		if i < len(u.Publish) {
+			u.Publish = slices.Delete(slices.Clone(u.Publish), i, i+1)
+		} else {
+			u.Subscribe = []string{"_NOTHING.>"}
+		}
+		users = append(users, u)
+	}
+	spec := func(name string) natstest.Spec {
+		s := node(name, natstest.New)
+		s.SysUsers = users
+		return s
+	}
+	sys := natstest.Start(t, spec("n1"), spec("n2"), spec("n3"))
+	addStreamAndConsumer(t, sys.Connect("n1", natstest.AppUser, natstest.AppPassword), "ORDERS", "worker", 3)
+
+	as := func(u natstest.User) (result, checkOutput) {
+		return runCheckJSON(t, "-s", sys.URL("n1"), "--user", u.Name, "--password", u.Password, "--timeout", "2s")
+	}
+	var res result
+	var out checkOutput
+	err := natstest.Eventually(20*time.Second, func() error {
+		res, out = as(leastPrivilege)
+		if res.code != exitOK {
+			return fmt.Errorf("exit %d:%s", res.code, codes(out.Findings))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("with exactly the documented permissions: %v", err)
+	}
+	if out.Audit.ServersResponded != 3 {
+		t.Fatalf("with the documented permissions the audit saw %d servers", out.Audit.ServersResponded)
+	}
+
+	for _, u := range users[1:] {
+		t.Run(u.Name, func(t *testing.T) {
+			res, out := as(u)
+			if res.code != exitUnknown {
+				t.Fatalf("publish %v subscribe %v: exit %d, want 3:%s", u.Publish, u.Subscribe, res.code, codes(out.Findings))
+			}
+			named := false
+			for _, f := range withCode(out.Findings, auditor.AuditIncomplete) {
+				named = named || strings.Contains(f.Message, "permissions violation")
+			}
+			if !named {
+				t.Errorf("no finding names the missing permission:%s", codes(out.Findings))
+			}
+		})
+	}
+}
+
+// throwawayCreds writes a well-formed creds file that no server trusts.
+func throwawayCreds(t *testing.T) (path, jwtText, seed string) {
+	t.Helper()
+	acc, _ := nkeys.CreateAccount()
+	user, _ := nkeys.CreateUser()
+	upub, _ := user.PublicKey()
+	claims := jwt.NewUserClaims(upub)
+	token, err := claims.Encode(acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := user.Seed()
+	creds, err := jwt.FormatUserConfig(token, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "user.creds")
+	if err := os.WriteFile(path, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, token, string(s)
+}
+
+func TestSecretsNeverLeave(t *testing.T) {
+	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
+	credsPath, credsJWT, credsSeed := throwawayCreds(t)
+	const token = "tok-SECRET-7f3a9c"
+	secrets := []string{natstest.SysPassword, "wrong-SECRET-pw", token, credsJWT, credsSeed}
+
+	cases := [][]string{
+		{"--user", natstest.SysUser, "--password", natstest.SysPassword},
+		{"--user", natstest.SysUser, "--password", "wrong-SECRET-pw"},
+		{"--token", token},
+		{"--creds", credsPath},
+	}
+	leaked := func(where, text string) {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s contains a secret (%.6s...): %s", where, s, text)
+			}
+		}
+	}
+	for _, auth := range cases {
+		for _, format := range []string{"text", "json", "nagios"} {
+			res := runCmd(t, append([]string{"check", "--log.level", "debug", "--format", format, "-s", sys.URL("solo"), "--timeout", "1s"}, auth...)...)
+			leaked(fmt.Sprintf("check %s %s stdout", auth[0], format), res.stdout)
+			leaked(fmt.Sprintf("check %s %s stderr", auth[0], format), res.stderr)
+		}
+		d := startServe(t, append([]string{"--log.level", "debug", "-s", sys.URL("solo"), "--timeout", "1s", "--audit.min-interval", "0s"}, auth...)...)
+		_, body := d.get(t, "/metrics")
+		leaked(fmt.Sprintf("serve %s /metrics", auth[0]), body)
+		_, body = d.get(t, "/")
+		leaked(fmt.Sprintf("serve %s landing page", auth[0]), body)
+		d.stop(t)
+		leaked(fmt.Sprintf("serve %s logs", auth[0]), d.stderr.String())
+	}
+	// The password in a server URL is a secret too.
+	res := runCmd(t, "check", "-s", "nats://sys:wrong-SECRET-pw@"+strings.TrimPrefix(sys.URL("solo"), "nats://"))
+	leaked("check with a password in the URL", res.stdout+res.stderr)
+}
+
+// selfSigned writes a certificate and key for 127.0.0.1.
+func selfSigned(t *testing.T, dir string) (certPath, keyPath string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "auditor"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	certPath, keyPath = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certPath, keyPath, pool
+}
+
+func TestMetricsBehindTLSAndBasicAuth(t *testing.T) {
+	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
+	dir := t.TempDir()
+	certPath, keyPath, pool := selfSigned(t, dir)
+	hash, err := bcrypt.GenerateFromPassword([]byte("scrape-pass"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webConfig := filepath.Join(dir, "web.yml")
+	os.WriteFile(webConfig, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: %s\n", certPath, keyPath, hash)), 0o600)
+
+	addr := freeAddr(t)
+	d := &daemon{base: "https://" + addr, done: make(chan int, 1), stderr: &lockedBuffer{}}
+	ctx, cancel := contextWithCancel()
+	d.cancel = cancel
+	go func() {
+		d.done <- run(ctx, append([]string{"serve", "--web.listen-address", addr, "--web.config.file", webConfig}, sysArgs(sys, "solo")...), io.Discard, d.stderr)
+	}()
+	t.Cleanup(func() { d.stop(t) })
+
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+	get := func(user, pass string) (int, string, error) {
+		req, _ := http.NewRequest("GET", d.base+"/metrics", nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	var code int
+	err = natstest.Eventually(10*time.Second, func() error {
+		code, _, err = get("", "")
+		return err
+	})
+	if err != nil {
+		t.Fatalf("no TLS endpoint: %v\n%s", err, d.stderr)
+	}
+	if code != http.StatusUnauthorized {
+		t.Errorf("without credentials: %d, want 401", code)
+	}
+	if code, _, _ := get("prometheus", "wrong"); code != http.StatusUnauthorized {
+		t.Errorf("with a wrong password: %d, want 401", code)
+	}
+	code, body, err := get("prometheus", "scrape-pass")
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "nats_version_auditor_up 1") {
+		t.Errorf("with credentials: %d %v, up 1 missing from:\n%.300s", code, err, body)
+	}
+	plain := &http.Client{Timeout: 5 * time.Second}
+	if resp, err := plain.Get("http://" + addr + "/metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("/metrics answered over plain HTTP")
+		}
+	}
+}
