@@ -16,7 +16,9 @@ NATSCLI     := $(TOOLS_BIN)/nats
 FUZZTIME    ?= 20s
 FUZZ_TARGETS := FuzzStatsz FuzzLeafz FuzzJSZ FuzzParseVersion
 
-.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench clean
+SOAK        ?= 10m
+
+.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench soak clean
 
 all: build
 
@@ -45,6 +47,11 @@ $(NATSCLI):
 bench: servers build $(NATSCLI)
 	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics | tee .cache/gobench.txt
 	$(GO) run ./internal/bench -auditor $(BIN) -natscli $(NATSCLI) -gobench .cache/gobench.txt -out BENCHMARKS.md
+
+# serve under continuous scraping while servers restart and leaders move;
+# fails if goroutines, heap or open fds grow. Not part of `make test`.
+soak: servers build
+	$(GO) run ./internal/soak -auditor $(BIN) -duration $(SOAK)
 
 demo: servers build
 	$(GO) run ./internal/demo -auditor $(BIN)

@@ -1,0 +1,231 @@
+package deploy_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const gateDir = "deploy/gate"
+
+var argoArg = regexp.MustCompile(`\{\{\s*args\.([A-Za-z0-9_-]+)\s*\}\}`)
+
+// gateObjects decodes every manifest in deploy/gate (the CI snippets live in deploy/gate/ci).
+func gateObjects(t *testing.T) []object {
+	t.Helper()
+	files, err := filepath.Glob(path(t, gateDir+"/*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no manifests in deploy/gate")
+	}
+	var objs []object
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, decodeObjects(t, gateDir+"/"+filepath.Base(f), b)...)
+	}
+	return objs
+}
+
+// checkGatePod asserts what a gate's pod must be: restricted, one check container, no probes, no
+// retries hiding a failure.
+func checkGatePod(t *testing.T, where string, job *batchv1.JobSpec) {
+	t.Helper()
+	if job.BackoffLimit == nil || *job.BackoffLimit != 0 {
+		t.Errorf("%s: backoffLimit is not 0: a failed check must fail the Job at once", where)
+	}
+	if job.ActiveDeadlineSeconds == nil {
+		t.Errorf("%s: no activeDeadlineSeconds", where)
+	}
+	spec := &job.Template.Spec
+	if spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("%s: restartPolicy %q, want Never", where, spec.RestartPolicy)
+	}
+	podSecurity(t, where, spec)
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%s: %d containers, want 1", where, len(spec.Containers))
+	}
+	c := &spec.Containers[0]
+	probes(t, where, c, jobProbes)
+	credsMounted(t, where, c, spec)
+	if len(c.Args) == 0 || c.Args[0] != "check" {
+		t.Errorf("%s: args %q do not run check", where, c.Args)
+	}
+	for _, f := range []string{"server", "creds", "floor"} {
+		if _, ok := flagValue(c.Args, f); !ok {
+			t.Errorf("%s: check without --%s", where, f)
+		}
+	}
+}
+
+func TestGateManifests(t *testing.T) {
+	objs := gateObjects(t)
+	if want := []string{"AnalysisTemplate", "Job"}; !slices.Equal(kindsOf(objs), want) {
+		t.Fatalf("deploy/gate holds %v, want %v", kindsOf(objs), want)
+	}
+
+	job := one[batchv1.Job](t, gateDir, objs)
+	a := job.Annotations
+	if hooks := strings.Split(a["helm.sh/hook"], ","); !slices.Contains(hooks, "pre-upgrade") {
+		t.Errorf("Job hook %q is not pre-upgrade", a["helm.sh/hook"])
+	}
+	if a["helm.sh/hook-delete-policy"] == "" {
+		t.Error("Job has no helm.sh/hook-delete-policy: a second upgrade would find the old Job")
+	}
+	if !strings.Contains(a["helm.sh/hook-delete-policy"], "before-hook-creation") {
+		t.Error("hook-delete-policy lacks before-hook-creation: a failed Job blocks the next attempt")
+	}
+	checkGatePod(t, "Helm pre-upgrade Job", &job.Spec)
+
+	at := one[analysisTemplate](t, gateDir, objs)
+	if len(at.Spec.Metrics) != 1 || at.Spec.Metrics[0].Provider.Job == nil {
+		t.Fatalf("AnalysisTemplate: want one metric with the job provider, have %+v", at.Spec.Metrics)
+	}
+	m := at.Spec.Metrics[0]
+	if m.FailureLimit != nil && m.FailureLimit.IntValue() != 0 {
+		t.Errorf("AnalysisTemplate: failureLimit %s lets a failed check pass", m.FailureLimit.String())
+	}
+	if m.Count != nil && m.Count.IntValue() > 1 || m.Interval != "" {
+		t.Error("AnalysisTemplate: the check should run once per analysis")
+	}
+	checkGatePod(t, "AnalysisTemplate job", &m.Provider.Job.Spec)
+	// Every {{args.x}} the Job uses is declared.
+	declared := map[string]bool{}
+	for _, arg := range at.Spec.Args {
+		declared[arg.Name] = true
+	}
+	raw := string(readFile(t, gateDir+"/argo-rollouts-analysistemplate.yaml"))
+	for _, used := range argoArg.FindAllStringSubmatch(raw, -1) {
+		if !declared[used[1]] {
+			t.Errorf("AnalysisTemplate uses {{args.%s}}, which it does not declare", used[1])
+		}
+	}
+}
+
+func TestGateCISnippets(t *testing.T) {
+	t.Parallel()
+	// The GitHub Actions job parses, and gates on check --format nagios. YAML 1.1 reads the key
+	// "on" as true, so the top level is read loosely and the jobs strictly.
+	var top map[string]json.RawMessage
+	if err := yaml.Unmarshal(readFile(t, gateDir+"/ci/github-actions.yml"), &top); err != nil {
+		t.Fatalf("ci/github-actions.yml: %v", err)
+	}
+	for _, k := range []string{"name", "jobs"} {
+		if _, ok := top[k]; !ok {
+			t.Errorf("ci/github-actions.yml has no %s", k)
+		}
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			RunsOn         string            `json:"runs-on"`
+			TimeoutMinutes int               `json:"timeout-minutes"`
+			Env            map[string]string `json:"env"`
+			Steps          []struct {
+				Name string            `json:"name"`
+				Env  map[string]string `json:"env"`
+				Run  string            `json:"run"`
+			} `json:"steps"`
+		} `json:"jobs"`
+	}
+	if err := strict([]byte(`{"jobs":`+string(top["jobs"])+`}`), &wf); err != nil {
+		t.Fatalf("ci/github-actions.yml jobs: %v", err)
+	}
+	var runs string
+	for _, j := range wf.Jobs {
+		for _, s := range j.Steps {
+			runs += s.Run
+		}
+	}
+	if !strings.Contains(runs, "check") || !strings.Contains(runs, "--format nagios") || !strings.Contains(runs, "exit $rc") {
+		t.Error("ci/github-actions.yml does not gate on the exit code of check --format nagios")
+	}
+	if strings.Contains(runs, "${{") {
+		t.Error("ci/github-actions.yml expands expressions inside run: (script injection); pass them through env:")
+	}
+	if sh, err := exec.LookPath("bash"); err == nil {
+		if out, err := exec.Command(sh, "-n", "-c", runs).CombinedOutput(); err != nil {
+			t.Errorf("ci/github-actions.yml run script: %v\n%s", err, out)
+		}
+	}
+}
+
+// TestGateScript runs ci/nats-version-gate.sh against a fake auditor for every exit status.
+func TestGateScript(t *testing.T) {
+	t.Parallel()
+	script := path(t, gateDir+"/ci/nats-version-gate.sh")
+	if fi, err := os.Stat(script); err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("%s is missing or not executable", script)
+	}
+	if out, err := exec.Command("sh", "-n", script).CombinedOutput(); err != nil {
+		t.Fatalf("sh -n: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "auditor")
+	argsFile := filepath.Join(dir, "args")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho \"$@\" > \""+argsFile+"\"\necho \"NATS VERSIONS STATUS - fake | servers=3;;;0\"\nexit $FAKE_RC\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rc, allowWarning, want int
+	}{
+		{0, 0, 0}, {1, 0, 1}, {1, 1, 0}, {2, 0, 2}, {2, 1, 2}, {3, 0, 3}, {3, 1, 3}, {127, 0, 3},
+	} {
+		cmd := exec.Command("sh", script, "--account", "APP")
+		cmd.Env = append(os.Environ(), "NATS_VERSION_AUDITOR="+fake, "FAKE_RC="+itoa(int32(c.rc)), "ALLOW_WARNING="+itoa(int32(c.allowWarning)))
+		out, err := cmd.CombinedOutput()
+		if got := exitCode(err); got != c.want {
+			t.Errorf("check exits %d (ALLOW_WARNING=%d): gate exits %d, want %d\n%s", c.rc, c.allowWarning, got, c.want, out)
+		}
+		if !strings.Contains(string(out), "NATS VERSIONS") {
+			t.Errorf("the gate does not pass the nagios line through:\n%s", out)
+		}
+	}
+	args, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(args)); got != "check --floor 2.14.0 --format nagios --account APP" {
+		t.Errorf("the gate runs: auditor %s", got)
+	}
+}
+
+// TestGateJobCopiesIntoAChart renders the hook Job as part of a throwaway chart, the way the
+// header tells users to use it, and checks Helm sees a pre-upgrade hook.
+func TestGateJobCopiesIntoAChart(t *testing.T) {
+	t.Parallel()
+	chart := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(chart, "templates"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		"Chart.yaml":                       []byte("apiVersion: v2\nname: app\nversion: 0.1.0\n"),
+		"templates/nats-version-gate.yaml": readFile(t, gateDir+"/helm-pre-upgrade-job.yaml"),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(chart, filepath.FromSlash(name)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := helm(t, "template", "app", chart, "--is-upgrade")
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	objs := decodeObjects(t, "gate Job in a chart", []byte(out))
+	job := one[batchv1.Job](t, "gate Job in a chart", objs)
+	if !strings.Contains(job.Annotations["helm.sh/hook"], "pre-upgrade") {
+		t.Errorf("rendered Job lost its hook annotation: %v", job.Annotations)
+	}
+}

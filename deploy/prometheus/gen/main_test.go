@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+func root(t *testing.T) string {
+	t.Helper()
+	r, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestGeneratedFilesUpToDate fails when a copy of rules.yml differs from what the generator
+// would write now: edit deploy/prometheus/rules.yml, then run go generate ./deploy/prometheus/gen.
+func TestGeneratedFilesUpToDate(t *testing.T) {
+	r := root(t)
+	outs, err := generate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 2 {
+		t.Fatalf("generator writes %d files, want 2", len(outs))
+	}
+	for _, o := range outs {
+		have, err := os.ReadFile(filepath.Join(r, filepath.FromSlash(o.Path)))
+		if err != nil {
+			t.Errorf("%s: %v (run: go generate ./deploy/prometheus/gen)", o.Path, err)
+			continue
+		}
+		if !bytes.Equal(have, o.Content) {
+			t.Errorf("%s is out of date with %s (run: go generate ./deploy/prometheus/gen)", o.Path, sourcePath)
+		}
+	}
+	if err := run(r, true); err != nil {
+		t.Errorf("gen -check: %v", err)
+	}
+}
+
+// TestGeneratedCopiesCarryTheSourceGroups checks that both copies hold exactly the groups of the
+// source, and that the PrometheusRule is one.
+func TestGeneratedCopiesCarryTheSourceGroups(t *testing.T) {
+	r := root(t)
+	src, err := os.ReadFile(filepath.Join(r, sourcePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want ruleFile
+	if err := yaml.UnmarshalStrict(src, &want); err != nil {
+		t.Fatal(err)
+	}
+	outs, err := generate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outs {
+		if !bytes.HasPrefix(o.Content, []byte(header)) {
+			t.Errorf("%s does not start with the generated-file header", o.Path)
+		}
+		var got ruleFile
+		switch o.Path {
+		case prometheusRulePath:
+			var pr struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Metadata   struct {
+					Name   string            `json:"name"`
+					Labels map[string]string `json:"labels"`
+				} `json:"metadata"`
+				Spec ruleFile `json:"spec"`
+			}
+			if err := yaml.UnmarshalStrict(o.Content, &pr); err != nil {
+				t.Fatalf("%s: %v", o.Path, err)
+			}
+			if pr.APIVersion != "monitoring.coreos.com/v1" || pr.Kind != "PrometheusRule" || pr.Metadata.Name == "" {
+				t.Errorf("%s: %s/%s %q is not a named PrometheusRule", o.Path, pr.APIVersion, pr.Kind, pr.Metadata.Name)
+			}
+			got = pr.Spec
+		default:
+			if err := yaml.UnmarshalStrict(o.Content, &got); err != nil {
+				t.Fatalf("%s: %v", o.Path, err)
+			}
+		}
+		a, _ := yaml.Marshal(want)
+		b, _ := yaml.Marshal(got)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: groups differ from %s", o.Path, sourcePath)
+		}
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	for name, src := range map[string]string{
+		"unknown key":    "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up == 0\n    labels: {severity: warning}\n    annotations: {summary: s, description: d}\n    fro: 5m\n",
+		"no severity":    "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up == 0\n    annotations: {summary: s, description: d}\n",
+		"bad severity":   "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up == 0\n    labels: {severity: page}\n    annotations: {summary: s, description: d}\n",
+		"no summary":     "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up == 0\n    labels: {severity: warning}\n    annotations: {description: d}\n",
+		"no description": "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up == 0\n    labels: {severity: warning}\n    annotations: {summary: s}\n",
+		"no expr":        "groups:\n- name: g\n  rules:\n  - alert: A\n    labels: {severity: warning}\n    annotations: {summary: s, description: d}\n",
+		"repeated group": "groups:\n- name: g\n  rules: []\n- name: g\n  rules: []\n",
+		"no groups":      "groups: []\n",
+	} {
+		if err := validate([]byte(src)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestIndentAndStrip(t *testing.T) {
+	src := "# a\n#\n\ngroups:\n  - name: g\n    rules:\n      - expr: |\n          a\n\n          b\n"
+	body := stripLeadingComments([]byte(src))
+	if !strings.HasPrefix(string(body), "groups:") {
+		t.Fatalf("leading comments kept: %q", body)
+	}
+	got := string(indent(body, "  "))
+	want := "  groups:\n    - name: g\n      rules:\n        - expr: |\n            a\n\n            b\n"
+	if got != want {
+		t.Fatalf("indent:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -1,0 +1,275 @@
+package deploy_test
+
+import (
+	"bytes"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/yaml"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/metrics"
+)
+
+const (
+	rulesPath      = "deploy/prometheus/rules.yml"
+	rulesTestPath  = "deploy/prometheus/rules_test.yml"
+	chartRulesPath = chartDir + "/files/rules.yml"
+	baseRulePath   = "deploy/kubernetes/prometheusrule.yaml"
+)
+
+func sourceRules(t testing.TB) ruleFile {
+	t.Helper()
+	var f ruleFile
+	if err := strict(readFile(t, rulesPath), &f); err != nil {
+		t.Fatalf("%s: %v", rulesPath, err)
+	}
+	return f
+}
+
+func alerts(f ruleFile) []rule {
+	var out []rule
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// sameRules fails unless got holds exactly the groups of deploy/prometheus/rules.yml.
+func sameRules(t testing.TB, what string, got ruleFile) {
+	t.Helper()
+	a, _ := yaml.Marshal(sourceRules(t))
+	b, _ := yaml.Marshal(got)
+	if !bytes.Equal(a, b) {
+		t.Errorf("%s differs from %s (run: go generate ./deploy/prometheus/gen)", what, rulesPath)
+	}
+}
+
+func TestRuleCopiesMatchTheSource(t *testing.T) {
+	var chart ruleFile
+	if err := strict(readFile(t, chartRulesPath), &chart); err != nil {
+		t.Fatalf("%s: %v", chartRulesPath, err)
+	}
+	sameRules(t, chartRulesPath, chart)
+
+	objs := decodeObjects(t, baseRulePath, readFile(t, baseRulePath))
+	sameRules(t, baseRulePath, one[prometheusRule](t, baseRulePath, objs).Spec)
+	// The chart's rendering of its copy is checked in TestHelmTemplateMonitoring.
+}
+
+func TestPromtoolCheckRules(t *testing.T) {
+	t.Parallel()
+	promtool := tool(t, "promtool")
+	// The kustomize PrometheusRule's spec, as a rules file promtool can read.
+	objs := decodeObjects(t, baseRulePath, readFile(t, baseRulePath))
+	spec, err := yaml.Marshal(one[prometheusRule](t, baseRulePath, objs).Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extracted := filepath.Join(t.TempDir(), "prometheusrule-spec.yml")
+	if err := os.WriteFile(extracted, spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{path(t, rulesPath), path(t, chartRulesPath), extracted} {
+		out, err := run(t, nil, promtool, "check", "rules", "--lint=all", "--lint-fatal", f)
+		t.Logf("promtool check rules %s:\n%s", filepath.Base(f), out)
+		if err != nil {
+			t.Errorf("promtool check rules %s: %v", f, err)
+		}
+	}
+}
+
+func TestPromtoolTestRules(t *testing.T) {
+	t.Parallel()
+	out, err := run(t, nil, tool(t, "promtool"), "test", "rules", path(t, rulesTestPath))
+	t.Logf("promtool test rules:\n%s", out)
+	if err != nil {
+		t.Errorf("promtool test rules: %v", err)
+	}
+}
+
+// rulesTests is the part of a promtool unit test file this test reads.
+type rulesTests struct {
+	RuleFiles          []string `json:"rule_files"`
+	EvaluationInterval string   `json:"evaluation_interval"`
+	Tests              []struct {
+		Interval    string `json:"interval"`
+		InputSeries []struct {
+			Series string `json:"series"`
+			Values string `json:"values"`
+		} `json:"input_series"`
+		AlertRuleTest []struct {
+			EvalTime  string `json:"eval_time"`
+			Alertname string `json:"alertname"`
+			ExpAlerts []struct {
+				ExpLabels      map[string]string `json:"exp_labels"`
+				ExpAnnotations map[string]string `json:"exp_annotations"`
+			} `json:"exp_alerts"`
+		} `json:"alert_rule_test"`
+	} `json:"tests"`
+}
+
+// TestRulesTestsCoverEveryAlert requires, for each alert, a test where it fires and one where
+// it does not.
+func TestRulesTestsCoverEveryAlert(t *testing.T) {
+	var rt rulesTests
+	if err := strict(readFile(t, rulesTestPath), &rt); err != nil {
+		t.Fatalf("%s: %v", rulesTestPath, err)
+	}
+	if !slices.Equal(rt.RuleFiles, []string{"rules.yml"}) {
+		t.Errorf("%s tests %v, want rules.yml", rulesTestPath, rt.RuleFiles)
+	}
+	firing, quiet := map[string]bool{}, map[string]bool{}
+	for _, tc := range rt.Tests {
+		for _, a := range tc.AlertRuleTest {
+			if len(a.ExpAlerts) > 0 {
+				firing[a.Alertname] = true
+			} else {
+				quiet[a.Alertname] = true
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, a := range alerts(sourceRules(t)) {
+		names[a.Alert] = true
+		if !firing[a.Alert] {
+			t.Errorf("%s: no test where %s fires", rulesTestPath, a.Alert)
+		}
+		if !quiet[a.Alert] {
+			t.Errorf("%s: no test where %s does not fire", rulesTestPath, a.Alert)
+		}
+	}
+	for n := range maps.Keys(firing) {
+		if !names[n] {
+			t.Errorf("%s tests %s, which rules.yml does not have", rulesTestPath, n)
+		}
+	}
+}
+
+var templateVar = regexp.MustCompile(`\$(labels|value)\b`)
+
+func TestAlertConventions(t *testing.T) {
+	as := alerts(sourceRules(t))
+	seen := map[string]bool{}
+	for _, a := range as {
+		if seen[a.Alert] {
+			t.Errorf("alert %s defined twice", a.Alert)
+		}
+		seen[a.Alert] = true
+		if s := a.Labels["severity"]; s != "critical" && s != "warning" {
+			t.Errorf("%s: severity %q, want critical or warning", a.Alert, s)
+		}
+		if a.Annotations["summary"] == "" {
+			t.Errorf("%s: no summary", a.Alert)
+		}
+		if !templateVar.MatchString(a.Annotations["description"]) {
+			t.Errorf("%s: the description does not use $labels or $value", a.Alert)
+		}
+		if a.For == "" {
+			t.Errorf("%s: no for: a single scrape would page", a.Alert)
+		}
+		for k := range a.Annotations {
+			if k != "summary" && k != "description" && k != "runbook_url" {
+				t.Errorf("%s: unexpected annotation %s", a.Alert, k)
+			}
+		}
+	}
+	// The alerts issue 3 asks for, by what they watch.
+	for _, want := range []string{
+		"nats_version_auditor_server_below_floor", "nats_version_auditor_cluster_versions",
+		"nats_version_auditor_consumer_leader_below_floor", "nats_version_auditor_consumer_replica_below_floor",
+		"nats_version_auditor_leafnode_unaudited", "nats_version_auditor_server_missing",
+		"absent(nats_version_auditor_up)", "nats_version_auditor_last_success_timestamp_seconds",
+	} {
+		if !slices.ContainsFunc(as, func(a rule) bool { return strings.Contains(a.Expr, want) }) {
+			t.Errorf("no alert on %s", want)
+		}
+	}
+}
+
+var (
+	metricName = regexp.MustCompile(`\bnats_version_auditor_[a-z_]+`)
+	fqName     = regexp.MustCompile(`fqName: "([^"]+)"`)
+	varLabels  = regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+	byClause   = regexp.MustCompile(`\bby \(([^)]*)\)`)
+	labelRef   = regexp.MustCompile(`\$labels\.([a-zA-Z_]+)`)
+	codeMatch  = regexp.MustCompile(`code(?:=|!=|=~|!~)"([^"]*)"`)
+	sevMatch   = regexp.MustCompile(`severity(?:=|!=|=~|!~)"([^"]*)"`)
+)
+
+// TestRulesUseTheCollectorsNames holds the rules to what package metrics exports: every metric
+// name and label they use, every finding code and severity they match.
+func TestRulesUseTheCollectorsNames(t *testing.T) {
+	ch := make(chan *prometheus.Desc, 64)
+	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, "2.14.0", 0).Describe(ch)
+	close(ch)
+	names := map[string]bool{}
+	labelNames := map[string]bool{"namespace": true, "job": true, "instance": true}
+	for d := range ch {
+		s := d.String()
+		if m := fqName.FindStringSubmatch(s); m != nil {
+			names[m[1]] = true
+		}
+		if m := varLabels.FindStringSubmatch(s); m != nil {
+			for _, l := range strings.Split(m[1], ",") {
+				if c, ok := strings.CutPrefix(l, "c("); ok { // a constrained label: c(name)
+					l = strings.TrimSuffix(c, ")")
+				}
+				if l != "" {
+					labelNames[l] = true
+				}
+			}
+		}
+	}
+	if !names["nats_version_auditor_up"] || !labelNames["server_name"] {
+		t.Fatalf("could not read the collector's descriptors: %v %v", names, labelNames)
+	}
+	codes, severities := map[string]bool{}, map[string]bool{}
+	for _, c := range auditor.Codes {
+		codes[string(c.Code)] = true
+		severities[c.Severity.String()] = true
+	}
+
+	for _, a := range alerts(sourceRules(t)) {
+		text := a.Expr + " " + a.Annotations["summary"] + " " + a.Annotations["description"]
+		for _, n := range metricName.FindAllString(text, -1) {
+			if !names[n] {
+				t.Errorf("%s uses %s, which package metrics does not export", a.Alert, n)
+			}
+		}
+		var ls []string
+		for _, m := range byClause.FindAllStringSubmatch(a.Expr, -1) {
+			ls = append(ls, strings.Split(m[1], ",")...)
+		}
+		for _, m := range labelRef.FindAllStringSubmatch(text, -1) {
+			ls = append(ls, m[1])
+		}
+		for _, l := range ls {
+			if l = strings.TrimSpace(l); !labelNames[l] {
+				t.Errorf("%s uses label %s, which no metric of package metrics has", a.Alert, l)
+			}
+		}
+		for _, m := range codeMatch.FindAllStringSubmatch(a.Expr, -1) {
+			for _, c := range strings.Split(m[1], "|") {
+				if !codes[c] {
+					t.Errorf("%s matches finding code %s, which package auditor does not have", a.Alert, c)
+				}
+			}
+		}
+		for _, m := range sevMatch.FindAllStringSubmatch(a.Expr, -1) {
+			if !severities[m[1]] {
+				t.Errorf("%s matches severity %s, which no finding has", a.Alert, m[1])
+			}
+		}
+	}
+}
