@@ -8,6 +8,8 @@
 package deploy_test
 
 import (
+	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -171,28 +173,7 @@ type scrapeEndpoint struct {
 type prometheusRule struct {
 	metav1.TypeMeta `json:",inline"`
 	Metadata        metav1.ObjectMeta `json:"metadata"`
-	Spec            ruleFile          `json:"spec"`
-}
-
-// ruleFile is a Prometheus rules file, and the spec of a PrometheusRule.
-type ruleFile struct {
-	Groups []ruleGroup `json:"groups"`
-}
-
-type ruleGroup struct {
-	Name     string `json:"name"`
-	Interval string `json:"interval,omitempty"`
-	Rules    []rule `json:"rules"`
-}
-
-type rule struct {
-	Alert         string            `json:"alert,omitempty"`
-	Record        string            `json:"record,omitempty"`
-	Expr          string            `json:"expr"`
-	For           string            `json:"for,omitempty"`
-	KeepFiringFor string            `json:"keep_firing_for,omitempty"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	Annotations   map[string]string `json:"annotations,omitempty"`
+	Spec            rulefile.File     `json:"spec"`
 }
 
 type analysisTemplate struct {

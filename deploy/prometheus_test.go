@@ -1,6 +1,8 @@
 package deploy_test
 
 import (
+	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
+
 	"bytes"
 	"maps"
 	"os"
@@ -24,17 +26,17 @@ const (
 	baseRulePath   = "deploy/kubernetes/prometheusrule.yaml"
 )
 
-func sourceRules(t testing.TB) ruleFile {
+func sourceRules(t testing.TB) rulefile.File {
 	t.Helper()
-	var f ruleFile
+	var f rulefile.File
 	if err := strict(readFile(t, rulesPath), &f); err != nil {
 		t.Fatalf("%s: %v", rulesPath, err)
 	}
 	return f
 }
 
-func alerts(f ruleFile) []rule {
-	var out []rule
+func alerts(f rulefile.File) []rulefile.Rule {
+	var out []rulefile.Rule
 	for _, g := range f.Groups {
 		for _, r := range g.Rules {
 			if r.Alert != "" {
@@ -46,7 +48,7 @@ func alerts(f ruleFile) []rule {
 }
 
 // sameRules fails unless got holds exactly the groups of deploy/prometheus/rules.yml.
-func sameRules(t testing.TB, what string, got ruleFile) {
+func sameRules(t testing.TB, what string, got rulefile.File) {
 	t.Helper()
 	a, _ := yaml.Marshal(sourceRules(t))
 	b, _ := yaml.Marshal(got)
@@ -56,7 +58,7 @@ func sameRules(t testing.TB, what string, got ruleFile) {
 }
 
 func TestRuleCopiesMatchTheSource(t *testing.T) {
-	var chart ruleFile
+	var chart rulefile.File
 	if err := strict(readFile(t, chartRulesPath), &chart); err != nil {
 		t.Fatalf("%s: %v", chartRulesPath, err)
 	}
@@ -191,7 +193,7 @@ func TestAlertConventions(t *testing.T) {
 		"nats_version_auditor_leafnode_unaudited", "nats_version_auditor_server_missing",
 		"absent(nats_version_auditor_up)", "nats_version_auditor_last_success_timestamp_seconds",
 	} {
-		if !slices.ContainsFunc(as, func(a rule) bool { return strings.Contains(a.Expr, want) }) {
+		if !slices.ContainsFunc(as, func(a rulefile.Rule) bool { return strings.Contains(a.Expr, want) }) {
 			t.Errorf("no alert on %s", want)
 		}
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
+
 	"bytes"
 	"os"
 	"path/filepath"
@@ -53,7 +55,7 @@ func TestGeneratedCopiesCarryTheSourceGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want ruleFile
+	var want rulefile.File
 	if err := yaml.UnmarshalStrict(src, &want); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestGeneratedCopiesCarryTheSourceGroups(t *testing.T) {
 		if !bytes.HasPrefix(o.Content, []byte(header)) {
 			t.Errorf("%s does not start with the generated-file header", o.Path)
 		}
-		var got ruleFile
+		var got rulefile.File
 		switch o.Path {
 		case prometheusRulePath:
 			var pr struct {
@@ -75,7 +77,7 @@ func TestGeneratedCopiesCarryTheSourceGroups(t *testing.T) {
 					Name   string            `json:"name"`
 					Labels map[string]string `json:"labels"`
 				} `json:"metadata"`
-				Spec ruleFile `json:"spec"`
+				Spec rulefile.File `json:"spec"`
 			}
 			if err := yaml.UnmarshalStrict(o.Content, &pr); err != nil {
 				t.Fatalf("%s: %v", o.Path, err)
