@@ -106,22 +106,22 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 		return nil, fmt.Errorf("publish %s: %w", subjectPing, err)
 	}
 
+wait:
 	for {
 		c.mu.Lock()
 		done, noResponders := c.complete(), c.noResponders && len(c.seen) == 0
 		c.mu.Unlock()
-		if noResponders {
+		switch {
+		case noResponders:
 			return nil, ErrNotSystemAccount
-		}
-		if done {
-			break
+		case done:
+			break wait
 		}
 		select {
 		case <-c.wake:
-			continue
 		case <-ctx.Done():
+			break wait
 		}
-		break
 	}
 	_ = sub.Unsubscribe()
 

@@ -114,10 +114,10 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
+// writeJSON writes v as one line of JSON. Indenting it cost ten times the
+// encoding itself (80 ms for 11,000 findings); `jq .` indents for people.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return json.NewEncoder(w).Encode(v)
 }
 
 func summary(r *auditor.Report) string {

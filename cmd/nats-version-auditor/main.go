@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
@@ -119,5 +120,8 @@ func audit(ctx context.Context, conn *connFlags, pol auditor.Policy, logger *slo
 		}
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	return auditor.Evaluate(snap, pol), nil
+	r := auditor.Evaluate(snap, pol)
+	logger.Debug("audit evaluated", "servers", len(snap.Servers), "consumers", len(snap.Consumers),
+		"findings", len(r.Findings), "collect", snap.Duration, "evaluate", time.Since(snap.Started)-snap.Duration)
+	return r, nil
 }

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+)
+
+// BenchmarkCheckJSON writes the JSON of a check with 11,000 findings, about
+// what 30,000 consumers on a mixed cluster give.
+func BenchmarkCheckJSON(b *testing.B) {
+	snap := &auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "n1", Version: "2.12.15"}, {ID: "B", Name: "n2", Version: "2.14.0"}}}
+	for i := range 11000 {
+		snap.Consumers = append(snap.Consumers, auditor.Asset{Kind: auditor.KindConsumer, Account: "APP", Stream: fmt.Sprint("S", i/300),
+			Consumer: fmt.Sprint("C", i), Leader: "n1", Peers: []string{"n1", "n2"}})
+	}
+	r := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	for b.Loop() {
+		if err := writeJSON(io.Discard, checkJSON(r)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
