@@ -45,7 +45,7 @@ $(NATSCLI):
 # Side-by-side measurements on a real mixed cluster (about 15 minutes);
 # writes the results into BENCHMARKS.md. Not part of `make test`.
 bench: servers build $(NATSCLI)
-	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics | tee .cache/gobench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics ./cmd/nats-version-auditor | tee .cache/gobench.txt
 	$(GO) run ./internal/bench -auditor $(BIN) -natscli $(NATSCLI) -gobench .cache/gobench.txt -out BENCHMARKS.md
 
 # serve under continuous scraping while servers restart and leaders move;
