@@ -1,15 +1,18 @@
 package auditor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	// A drop-in for encoding/json that decodes a 7 MB JSZ reply about six
@@ -52,6 +55,8 @@ type Options struct {
 	// MaxReplyBytes drops (as AUDIT_INCOMPLETE) any reply larger than this
 	// instead of decoding it; 0 means DefaultMaxReplyBytes.
 	MaxReplyBytes int
+	// Compress asks servers for snappy-compressed replies.
+	Compress bool
 	// OnlyServerID, when set, sends LEAFZ and JSZ to that server alone: a
 	// sidecar auditing its own server still takes the census of all of them
 	// (it needs every peer's version) but inventories only its own.
@@ -438,10 +443,14 @@ func (c *collection) request(srv Server, endpoint string, body any) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	subj := fmt.Sprintf(subjectServer, srv.ID, endpoint)
+	msg := nats.NewMsg(fmt.Sprintf(subjectServer, srv.ID, endpoint))
+	msg.Data = req
+	if c.opts.Compress {
+		msg.Header.Set("Accept-Encoding", "snappy")
+	}
 	c.requests.Add(1)
 	start := time.Now()
-	msg, err := c.nc.RequestWithContext(c.ctx, subj, req)
+	msg, err = c.nc.RequestMsgWithContext(c.ctx, msg)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("no reply within the audit timeout: %w", err)
@@ -449,10 +458,19 @@ func (c *collection) request(srv Server, endpoint string, body any) ([]byte, err
 		return nil, err
 	}
 	c.log.Debug("audit reply", "server", srv.Name, "request", endpoint, "bytes", len(msg.Data), "wait", time.Since(start))
-	if err := c.checkSize(msg.Data); err != nil {
+	data := msg.Data
+	if msg.Header.Get("Content-Encoding") == "snappy" {
+		// Read one byte past the limit so that checkSize sees an oversized
+		// reply without inflating all of it.
+		data, err = io.ReadAll(io.LimitReader(s2.NewReader(bytes.NewReader(msg.Data)), int64(c.opts.MaxReplyBytes)+1))
+		if err != nil {
+			return nil, fmt.Errorf("malformed compressed reply: %w", err)
+		}
+	}
+	if err := c.checkSize(data); err != nil {
 		return nil, err
 	}
-	return msg.Data, nil
+	return data, nil
 }
 
 // parseJSZ decodes one JSZ page.

@@ -195,7 +195,19 @@ func TestFaultOversizedReply(t *testing.T) {
 		dropped = append(dropped, f.Server)
 	}
 	if len(dropped) == 0 {
-		t.Fatal("no reply was dropped at 1 KiB")
+		t.Fatal("no reply was dropped at 8 KiB")
+	}
+
+	// Compressed replies are held to the limit once inflated.
+	res, out = checkJSONOf(t, sys, "n1", "--max-reply-bytes", "8KiB", "--compress")
+	if res.code != exitUnknown || len(withCode(out.Findings, auditor.AuditIncomplete)) != len(dropped) {
+		t.Fatalf("with --compress: exit %d:%s", res.code, codes(out.Findings))
+	}
+	// And, within the limit, read the same as plain ones.
+	_, plain := checkJSONOf(t, sys, "n1")
+	_, compressed := checkJSONOf(t, sys, "n1", "--compress")
+	if plain.Status != auditor.OK || compressed.Status != plain.Status || compressed.Audit.ServersResponded != 3 {
+		t.Fatalf("plain %s, compressed %s (%d servers):%s", plain.Status, compressed.Status, compressed.Audit.ServersResponded, codes(compressed.Findings))
 	}
 }
 
