@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +100,24 @@ func TestHelpAndVersionExitZero(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"check", "--help"}, {"--version"}} {
 		if res := runCmd(t, args...); res.code != exitOK || res.stdout == "" {
 			t.Errorf("%v: exit %d, stdout %q", args, res.code, res.stdout)
+		}
+	}
+}
+
+func TestUnreadableContext(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	dir := filepath.Join(cfg, "nats", "context")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{"url": "nats://x:4222", `), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"check", "report", "serve"} {
+		res := runCmd(t, cmd, "--context", "broken")
+		if res.code != exitUnknown || !strings.Contains(res.stderr, `load NATS context "broken"`) {
+			t.Errorf("%s with a broken context: exit %d, %q", cmd, res.code, res.stderr)
 		}
 	}
 }

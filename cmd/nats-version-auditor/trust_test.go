@@ -239,3 +239,19 @@ func TestMetricsBehindTLSAndBasicAuth(t *testing.T) {
 		}
 	}
 }
+
+func TestTLSFailureIsNamed(t *testing.T) {
+	certPath, keyPath, _ := selfSigned(t, t.TempDir())
+	sys := natstest.Start(t, natstest.Spec{Name: "secure", Version: natstest.Floor, TLSCert: certPath, TLSKey: keyPath})
+	url := strings.Replace(sys.URL("secure"), "nats://", "tls://", 1)
+	auth := []string{"--user", natstest.SysUser, "--password", natstest.SysPassword}
+
+	res := runCmd(t, append([]string{"check", "-s", url}, auth...)...)
+	if res.code != exitUnknown || !strings.Contains(res.stderr, "TLS failure connecting to "+url) {
+		t.Errorf("a server certificate nobody vouches for: exit %d, %q", res.code, res.stderr)
+	}
+	res = runCmd(t, append([]string{"check", "-s", url, "--tlsca", certPath}, auth...)...)
+	if res.code != exitOK {
+		t.Errorf("with --tlsca: exit %d, %s%s", res.code, res.stdout, res.stderr)
+	}
+}

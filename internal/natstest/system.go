@@ -44,6 +44,8 @@ type Spec struct {
 	ExtraAccounts int
 	// SysUsers are more users of the system account, with permissions.
 	SysUsers []User
+	// TLSCert and TLSKey, when set, make clients connect with TLS.
+	TLSCert, TLSKey string
 }
 
 // User is a user with publish and subscribe allow lists (none: all allowed).
@@ -133,7 +135,7 @@ func (sys *System) URL(name string) string {
 // Connect connects to the named server as user.
 func (sys *System) Connect(name, user, password string) *nats.Conn {
 	sys.t.Helper()
-	nc, err := nats.Connect(sys.URL(name), nats.UserInfo(user, password), nats.MaxReconnects(-1))
+	nc, err := nats.Connect(sys.URL(name), nats.UserInfo(user, password), nats.MaxReconnects(-1), sys.Server(name).tlsOption())
 	if err != nil {
 		sys.t.Fatalf("connect to %s as %s: %v", name, user, err)
 	}
@@ -141,11 +143,22 @@ func (sys *System) Connect(name, user, password string) *nats.Conn {
 	return nc
 }
 
+// tlsOption trusts the server's own (self-signed) certificate, if it has one.
+func (s *Server) tlsOption() nats.Option {
+	if s.TLSCert == "" {
+		return func(*nats.Options) error { return nil }
+	}
+	return nats.RootCAs(s.TLSCert)
+}
+
 func (sys *System) config(s *Server) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	w("server_name: %q", s.Name)
 	w("listen: \"127.0.0.1:%d\"", s.ClientPort)
+	if s.TLSCert != "" {
+		w("tls { cert_file: %q, key_file: %q }", s.TLSCert, s.TLSKey)
+	}
 	if len(s.Tags) > 0 {
 		w("server_tags: [%s]", quoteAll(s.Tags))
 	}
@@ -253,7 +266,7 @@ func (sys *System) WaitReady(name string) {
 			return fmt.Errorf("server %s exited: %v", name, s.exitErr)
 		default:
 		}
-		nc, err := nats.Connect(sys.URL(name), nats.UserInfo(AppUser, AppPassword))
+		nc, err := nats.Connect(sys.URL(name), nats.UserInfo(AppUser, AppPassword), s.tlsOption())
 		if err != nil {
 			return err
 		}
