@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -60,18 +61,35 @@ func TestFaultServerKilledMidAudit(t *testing.T) {
 	// n3 stops answering, the audit starts and is waiting for it, then n3
 	// dies for good.
 	sys.Pause("n3")
-	type ran struct {
+	var stdout, stderr lockedBuffer
+	start := time.Now()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), []string{"check", "--format", "json", "--log.level", "debug", "--timeout", faultTimeout.String(),
+			"-s", sys.URL("n1"), "--user", natstest.SysUser, "--password", natstest.SysPassword}, &stdout, &stderr)
+	}()
+	// The audit is under way once the servers that still answer have
+	// replied to their own requests.
+	err := natstest.Eventually(faultTimeout, func() error {
+		if log := stderr.String(); !strings.Contains(log, "server=n1 request=LEAFZ") || !strings.Contains(log, "server=n2 request=LEAFZ") {
+			return errors.New("the audit has not reached n1 and n2 yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys.Kill("n3")
+	code := <-done
+	elapsed := time.Since(start)
+	var out checkOutput
+	if err := json.Unmarshal([]byte(stdout.String()), &out); err != nil {
+		t.Fatalf("no JSON: %v\n%s", err, stderr.String())
+	}
+	r := struct {
 		res result
 		out checkOutput
-	}
-	done := make(chan ran, 1)
-	go func() {
-		res, out := checkJSONOf(t, sys, "n1", "--timeout", faultTimeout.String())
-		done <- ran{res, out}
-	}()
-	time.Sleep(faultTimeout / 4) // the audit is under way: let it get there
-	sys.Kill("n3")
-	r := <-done
+	}{result{code: code, elapsed: elapsed}, out}
 	if r.res.code != exitUnknown {
 		t.Fatalf("exit %d, want 3:%s", r.res.code, codes(r.out.Findings))
 	}

@@ -1,7 +1,6 @@
 package natstest
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -80,30 +79,57 @@ type System struct {
 
 // Start writes configs for specs, starts every server and waits until each
 // accepts clients and every JetStream server sees a meta leader.
+//
+// Ports are picked free, then bound by the servers a moment later: another
+// process can take one in between. A start that fails that way is retried
+// on new ports.
 func Start(t TB, specs ...Spec) *System {
 	t.Helper()
 	sys := &System{t: t, dir: t.TempDir()}
 	for _, sp := range specs {
 		s := &Server{Spec: sp}
-		s.ClientPort, s.ClusterPort, s.GatewayPort, s.LeafPort = freePort(t), freePort(t), freePort(t), freePort(t)
 		s.conf = filepath.Join(sys.dir, sp.Name+".conf")
 		s.log = filepath.Join(sys.dir, sp.Name+".log")
 		s.store = filepath.Join(sys.dir, sp.Name+"-js")
 		sys.servers = append(sys.servers, s)
 	}
+	t.Cleanup(sys.shutdown)
+	for attempt := 1; ; attempt++ {
+		err := sys.start()
+		if err == nil {
+			return sys
+		}
+		clash := false
+		for _, s := range sys.servers {
+			clash = clash || strings.Contains(sys.Log(s.Name), "address already in use")
+			sys.Kill(s.Name)
+		}
+		if !clash || attempt == 3 {
+			t.Fatalf("start: %v", err)
+		}
+		t.Logf("a port was taken between picking and binding it; starting again on new ports (%v)", err)
+	}
+}
+
+func (sys *System) start() error {
+	for _, s := range sys.servers {
+		s.ClientPort, s.ClusterPort, s.GatewayPort, s.LeafPort = freePort(sys.t), freePort(sys.t), freePort(sys.t), freePort(sys.t)
+		_ = os.Remove(s.log)
+	}
 	for _, s := range sys.servers {
 		if err := os.WriteFile(s.conf, []byte(sys.config(s)), 0o600); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	t.Cleanup(sys.shutdown)
 	for _, s := range sys.servers {
 		sys.launch(s)
 	}
 	for _, s := range sys.servers {
-		sys.WaitReady(s.Name)
+		if err := sys.waitReady(s.Name); err != nil {
+			return fmt.Errorf("server %s not ready: %w\n%s", s.Name, err, sys.LogTail(s.Name, 20))
+		}
 	}
-	return sys
+	return nil
 }
 
 func freePort(t TB) int {
@@ -259,27 +285,40 @@ func (sys *System) launch(s *Server) {
 // answers JetStream API requests (which needs a meta leader).
 func (sys *System) WaitReady(name string) {
 	sys.t.Helper()
-	s := sys.Server(name)
-	err := Eventually(30*time.Second, func() error {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("server %s exited: %v", name, s.exitErr)
-		default:
-		}
-		nc, err := nats.Connect(sys.URL(name), nats.UserInfo(AppUser, AppPassword), s.tlsOption())
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		if !s.JetStream {
-			return nil
-		}
-		_, err = nc.Request("$JS.API.INFO", nil, time.Second)
-		return err
-	})
-	if err != nil {
+	if err := sys.waitReady(name); err != nil {
 		sys.t.Fatalf("server %s not ready: %v\n%s", name, err, sys.LogTail(name, 20))
 	}
+}
+
+func (sys *System) waitReady(name string) error {
+	s := sys.Server(name)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("exited: %v", s.exitErr)
+		default:
+		}
+		err := sys.probe(s)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// probe connects to a server and, with JetStream, asks the JetStream API.
+func (sys *System) probe(s *Server) error {
+	nc, err := nats.Connect(sys.URL(s.Name), nats.UserInfo(AppUser, AppPassword), s.tlsOption())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if !s.JetStream {
+		return nil
+	}
+	_, err = nc.Request("$JS.API.INFO", nil, time.Second)
+	return err
 }
 
 // Kill ends the named server with SIGKILL and waits for it to exit.
@@ -382,6 +421,3 @@ func Eventually(timeout time.Duration, cond func() error) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
-// ErrNotYet is a convenient error for Eventually conditions.
-var ErrNotYet = errors.New("not yet")
