@@ -180,7 +180,9 @@ func (e *evaluation) missing(snap *Snapshot) int {
 	}
 	unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing
 	if unnamed > 0 && namedMissing == 0 && staleCount(snap.Servers) {
-		unnamed = 0
+		// Only the servers' own counts can hold a stale id; a shortfall
+		// against --expect stays.
+		unnamed -= min(unnamed, maxActive(snap.Servers)-len(snap.Servers))
 	}
 	if unnamed > 0 {
 		e.add(Finding{Code: ServerMissing, Count: unnamed,
@@ -198,17 +200,32 @@ const StaleRegistration = 240 * time.Second
 
 // staleCount reports whether an unnamed surplus in the active-server count is
 // what a crash-restart leaves behind: the server that came back under its
-// name (with a new server id) started within StaleRegistration and counts
-// exactly the servers that answered, while the others still count its old id.
+// name (with a new server id) started within StaleRegistration, and at least
+// a second after some other server that still counts more than answered,
+// while it counts exactly the servers that answered. Servers of a system that
+// started together do not qualify: a surplus there is a server missing.
 // Without this, every crash-restart would hold the gate at UNKNOWN for four
 // minutes after the system had recovered.
 func staleCount(servers []Server) bool {
-	for _, s := range servers {
-		if s.Uptime > 0 && s.Uptime < StaleRegistration && s.ActiveServers == len(servers) {
-			return true
+	for _, young := range servers {
+		if young.Uptime <= 0 || young.Uptime >= StaleRegistration || young.ActiveServers != len(servers) {
+			continue
+		}
+		for _, old := range servers {
+			if old.Uptime > young.Uptime+time.Second && old.ActiveServers > len(servers) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+func maxActive(servers []Server) int {
+	n := 0
+	for _, s := range servers {
+		n = max(n, s.ActiveServers)
+	}
+	return n
 }
 
 func (e *evaluation) meta(m MetaGroup) {

@@ -146,6 +146,22 @@ func TestEvaluate(t *testing.T) {
 			status: OK,
 		},
 		{
+			name: "a system that started together: no server came back",
+			snap: Snapshot{Servers: func() []Server {
+				s := restarted(3)
+				s[0].Uptime, s[1].Uptime = 10*time.Second, 10*time.Second
+				return s
+			}(), ExpectedCount: 4},
+			want:   []string{"SERVER_MISSING(,,//)"},
+			status: Unknown,
+		},
+		{
+			name:   "a shortfall against --expect is never explained away",
+			snap:   Snapshot{Servers: restarted(3), ExpectedCount: 5},
+			want:   []string{"SERVER_MISSING(,,//)"},
+			status: Unknown,
+		},
+		{
 			name:   "young server that counts more than answered",
 			snap:   Snapshot{Servers: restarted(4), ExpectedCount: 4},
 			want:   []string{"SERVER_MISSING(,,//)"},
