@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -129,7 +130,47 @@ func (sys *System) start() error {
 			return fmt.Errorf("server %s not ready: %w\n%s", s.Name, err, sys.LogTail(s.Name, 20))
 		}
 	}
-	return nil
+	return sys.waitFormed()
+}
+
+// waitFormed waits until every server answers a $SYS ping sent through the
+// first one: each server being ready alone says nothing of its routes,
+// gateways and leafnode links. A system where a leafnode link leaves the
+// system account out is never whole from one side, so it is not waited for.
+func (sys *System) waitFormed() error {
+	for _, s := range sys.servers {
+		for _, r := range s.LeafRemotes {
+			if !slices.Contains(r.Accounts, "SYS") {
+				return nil
+			}
+		}
+	}
+	first := sys.servers[0]
+	nc, err := nats.Connect(sys.URL(first.Name), nats.UserInfo(SysUser, SysPassword), first.tlsOption())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	want := len(sys.servers)
+	return Eventually(30*time.Second, func() error {
+		inbox := nats.NewInbox()
+		sub, err := nc.SubscribeSync(inbox)
+		if err != nil {
+			return err
+		}
+		defer sub.Unsubscribe()
+		if err := nc.PublishRequest("$SYS.REQ.SERVER.PING", inbox, nil); err != nil {
+			return err
+		}
+		got := 0
+		for got < want {
+			if _, err := sub.NextMsg(500 * time.Millisecond); err != nil {
+				return fmt.Errorf("%d of %d servers answer a $SYS ping through %s", got, want, first.Name)
+			}
+			got++
+		}
+		return nil
+	})
 }
 
 func freePort(t TB) int {
