@@ -170,12 +170,20 @@ func (e *evaluation) missing(snap *Snapshot) int {
 	for _, s := range snap.Servers {
 		clusters[s.Cluster] = true
 	}
+	// A cluster nobody of which answered stands for at least one server, but
+	// the servers named above may be that one (a name says nothing of its
+	// cluster): count it only when no server could be named.
+	serversNamed := namedMissing
 	for _, name := range sortedKeys(snap.ExpectedClusters) {
 		if clusters[name] {
 			continue
 		}
-		namedMissing++
-		e.add(Finding{Code: ServerMissing, Cluster: name, Count: 1,
+		count := 0
+		if serversNamed == 0 {
+			count = 1
+		}
+		namedMissing += count
+		e.add(Finding{Code: ServerMissing, Cluster: name, Count: count,
 			Message: fmt.Sprintf("no server of cluster %s answered; %s named it as a gateway", name, joinSorted(snap.ExpectedClusters[name]))})
 	}
 	unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing

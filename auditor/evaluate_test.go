@@ -182,6 +182,16 @@ func TestEvaluate(t *testing.T) {
 			status: Unknown,
 		},
 		{
+			name: "a hung gateway cluster whose servers are named too",
+			snap: Snapshot{Servers: cluster(), ExpectedCount: 5,
+				ExpectedNames:    map[string][]string{"w1": {"n1"}, "w2": {"n1"}},
+				ExpectedClusters: map[string][]string{"west": {"n1"}}},
+			// The cluster's finding comes last (by cluster) and counts no
+			// server of its own: w1 and w2 may be all of west.
+			want:   []string{"SERVER_MISSING(w1,,//)", "SERVER_MISSING(w2,,//)", "SERVER_MISSING(,,//)"},
+			status: Unknown,
+		},
+		{
 			name:   "version that is not a version",
 			snap:   Snapshot{Servers: []Server{srv("odd", "", "custom-build", 4)}},
 			want:   []string{"VERSION_UNPARSEABLE(odd,,//)"},
@@ -282,6 +292,13 @@ func TestEvaluateCountsLeadershipAndExpected(t *testing.T) {
 	}
 	if r.ServersExpected != 4 {
 		t.Errorf("ServersExpected %d, want 4 (3 answered + gone)", r.ServersExpected)
+	}
+	// A hung gateway cluster whose two servers are named: 3 + 2, not 3 + 3.
+	snap.ExpectedNames = map[string][]string{"w1": {"n1"}, "w2": {"n1"}}
+	snap.ExpectedClusters = map[string][]string{"west": {"n1"}}
+	snap.ExpectedCount = 5
+	if r := Evaluate(snap, Policy{Floor: DefaultFloor}); r.ServersExpected != 5 {
+		t.Errorf("ServersExpected %d with west's two servers named, want 5", r.ServersExpected)
 	}
 	if r.Floor != "2.14.0" {
 		t.Errorf("Floor %q, want 2.14.0", r.Floor)

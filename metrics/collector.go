@@ -138,7 +138,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, f := range r.Findings {
 		switch f.Code {
 		case auditor.ServerMissing:
-			missing[f.Server] += max(f.Count, 1)
+			missing[f.Server] += f.Count
 		case auditor.LeafnodeUnaudited:
 			gauge(ch, leafDesc, 1, f.Server, f.Peer, f.Account)
 		case auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor:
@@ -155,7 +155,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for name, n := range missing {
-		gauge(ch, serverMissingDesc, float64(n), name)
+		if n > 0 {
+			gauge(ch, serverMissingDesc, float64(n), name)
+		}
 	}
 	gauge(ch, droppedDesc, float64(dropped))
 }
