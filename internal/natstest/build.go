@@ -12,15 +12,18 @@ import (
 )
 
 // The server versions the tests run side by side. Old is below the default
-// floor, Floor is the first release at it, New is above it.
+// floor, Floor is the first release at it, New is above it. NoLevels is the
+// last release line before JetStream API levels (2.11): it reports none and
+// runs assets it does not fully understand online.
 const (
-	Old   = "v2.12.15"
-	Floor = "v2.14.0"
-	New   = "v2.15.3"
+	NoLevels = "v2.10.27"
+	Old      = "v2.12.15"
+	Floor    = "v2.14.0"
+	New      = "v2.15.3"
 )
 
 // Versions lists every version the harness builds.
-var Versions = []string{Old, Floor, New}
+var Versions = []string{NoLevels, Old, Floor, New}
 
 // CacheDir is where built nats-server binaries are kept: $NATS_SERVER_CACHE,
 // else .cache/nats-server at the module root (git-ignored).

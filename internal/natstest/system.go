@@ -1,6 +1,7 @@
 package natstest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -371,6 +372,30 @@ func (sys *System) Kill(name string) {
 	_ = s.cmd.Process.Signal(syscall.SIGCONT)
 	_ = s.cmd.Process.Kill()
 	<-s.exited
+}
+
+// Stop ends the named server with SIGTERM, the way a rolling upgrade or a
+// Kubernetes pod deletion stops it, and waits up to timeout for it to exit.
+// A server stopped so says goodbye to its routes: the others forget it at
+// once, unlike a killed one.
+func (sys *System) Stop(name string, timeout time.Duration) error {
+	s := sys.Server(name)
+	if s.cmd == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return sys.WaitExit(name, timeout)
+}
+
+// LameDuck sends the named server SIGUSR2: it hands its leaderships over and
+// then closes its clients over its lame_duck_duration.
+func (sys *System) LameDuck(name string) {
+	if err := sys.Server(name).cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		sys.t.Fatal(err)
+	}
 }
 
 // Pause stops the named server with SIGSTOP: its sockets stay open but it
