@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +23,9 @@ const (
 )
 
 // checkDuringFault runs check and asserts it failed closed, in time.
-func checkDuringFault(t *testing.T, sys *natstest.System, server string) checkOutput {
+func checkDuringFault(t *testing.T, sys *natstest.System, server string, extra ...string) checkOutput {
 	t.Helper()
-	res, out := checkJSONOf(t, sys, server, "--timeout", faultTimeout.String())
+	res, out := checkJSONOf(t, sys, server, append([]string{"--timeout", faultTimeout.String()}, extra...)...)
 	if res.code == exitOK {
 		t.Fatalf("check exited 0 during the fault; findings:%s", codes(out.Findings))
 	}
@@ -109,8 +110,128 @@ func TestFaultServerKilledMidAudit(t *testing.T) {
 	if len(r.out.Findings) == 0 {
 		t.Error("no finding names n3")
 	}
+	// Killed while paused, n3 never ran again: nothing it could have said
+	// reached the audit.
+	for _, s := range r.out.Servers {
+		if s.Name == "n3" {
+			t.Errorf("n3 answered the audit although it was killed while paused")
+		}
+	}
 	sys.Restart("n3", "")
 	awaitComplete(t, sys, "n1", 3)
+}
+
+// TestFaultServerAnsweredThenDied is the state behind an "exit 0" that
+// TestFaultServerKilledMidAudit once saw on a loaded machine: the harness
+// resumed the paused n3 before killing it, and in the moment between the two
+// signals n3 answered the ping queued for it, and then its LEAFZ and JSZ. The
+// audit heard every server and was complete. It reports n3 as the server it
+// saw; the next audit reports it missing, named by its peers.
+func TestFaultServerAnsweredThenDied(t *testing.T) {
+	sys := newCluster(t)
+	sys.Pause("n3")
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), []string{"check", "--format", "json", "--log.level", "debug", "--timeout", "30s",
+			"-s", sys.URL("n1"), "--user", natstest.SysUser, "--password", natstest.SysPassword}, &stdout, &stderr)
+	}()
+	waitLog := func(what string, lines ...string) {
+		t.Helper()
+		err := natstest.Eventually(30*time.Second, func() error {
+			for _, l := range lines {
+				if !strings.Contains(stderr.String(), l) {
+					return fmt.Errorf("%s: no %q yet", what, l)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitLog("n1 and n2 answered", "server=n1 request=JSZ", "server=n2 request=JSZ")
+	sys.Resume("n3")
+	waitLog("n3 answered", "server=n3 request=JSZ", "server=n3 request=LEAFZ")
+	sys.Kill("n3")
+	code := <-done
+	var out checkOutput
+	if err := json.Unmarshal([]byte(stdout.String()), &out); err != nil {
+		t.Fatalf("no JSON: %v\n%s", err, stderr.String())
+	}
+	if code != exitOK || out.Audit.ServersResponded != 3 || len(out.Findings) != 0 {
+		t.Fatalf("exit %d with %d servers:%s", code, out.Audit.ServersResponded, codes(out.Findings))
+	}
+	after := checkDuringFault(t, sys, "n1")
+	if missing := withCode(after.Findings, auditor.ServerMissing); len(missing) == 0 || missing[0].Server != "n3" {
+		t.Errorf("after n3 died: SERVER_MISSING %+v", missing)
+	}
+}
+
+// TestFaultServersStoppedGracefully stops servers the way a rolling upgrade
+// or a pod deletion does. A stopped server leaves the others' routes and
+// active-server counts at once, but it stays a peer of the meta group and of
+// every RAFT group it was in: the audit still expects it.
+func TestFaultServersStoppedGracefully(t *testing.T) {
+	t.Run("named by a replicated consumer", func(t *testing.T) {
+		sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
+		app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+		addStreamAndConsumer(t, app, "LOCAL", "r1", 1, "node:n1")
+		addStreamAndConsumer(t, app, "ORDERS", "worker", 3)
+		awaitComplete(t, sys, "n1", 3)
+		stopGracefully(t, sys, "n2", "n3")
+		for _, narrow := range [][]string{nil, {"--stream", "LOCAL"}} {
+			out := checkDuringFault(t, sys, "n1", narrow...)
+			var named []string
+			for _, f := range withCode(out.Findings, auditor.ServerMissing) {
+				named = append(named, f.Server)
+			}
+			if !slices.Equal(named, []string{"n2", "n3"}) || out.Audit.ServersExpected != 3 || out.Status != auditor.Unknown {
+				t.Errorf("check %v: %s, expected %d, SERVER_MISSING %v:%s", narrow, out.Status, out.Audit.ServersExpected, named, codes(out.Findings))
+			}
+		}
+	})
+	// Before 2.15 only the meta leader lists the group's replicas (2.15.3
+	// lists them, offline ones included, on every member).
+	t.Run("counted by the meta group alone", func(t *testing.T) {
+		sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Floor))
+		addStreamAndConsumer(t, sys.Connect("n1", natstest.AppUser, natstest.AppPassword), "LOCAL", "r1", 1, "node:n1")
+		awaitComplete(t, sys, "n1", 3)
+		// With two of three gone the meta group has no leader, and a
+		// leaderless group lists no replicas: only its size remembers them.
+		// Until n1 notices it lost quorum it still leads and names the
+		// others as offline replicas; every audit on the way fails closed.
+		stopGracefully(t, sys, "n2", "n3")
+		var missing []auditor.Finding
+		err := natstest.Eventually(60*time.Second, func() error {
+			out := checkDuringFault(t, sys, "n1")
+			if out.Audit.ServersExpected != 3 {
+				t.Errorf("expected %d servers, want 3:%s", out.Audit.ServersExpected, codes(out.Findings))
+			}
+			missing = withCode(out.Findings, auditor.ServerMissing)
+			if len(missing) != 1 || missing[0].Server != "" {
+				return fmt.Errorf("SERVER_MISSING %+v", missing)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if missing[0].Count != 2 || !strings.Contains(missing[0].Message, "meta group has 3 peers") {
+			t.Errorf("SERVER_MISSING %+v", missing[0])
+		}
+	})
+}
+
+// stopGracefully stops servers with SIGTERM and waits until the rest no
+// longer route to them, as after any rolling restart's step.
+func stopGracefully(t *testing.T, sys *natstest.System, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if err := sys.Stop(n, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestFaultServerRestarted(t *testing.T) {
