@@ -508,6 +508,9 @@ func (c *collection) addJSZ(srv Server, js *jszData) {
 			c.meta[srv.Domain] = g
 		}
 		g.Cluster = m.Name
+		// The largest size any member reports: a server that stopped, even
+		// gracefully, stays a peer until it is removed from the group.
+		g.Size = max(g.Size, m.Size)
 		if m.Leader != "" && (g.Leader == "" || srv.Name == m.Leader) {
 			g.Leader = m.Leader
 		}
@@ -524,15 +527,39 @@ func (c *collection) addJSZ(srv Server, js *jszData) {
 			c.expect(p, srv.Name)
 		}
 	}
+	// Every leader and peer an asset names is expected to answer: a server
+	// that left its routes (a graceful shutdown does so at once) stays in
+	// the RAFT groups of what it hosted.
+	named := map[string]struct{}{}
 	for _, acc := range js.AccountDetails {
 		for i := range acc.Streams {
 			sd := &acc.Streams[i]
 			sa := c.assets.stream(streamKey{srv.Domain, acc.Name, sd.Name})
 			sa.stream.merge(srv.Name, sd.Cluster, sd.Config.replicas(), sd.Config.requiredLevel())
+			addNames(named, sd.Cluster)
 			for j := range sd.Consumers {
 				ci := &sd.Consumers[j]
 				c.assets.consumer(sa, ci.Name).merge(srv.Name, ci.Cluster, ci.Config.replicas(), ci.Config.requiredLevel())
+				addNames(named, ci.Cluster)
 			}
+		}
+	}
+	for name := range named {
+		c.expect(name, srv.Name)
+	}
+}
+
+// addNames adds the leader and replicas a RAFT group's report names.
+func addNames(named map[string]struct{}, ci *server.ClusterInfo) {
+	if ci == nil {
+		return
+	}
+	if ci.Leader != "" {
+		named[ci.Leader] = struct{}{}
+	}
+	for _, p := range ci.Replicas {
+		if p != nil && p.Name != "" {
+			named[p.Name] = struct{}{}
 		}
 	}
 }

@@ -158,13 +158,29 @@ func (e *evaluation) clusters(servers []ServerReport) []ClusterReport {
 // returns how many there are.
 func (e *evaluation) missing(snap *Snapshot) int {
 	namedMissing := 0
+	known := knownPeerIDs(snap)
 	for _, name := range sortedKeys(snap.ExpectedNames) {
 		if _, ok := e.byName[name]; ok {
 			continue
 		}
+		if id, ok := unknownPeerID(name); ok {
+			if known[id] {
+				continue // the same server, answering or named elsewhere
+			}
+			namedMissing++
+			e.add(Finding{Code: ServerMissing, Count: 1,
+				Message: fmt.Sprintf("a server known only by its RAFT peer id %s did not answer; %s named it as a peer", id, joinSorted(snap.ExpectedNames[name]))})
+			continue
+		}
 		namedMissing++
-		e.add(Finding{Code: ServerMissing, Server: name, Count: 1,
-			Message: fmt.Sprintf("server %s did not answer; %s named it as a peer", name, joinSorted(snap.ExpectedNames[name]))})
+		f := Finding{Code: ServerMissing, Server: name, Count: 1,
+			Message: fmt.Sprintf("server %s did not answer; %s named it as a peer", name, joinSorted(snap.ExpectedNames[name]))}
+		if last, ok := snap.LastSeen[name]; ok {
+			level := last.APILevel
+			f.Cluster, f.Version, f.ServerLevel = last.Cluster, last.Version, &level
+			f.Message += fmt.Sprintf("; last seen running %s (JetStream API level %d)", last.Version, last.APILevel)
+		}
+		e.add(f)
 	}
 	clusters := map[string]bool{}
 	for _, s := range snap.Servers {
@@ -186,19 +202,64 @@ func (e *evaluation) missing(snap *Snapshot) int {
 		e.add(Finding{Code: ServerMissing, Cluster: name, Count: count,
 			Message: fmt.Sprintf("no server of cluster %s answered; %s named it as a gateway", name, joinSorted(snap.ExpectedClusters[name]))})
 	}
+
 	unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing
 	if unnamed > 0 && namedMissing == 0 && staleCount(snap.Servers) {
 		// Only the servers' own counts can hold a stale id; a shortfall
 		// against --expect stays.
 		unnamed -= min(unnamed, maxActive(snap.Servers)-len(snap.Servers))
 	}
+	message := fmt.Sprintf("%d of %d expected servers answered; %d missing servers were never named",
+		len(snap.Servers), snap.ExpectedCount, unnamed)
+	// The meta group keeps every peer, gracefully stopped or long dead, until
+	// it is removed: the one count that neither a clean shutdown nor the
+	// servers' forgetting a silent peer lowers.
+	for _, m := range snap.Meta {
+		short := m.Size - answeredIn(snap.Servers, m.Domain) - namedMissing
+		if short > unnamed {
+			unnamed = short
+			message = fmt.Sprintf("the JetStream meta group%s has %d peers and %d of its servers answered; %d missing servers were never named",
+				domainSuffix(m.Domain), m.Size, m.Size-namedMissing-short, short)
+		}
+	}
 	if unnamed > 0 {
-		e.add(Finding{Code: ServerMissing, Count: unnamed,
-			Message: fmt.Sprintf("%d of %d expected servers answered; %d missing servers were never named",
-				len(snap.Servers), snap.ExpectedCount, unnamed)})
+		e.add(Finding{Code: ServerMissing, Count: unnamed, Message: message})
 		return namedMissing + unnamed
 	}
 	return namedMissing
+}
+
+// knownPeerIDs are the RAFT peer ids of every server the audit can name.
+func knownPeerIDs(snap *Snapshot) map[string]bool {
+	ids := map[string]bool{}
+	for _, s := range snap.Servers {
+		ids[peerID(s.Name)] = true
+	}
+	for name := range snap.ExpectedNames {
+		if _, unknown := unknownPeerID(name); !unknown {
+			ids[peerID(name)] = true
+		}
+	}
+	return ids
+}
+
+// answeredIn counts the JetStream servers of a domain that answered: the
+// members of its meta group.
+func answeredIn(servers []Server, domain string) int {
+	n := 0
+	for _, s := range servers {
+		if s.JetStream && s.Domain == domain {
+			n++
+		}
+	}
+	return n
+}
+
+func domainSuffix(domain string) string {
+	if domain == "" {
+		return ""
+	}
+	return " of domain " + domain
 }
 
 // StaleRegistration is how long a server that died without a clean shutdown
@@ -284,7 +345,10 @@ func (e *evaluation) asset(a Asset) {
 	case leaderBelow && a.Kind == KindConsumer:
 		f := base
 		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
-		f.Message = fmt.Sprintf("consumer %s is led by %s running %s: RESET and UNPIN to it go unanswered", name, leader.Name, leader.Version)
+		f.Message = fmt.Sprintf("consumer %s is led by %s running %s, below the floor %s", name, leader.Name, leader.Version, e.floor())
+		if !AnswersReset(leader.Version) {
+			f.Message = fmt.Sprintf("consumer %s is led by %s running %s: RESET (first in 2.14.0) to it goes unanswered", name, leader.Name, leader.Version)
+		}
 		e.add(f)
 	case leaderBelow:
 		f := base
@@ -298,17 +362,22 @@ func (e *evaluation) asset(a Asset) {
 		e.add(f)
 	}
 
+	// A follower is at risk while its leader would accept a RESET; a leader
+	// that does not know RESET never replicates one. A leaderless consumer
+	// may get a new leader that does.
+	resetReachesFollowers := !hasLeader || AnswersReset(leader.Version)
 	for _, peer := range a.Peers {
 		s, ok := e.byName[peer]
 		if !ok {
 			continue // a peer that did not answer is a SERVER_MISSING finding
 		}
-		// A follower below the floor is only a hazard while the leader would
-		// accept a RESET: a leader below the floor never replicates one.
-		if a.Kind == KindConsumer && !leaderBelow && peer != a.Leader && s.Verdict == VerdictBelow {
+		if a.Kind == KindConsumer && resetReachesFollowers && peer != a.Leader && s.Verdict == VerdictBelow {
 			f := base
 			f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
-			f.Message = fmt.Sprintf("consumer %s has follower %s running %s: a RESET from its leader would crash it", name, s.Name, s.Version)
+			f.Message = fmt.Sprintf("consumer %s has follower %s running %s, below the floor %s", name, s.Name, s.Version, e.floor())
+			if !AnswersReset(s.Version) {
+				f.Message = fmt.Sprintf("consumer %s has follower %s running %s: a RESET answered by a leader at 2.14.0 or later crashes it", name, s.Name, s.Version)
+			}
 			e.add(f)
 		}
 		if a.RequiredLevel > s.APILevel {
@@ -316,7 +385,12 @@ func (e *evaluation) asset(a Asset) {
 			f := base
 			f.Code, f.Server, f.Cluster, f.Version = AssetAPILevelUnsupported, s.Name, s.Cluster, s.Version
 			f.RequiredLevel, f.ServerLevel = a.RequiredLevel, &level
-			f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d", a.Kind, name, a.RequiredLevel, s.Name, level)
+			f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: it holds the %s offline",
+				a.Kind, name, a.RequiredLevel, s.Name, level, a.Kind)
+			if level == 0 {
+				f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s runs %s, from before API levels: it runs the %s online, ignoring what it does not know, and its copy diverges",
+					a.Kind, name, a.RequiredLevel, s.Name, s.Version, a.Kind)
+			}
 			e.add(f)
 		}
 	}

@@ -192,6 +192,59 @@ func TestEvaluate(t *testing.T) {
 			status: Unknown,
 		},
 		{
+			// Two of three stopped with SIGTERM: they left the survivor's
+			// routes and count at once, but not the RAFT groups.
+			name: "servers that left gracefully, named by a consumer's peers",
+			snap: Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
+				Meta:          []MetaGroup{{Cluster: "c1", Size: 3}},
+				Consumers:     []Asset{consumer("S", "C", "", "n1", "n2", "n3")},
+				ExpectedNames: map[string][]string{"n2": {"n1"}, "n3": {"n1"}}},
+			want:   []string{"SERVER_MISSING(n2,,//)", "SERVER_MISSING(n3,,//)", "CONSUMER_NO_LEADER(,,APP/S/C)"},
+			status: Unknown,
+		},
+		{
+			name: "servers that left gracefully, counted by the meta group alone",
+			snap: Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
+				Meta:    []MetaGroup{{Cluster: "c1", Size: 3}},
+				Streams: []Asset{stream("R1", "n1", "n1")}},
+			want:   []string{"SERVER_MISSING(,,//)"},
+			status: Unknown,
+		},
+		{
+			name: "narrowing to an R1 stream never hides a missing server",
+			snap: Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
+				Meta:          []MetaGroup{{Cluster: "c1", Size: 3}},
+				Streams:       []Asset{stream("R1", "n1", "n1")},
+				Consumers:     []Asset{consumer("S", "C", "", "n1", "n2", "n3")},
+				ExpectedNames: map[string][]string{"n2": {"n1"}, "n3": {"n1"}}},
+			policy: Policy{Streams: []string{"R1"}},
+			want:   []string{"SERVER_MISSING(n2,,//)", "SERVER_MISSING(n3,,//)"},
+			status: Unknown,
+		},
+		{
+			name: "meta group of another domain counts its own servers",
+			snap: Snapshot{Servers: append(cluster(), Server{ID: "L", Name: "leaf", Domain: "edge", Version: "2.14.0", JetStream: true, APILevel: 4}),
+				ExpectedCount: 4,
+				Meta:          []MetaGroup{{Cluster: "c1", Size: 3}, {Domain: "edge", Size: 1}}},
+			want:   nil,
+			status: OK,
+		},
+		{
+			name: "a peer known only by its id that answered under its name",
+			snap: Snapshot{Servers: cluster(), ExpectedCount: 3,
+				ExpectedNames: map[string][]string{unknownPeerPrefix + peerID("n3") + ")": {"n1"}}},
+			want:   nil,
+			status: OK,
+		},
+		{
+			name: "a peer known only by its id that did not answer",
+			snap: Snapshot{Servers: cluster()[:2], ExpectedCount: 2,
+				Meta:          []MetaGroup{{Cluster: "c1", Size: 3}},
+				ExpectedNames: map[string][]string{unknownPeerPrefix + peerID("n3") + ")": {"n1"}}},
+			want:   []string{"SERVER_MISSING(,,//)"},
+			status: Unknown,
+		},
+		{
 			name:   "version that is not a version",
 			snap:   Snapshot{Servers: []Server{srv("odd", "", "custom-build", 4)}},
 			want:   []string{"VERSION_UNPARSEABLE(odd,,//)"},
@@ -302,5 +355,96 @@ func TestEvaluateCountsLeadershipAndExpected(t *testing.T) {
 	}
 	if r.Floor != "2.14.0" {
 		t.Errorf("Floor %q, want 2.14.0", r.Floor)
+	}
+}
+
+func TestEvaluateExpectedCountsEveryServerOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		snap Snapshot
+		want int
+	}{
+		{"graceful stop named by peers", Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
+			Meta: []MetaGroup{{Size: 3}}, ExpectedNames: map[string][]string{"n2": {"n1"}, "n3": {"n1"}}}, 3},
+		{"graceful stop counted by the meta group", Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
+			Meta: []MetaGroup{{Size: 3}}}, 3},
+		// Killed: the survivors still count n3 and route to it until they
+		// forget it, and the meta group still has it: one server, not three.
+		{"killed, counted three ways", Snapshot{Servers: cluster()[:2], ExpectedCount: 3,
+			Meta: []MetaGroup{{Size: 3}}, ExpectedNames: map[string][]string{"n3": {"n1", "n2"}}}, 3},
+		{"peer id and name of one server", Snapshot{Servers: cluster()[:2], ExpectedCount: 2, Meta: []MetaGroup{{Size: 3}},
+			ExpectedNames: map[string][]string{"n3": {"n1"}, unknownPeerPrefix + peerID("n3") + ")": {"n2"}}}, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := Evaluate(&tt.snap, Policy{Floor: DefaultFloor}); r.ServersExpected != tt.want {
+				t.Errorf("ServersExpected %d, want %d:%v", r.ServersExpected, tt.want, r.Findings)
+			}
+		})
+	}
+}
+
+func TestEvaluateMissingServerAsLastSeen(t *testing.T) {
+	snap := &Snapshot{Servers: cluster()[:2], ExpectedCount: 3, ExpectedNames: map[string][]string{"n3": {"n1"}},
+		LastSeen: map[string]Server{"n3": srv("n3", "c1", "2.12.15", 3)}}
+	r := Evaluate(snap, Policy{Floor: DefaultFloor})
+	if len(r.Findings) != 1 {
+		t.Fatalf("findings %v", r.Findings)
+	}
+	f := r.Findings[0]
+	if f.Code != ServerMissing || f.Version != "2.12.15" || f.ServerLevel == nil || *f.ServerLevel != 3 || f.Cluster != "c1" ||
+		!strings.Contains(f.Message, "last seen running 2.12.15") {
+		t.Errorf("finding %+v", f)
+	}
+}
+
+// What a RESET does depends on the versions against 2.14.0, not the floor:
+// the words must follow that even when the floor is higher.
+func TestEvaluateResetWords(t *testing.T) {
+	servers := []Server{srv("new", "c1", "2.15.3", 5), srv("mid", "c1", "2.14.0", 4), srv("old", "c1", "2.12.15", 3)}
+	messages := func(floor string, leader string) map[Code]string {
+		snap := &Snapshot{Servers: servers, Consumers: []Asset{consumer("S", "C", leader, "new", "mid", "old")}}
+		out := map[Code]string{}
+		for _, f := range Evaluate(snap, Policy{Floor: floor}).Findings {
+			out[f.Code] += f.Message + "|"
+		}
+		return out
+	}
+	m := messages("v2.15.0", "mid")
+	if got := m[ConsumerLeaderBelowFloor]; strings.Contains(got, "unanswered") || !strings.Contains(got, "below the floor 2.15.0") {
+		t.Errorf("a 2.14 leader answers RESET: %q", got)
+	}
+	// The 2.14 leader answers RESET and replicates it: the 2.12 follower's
+	// hazard must not be hidden behind the leader's own finding.
+	if got := m[ConsumerReplicaBelowFloor]; !strings.Contains(got, "follower old running 2.12.15: a RESET answered by a leader at 2.14.0 or later crashes it") {
+		t.Errorf("replica finding %q", got)
+	}
+	m = messages("v2.14.0", "old")
+	if got := m[ConsumerLeaderBelowFloor]; !strings.Contains(got, "RESET (first in 2.14.0) to it goes unanswered") || strings.Contains(got, "UNPIN") {
+		t.Errorf("a 2.12 leader: %q", got)
+	}
+	if got := m[ConsumerReplicaBelowFloor]; got != "" {
+		t.Errorf("a leader that does not know RESET replicates none, yet: %q", got)
+	}
+	m = messages("v2.15.0", "new")
+	if got := m[ConsumerReplicaBelowFloor]; !strings.Contains(got, "follower mid running 2.14.0, below the floor 2.15.0") {
+		t.Errorf("a 2.14 follower below a 2.15 floor: %q", got)
+	}
+}
+
+func TestEvaluateAPILevelWords(t *testing.T) {
+	s := Asset{Kind: KindStream, Account: "APP", Stream: "TTL", Leader: "new", Peers: []string{"new", "old", "ancient"}, RequiredLevel: 4}
+	snap := &Snapshot{Servers: []Server{srv("new", "c1", "2.15.3", 5), srv("old", "c1", "2.12.15", 3), srv("ancient", "c1", "2.10.27", 0)},
+		Streams: []Asset{s}}
+	got := map[string]string{}
+	for _, f := range Evaluate(snap, Policy{Floor: "v2.10.0"}).Findings {
+		if f.Code == AssetAPILevelUnsupported {
+			got[f.Server] = f.Message
+		}
+	}
+	if !strings.Contains(got["old"], "supports 3: it holds the stream offline") {
+		t.Errorf("2.11+ peer: %q", got["old"])
+	}
+	if !strings.Contains(got["ancient"], "runs 2.10.27, from before API levels: it runs the stream online") || !strings.Contains(got["ancient"], "diverges") {
+		t.Errorf("2.10 peer: %q", got["ancient"])
 	}
 }

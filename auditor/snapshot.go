@@ -20,7 +20,8 @@ type Snapshot struct {
 	// the largest of --expect and the active server counts servers reported.
 	ExpectedCount int
 	// ExpectedNames maps the name of every server some server named (as a
-	// route, gateway or JetStream meta peer) to the servers that named it.
+	// route, a JetStream meta peer, or the leader or a peer of a stream or
+	// consumer it hosts) to the servers that named it.
 	ExpectedNames map[string][]string
 	// ExpectedClusters maps the name of every cluster some server named as a
 	// gateway to the servers that named it.
@@ -28,6 +29,11 @@ type Snapshot struct {
 
 	// Problems are requests that failed or replies that could not be used.
 	Problems []Problem
+
+	// LastSeen holds, by name, servers that earlier audits saw (see
+	// Memory). Collect leaves it empty; Evaluate uses it to say what a
+	// missing server last ran.
+	LastSeen map[string]Server
 }
 
 // Server is one server that answered the audit.
@@ -84,6 +90,9 @@ type MetaGroup struct {
 	Cluster string
 	Leader  string
 	Peers   []string
+	// Size is the group's cluster size as its members report it: every
+	// peer, answering or not, until it is removed from the group.
+	Size int
 }
 
 // LeafLink is one leafnode connection as a server's LEAFZ lists it.
