@@ -98,6 +98,7 @@ func (c *serveCommand) run(ctx context.Context, conn *connFlags, logger *slog.Lo
 }
 
 func (c *serveCommand) auditFunc(nc *nats.Conn, conn *connFlags, pol auditor.Policy, logger *slog.Logger) auditor.AuditFunc {
+	var memory auditor.Memory
 	return func(ctx context.Context) *auditor.Report {
 		started := time.Now()
 		if !nc.IsConnected() {
@@ -116,6 +117,7 @@ func (c *serveCommand) auditFunc(nc *nats.Conn, conn *connFlags, pol auditor.Pol
 		if err != nil {
 			return auditor.Failed(err, started, pol)
 		}
+		memory.Recall(snap)
 		r := auditor.Evaluate(snap, pol)
 		if c.scope == scopeServer {
 			r = r.ForServer(self)
