@@ -70,7 +70,8 @@ func (r *Report) firstAnswered(names []string) string {
 }
 
 // ForServer narrows a report to what concerns one server: its own entry,
-// the findings it owns (see Owner), its leafnode links and its cluster. The
+// the findings it owns (see Owner), its leafnode links, and its cluster when
+// it owns that cluster's findings. The
 // status is that of the remaining findings. Audits of every server, each
 // narrowed to itself, add up to the audit of the whole system.
 func (r *Report) ForServer(name string) *Report {
@@ -83,9 +84,13 @@ func (r *Report) ForServer(name string) *Report {
 			cluster = s.Cluster
 		}
 	}
-	for _, c := range r.Clusters {
-		if c.Name == cluster && cluster != "" {
-			out.Clusters = append(out.Clusters, c)
+	// A cluster belongs to the first-named of its servers that answered, as
+	// a mixed-versions finding does: its sidecar alone exports it.
+	if cluster != "" && r.Owner(Finding{Code: ClusterMixedVersions, Cluster: cluster}) == name {
+		for _, c := range r.Clusters {
+			if c.Name == cluster {
+				out.Clusters = append(out.Clusters, c)
+			}
 		}
 	}
 	for _, l := range r.Leafnodes {

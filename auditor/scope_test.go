@@ -46,6 +46,16 @@ func TestForServerPartitionsFindings(t *testing.T) {
 	if !slices.Equal(union, want) {
 		t.Errorf("the servers' parts add up to\n  %v\nnot\n  %v", union, want)
 	}
+	// A cluster is exported by one sidecar: the first-named that answered.
+	for _, s := range servers {
+		want := 0
+		if s.Name == "n1" {
+			want = 1
+		}
+		if got := len(all.ForServer(s.Name).Clusters); got != want {
+			t.Errorf("ForServer(%s) has %d clusters, want %d", s.Name, got, want)
+		}
+	}
 	if got := all.ForServer("n2").Leafnodes; len(got) != 1 || got[0].Peer != "edge" {
 		t.Errorf("n2's leafnode links: %+v", got)
 	}

@@ -34,9 +34,9 @@ var (
 	clusterVerDesc    = desc("cluster_versions", "Number of distinct server versions in the cluster.", "server_cluster")
 	consumerLedDesc   = desc("consumer_leaders", "Consumers the server leads.", "server_name")
 	streamLedDesc     = desc("stream_leaders", "Streams the server leads.", "server_name")
-	leaderBelowDesc   = desc("consumer_leader_below_floor", "1 for a consumer whose leader runs below the floor: RESET and UNPIN to it go unanswered.",
+	leaderBelowDesc   = desc("consumer_leader_below_floor", "1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered.",
 		"account", "stream", "consumer", "server_name")
-	replicaBelowDesc = desc("consumer_replica_below_floor", "1 for a consumer with a follower (server_name) below the floor: a RESET from its leader would crash it.",
+	replicaBelowDesc = desc("consumer_replica_below_floor", "1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates.",
 		"account", "stream", "consumer", "server_name")
 	leafDesc    = desc("leafnode_unaudited", "1 for a leafnode link whose peer does not share the system account and was not audited.", "server_name", "peer", "account")
 	droppedDesc = desc("asset_series_dropped", "Per-consumer series left out of this scrape by --metrics.max-asset-series.")

@@ -98,10 +98,10 @@ nats_version_auditor_consumer_leaders{server_name="n3"} 1
 nats_version_auditor_stream_leaders{server_name="n1"} 0
 nats_version_auditor_stream_leaders{server_name="n2"} 1
 nats_version_auditor_stream_leaders{server_name="n3"} 0
-# HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader runs below the floor: RESET and UNPIN to it go unanswered.
+# HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered.
 # TYPE nats_version_auditor_consumer_leader_below_floor gauge
 nats_version_auditor_consumer_leader_below_floor{account="APP",consumer="a",server_name="n3",stream="ORDERS"} 1
-# HELP nats_version_auditor_consumer_replica_below_floor 1 for a consumer with a follower (server_name) below the floor: a RESET from its leader would crash it.
+# HELP nats_version_auditor_consumer_replica_below_floor 1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates.
 # TYPE nats_version_auditor_consumer_replica_below_floor gauge
 nats_version_auditor_consumer_replica_below_floor{account="APP",consumer="b",server_name="n3",stream="ORDERS"} 1
 # HELP nats_version_auditor_leafnode_unaudited 1 for a leafnode link whose peer does not share the system account and was not audited.
@@ -134,7 +134,7 @@ func TestCollectorCapsAssetSeries(t *testing.T) {
 # HELP nats_version_auditor_asset_series_dropped Per-consumer series left out of this scrape by --metrics.max-asset-series.
 # TYPE nats_version_auditor_asset_series_dropped gauge
 nats_version_auditor_asset_series_dropped 1
-# HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader runs below the floor: RESET and UNPIN to it go unanswered.
+# HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered.
 # TYPE nats_version_auditor_consumer_leader_below_floor gauge
 nats_version_auditor_consumer_leader_below_floor{account="APP",consumer="a",server_name="n3",stream="ORDERS"} 1
 `

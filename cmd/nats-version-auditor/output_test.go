@@ -37,7 +37,7 @@ SERVER_BELOW_FLOOR (CRITICAL, 1)
   server n3 runs 2.12.15, below the floor 2.14.0
 
 CONSUMER_LEADER_BELOW_FLOOR (CRITICAL, 1)
-  consumer APP > S > C is led by n3 running 2.12.15: RESET and UNPIN to it go unanswered
+  consumer APP > S > C is led by n3 running 2.12.15: RESET (first in 2.14.0) to it goes unanswered
 
 SERVER_MISSING (UNKNOWN, 1)
   3 of 4 expected servers answered; 1 missing servers were never named

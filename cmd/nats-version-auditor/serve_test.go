@@ -173,8 +173,11 @@ func TestServeScopes(t *testing.T) {
 		t.Errorf("%d server_info series, want 3", n)
 	}
 
-	perServer := map[string][]string{}
-	findings := map[string]float64{}
+	// Every family about the system, not about the auditor itself, adds up
+	// over the sidecars to the cluster scope's, series by series; and each
+	// series but the per-code findings counts comes from exactly one sidecar.
+	sums := map[string]float64{}
+	exporters := map[string]int{}
 	for _, name := range []string{"n1", "n2", "n3"} {
 		d := startServe(t, append(sysArgs(sys, name), "--scope", "server")...)
 		mfs := d.scrape(t)
@@ -184,26 +187,52 @@ func TestServeScopes(t *testing.T) {
 		if got := series(mfs, "nats_version_auditor_server_info"); len(got) != 1 || !strings.Contains(got[0], "server_name="+name+",") {
 			t.Errorf("sidecar %s exports server_info %v, want its own alone", name, got)
 		}
-		for _, fam := range []string{"nats_version_auditor_consumer_leader_below_floor", "nats_version_auditor_consumer_replica_below_floor",
-			"nats_version_auditor_server_below_floor", "nats_version_auditor_consumer_leaders"} {
-			perServer[fam] = append(perServer[fam], series(mfs, fam)...)
-		}
-		for _, m := range mfs["nats_version_auditor_findings"].GetMetric() {
-			findings[m.GetLabel()[0].GetValue()] += m.GetGauge().GetValue()
+		for key, v := range systemSeries(mfs) {
+			sums[key] += v
+			exporters[key]++
 		}
 	}
-	for fam, union := range perServer {
-		sort.Strings(union)
-		if want := series(all, fam); !slices.Equal(union, want) {
-			t.Errorf("%s: sidecars together export\n%s\nthe cluster scope\n%s", fam, strings.Join(union, "\n"), strings.Join(want, "\n"))
+	want := systemSeries(all)
+	if len(want) < 20 {
+		t.Fatalf("only %d system series at cluster scope: %v", len(want), want)
+	}
+	for key, v := range want {
+		if sums[key] != v {
+			t.Errorf("%s: sidecars sum to %v, the cluster scope says %v", key, sums[key], v)
+		}
+		if n := exporters[key]; n != 1 && !strings.HasPrefix(key, "nats_version_auditor_findings{") {
+			t.Errorf("%s exported by %d sidecars", key, n)
 		}
 	}
-	for _, m := range all["nats_version_auditor_findings"].GetMetric() {
-		code := m.GetLabel()[0].GetValue()
-		if findings[code] != m.GetGauge().GetValue() {
-			t.Errorf("findings{code=%s}: sidecars sum to %v, cluster scope says %v", code, findings[code], m.GetGauge().GetValue())
+	for key := range sums {
+		if _, ok := want[key]; !ok {
+			t.Errorf("%s exported by a sidecar, not by the cluster scope", key)
 		}
 	}
+}
+
+// selfFamilies are about the auditor that exports them, not the system.
+var selfFamilies = []string{"up", "status", "last_success_timestamp_seconds", "last_audit_timestamp_seconds",
+	"audit_duration_seconds", "audits_total", "floor_info", "build_info", "asset_series_dropped"}
+
+// systemSeries maps every series of the auditor's own families that is not
+// about the auditor itself, rendered as name{labels}, to its value.
+func systemSeries(mfs map[string]*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for name, mf := range mfs {
+		fam, ok := strings.CutPrefix(name, "nats_version_auditor_")
+		if !ok || slices.Contains(selfFamilies, fam) {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			out[name+"{"+strings.Join(labels, ",")+"}"] = m.GetGauge().GetValue()
+		}
+	}
+	return out
 }
 
 func TestServeEndpointsAndShutdown(t *testing.T) {
