@@ -76,25 +76,51 @@ func ConsumerInfo(nc *nats.Conn, stream, consumer string) (*server.ConsumerInfo,
 // MoveConsumerLeader steps the consumer's leader down in favour of
 // preferred and waits until preferred leads with every peer current.
 func MoveConsumerLeader(nc *nats.Conn, stream, consumer, preferred string) error {
+	return moveLeader(nc, stream+"/"+consumer, fmt.Sprintf("$JS.API.CONSUMER.LEADER.STEPDOWN.%s.%s", stream, consumer), preferred,
+		func() (*server.ClusterInfo, error) {
+			ci, err := ConsumerInfo(nc, stream, consumer)
+			if err != nil {
+				return nil, err
+			}
+			return ci.Cluster, nil
+		})
+}
+
+// MoveStreamLeader steps the stream's leader down in favour of preferred
+// and waits until preferred leads with every peer current.
+func MoveStreamLeader(nc *nats.Conn, stream, preferred string) error {
+	return moveLeader(nc, stream, "$JS.API.STREAM.LEADER.STEPDOWN."+stream, preferred, func() (*server.ClusterInfo, error) {
+		var resp server.JSApiStreamInfoResponse
+		if err := apiRequest(nc, "$JS.API.STREAM.INFO."+stream, nil, &resp, 2*time.Second); err != nil {
+			return nil, err
+		}
+		return resp.Cluster, nil
+	})
+}
+
+func moveLeader(nc *nats.Conn, what, stepdown, preferred string, cluster func() (*server.ClusterInfo, error)) error {
 	req := map[string]any{"placement": map[string]any{"preferred": preferred}}
-	subj := fmt.Sprintf("$JS.API.CONSUMER.LEADER.STEPDOWN.%s.%s", stream, consumer)
 	return Eventually(30*time.Second, func() error {
-		ci, err := ConsumerInfo(nc, stream, consumer)
+		ci, err := cluster()
 		if err != nil {
 			return err
 		}
-		if ci.Cluster != nil && ci.Cluster.Leader == preferred {
-			for _, r := range ci.Cluster.Replicas {
+		if ci != nil && ci.Leader == preferred {
+			for _, r := range ci.Replicas {
 				if !r.Current {
-					return fmt.Errorf("peer %s of %s/%s not current yet", r.Name, stream, consumer)
+					return fmt.Errorf("peer %s of %s not current yet", r.Name, what)
 				}
 			}
 			return nil
 		}
-		if err := apiRequest(nc, subj, req, nil, 2*time.Second); err != nil {
-			return err
+		if err := apiRequest(nc, stepdown, req, nil, 2*time.Second); err != nil {
+			// A 2.10 leader rejects a preferred placement as a bad
+			// request; a plain step down moves the leadership somewhere.
+			if err := apiRequest(nc, stepdown, nil, nil, 2*time.Second); err != nil {
+				return err
+			}
 		}
-		return fmt.Errorf("leader of %s/%s is not %s yet", stream, consumer, preferred)
+		return fmt.Errorf("leader of %s is not %s yet", what, preferred)
 	})
 }
 
@@ -102,6 +128,34 @@ func MoveConsumerLeader(nc *nats.Conn, stream, consumer, preferred string) error
 // happened: nil when the leader answered, nats.ErrTimeout when nobody did.
 func ResetConsumer(nc *nats.Conn, stream, consumer string, timeout time.Duration) error {
 	return apiRequest(nc, fmt.Sprintf("$JS.API.CONSUMER.RESET.%s.%s", stream, consumer), struct{}{}, nil, timeout)
+}
+
+// JSZ asks every server for its JSZ with opts over a system account
+// connection and returns the replies by server name, or an error when fewer
+// than servers answered (none for wait).
+func JSZ(sysConn *nats.Conn, opts server.JSzOptions, servers int, wait time.Duration) (map[string]*server.ServerAPIJszResponse, error) {
+	body, err := json.Marshal(opts)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := Gather(sysConn, "$SYS.REQ.SERVER.PING.JSZ", body, servers, wait)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*server.ServerAPIJszResponse{}
+	for _, m := range msgs {
+		var resp server.ServerAPIJszResponse
+		if err := json.Unmarshal(m.Data, &resp); err != nil {
+			return nil, err
+		}
+		if resp.Server != nil {
+			out[resp.Server.Name] = &resp
+		}
+	}
+	if len(out) < servers {
+		return out, fmt.Errorf("%d of %d servers answered JSZ", len(out), servers)
+	}
+	return out, nil
 }
 
 // MoveMetaLeader steps the JetStream meta leader down in favour of preferred

@@ -47,6 +47,12 @@ type Spec struct {
 	SysUsers []User
 	// TLSCert and TLSKey, when set, make clients connect with TLS.
 	TLSCert, TLSKey string
+	// LameDuckDuration and LameDuckGracePeriod, when set, replace the
+	// server's defaults (2m and 10s). In lame duck mode a server waits the
+	// grace period before it closes its first client, then spreads the
+	// closes over the rest of the duration; the grace period must be
+	// shorter than the duration.
+	LameDuckDuration, LameDuckGracePeriod time.Duration
 }
 
 // User is a user with publish and subscribe allow lists (none: all allowed).
@@ -154,24 +160,43 @@ func (sys *System) waitFormed() error {
 	defer nc.Close()
 	want := len(sys.servers)
 	return Eventually(30*time.Second, func() error {
-		inbox := nats.NewInbox()
-		sub, err := nc.SubscribeSync(inbox)
+		msgs, err := Gather(nc, "$SYS.REQ.SERVER.PING", nil, want, 500*time.Millisecond)
 		if err != nil {
 			return err
 		}
-		defer sub.Unsubscribe()
-		if err := nc.PublishRequest("$SYS.REQ.SERVER.PING", inbox, nil); err != nil {
-			return err
-		}
-		got := 0
-		for got < want {
-			if _, err := sub.NextMsg(500 * time.Millisecond); err != nil {
-				return fmt.Errorf("%d of %d servers answer a $SYS ping through %s", got, want, first.Name)
-			}
-			got++
+		if len(msgs) < want {
+			return fmt.Errorf("%d of %d servers answer a $SYS ping through %s", len(msgs), want, first.Name)
 		}
 		return nil
 	})
+}
+
+// Gather sends a request that several servers answer and collects replies
+// until want have come or none came for wait. A caller that needs every
+// server must compare the count with want: a slow server looks like a
+// missing one.
+func Gather(nc *nats.Conn, subject string, body []byte, want int, wait time.Duration) ([]*nats.Msg, error) {
+	inbox := nats.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe() //nolint:errcheck // the inbox is never used again
+	if err := nc.PublishRequest(subject, inbox, body); err != nil {
+		return nil, err
+	}
+	var msgs []*nats.Msg
+	for len(msgs) < want {
+		msg, err := sub.NextMsg(wait)
+		if errors.Is(err, nats.ErrTimeout) {
+			break
+		}
+		if err != nil {
+			return msgs, err
+		}
+		msgs = append(msgs, msg)
+	}
+	return msgs, nil
 }
 
 func freePort(t TB) int {
@@ -229,6 +254,12 @@ func (sys *System) config(s *Server) string {
 	}
 	if len(s.Tags) > 0 {
 		w("server_tags: [%s]", quoteAll(s.Tags))
+	}
+	if s.LameDuckDuration > 0 {
+		w("lame_duck_duration: %q", s.LameDuckDuration.String())
+	}
+	if s.LameDuckGracePeriod > 0 {
+		w("lame_duck_grace_period: %q", s.LameDuckGracePeriod.String())
 	}
 	if s.JetStream {
 		w("jetstream { store_dir: %q", s.store)
