@@ -121,7 +121,10 @@ func TestFactAPIGapsOfOldPeers(t *testing.T) {
 		if len(led) != 1 || led[0].Consumer != "pinned" || led[0].Server != "n4" || led[0].Version != "2.12.15" {
 			t.Fatalf("CONSUMER_LEADER_BELOW_FLOOR for PIN %+v, want pinned led by n4 (2.12.15)%s", led, codes(out.Findings))
 		}
-		t.Logf("check: %s", led[0].Message)
+		// The words follow what the servers did just above.
+		if m := led[0].Message; !strings.Contains(m, "RESET (first in 2.14.0) to it goes unanswered") || strings.Contains(m, "UNPIN") {
+			t.Errorf("message %q", m)
+		}
 	})
 
 	t.Run("a 2.10 peer runs a TTL stream online and diverges", func(t *testing.T) {
@@ -172,7 +175,9 @@ func TestFactAPIGapsOfOldPeers(t *testing.T) {
 		if len(got) != 1 || got[0].Server != "n3" {
 			t.Fatalf("ASSET_API_LEVEL_UNSUPPORTED for TTL %+v, want one for n3%s", got, codes(out.Findings))
 		}
-		t.Logf("check: %+v", got[0])
+		if m := got[0].Message; !strings.Contains(m, "from before API levels: it runs the stream online") || !strings.Contains(m, "diverges") {
+			t.Errorf("message %q", m)
+		}
 	})
 
 	t.Run("a 2.12 peer runs a level-4 stream offline", func(t *testing.T) {
@@ -236,7 +241,9 @@ func TestFactAPIGapsOfOldPeers(t *testing.T) {
 		if len(got) != 1 || got[0].Server != "n4" {
 			t.Fatalf("ASSET_API_LEVEL_UNSUPPORTED for FAST %+v, want one for n4%s", got, codes(out.Findings))
 		}
-		t.Logf("check: %+v", got[0])
+		if m := got[0].Message; !strings.Contains(m, "supports 3: it holds the stream offline") {
+			t.Errorf("message %q", m)
+		}
 	})
 }
 
