@@ -426,8 +426,16 @@ func (c *collection) jsz(srv Server) {
 		}
 		total = js.Total
 		n := len(js.AccountDetails)
-		if n < page {
+		if n < page || page == 0 {
 			break
+		}
+		if total == 0 {
+			// A full page without a total is a server before 2.11: it sorts
+			// the accounts only from the second page on (2.10.27 monitor.go,
+			// Jsz), so its pages overlap and skip. Ask it for every account
+			// at once (limit 0 is no limit there).
+			page, offset = 0, 0
+			continue
 		}
 		offset += n
 	}

@@ -3,6 +3,7 @@ package auditor_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -17,17 +18,21 @@ import (
 func TestCollectPagesOverAccounts(t *testing.T) {
 	tests := []struct {
 		name      string
+		version   string
 		extra     int // accounts besides APP
 		pageSize  int
 		withAsset []string // accounts given a stream and a consumer
 		pages     int
 	}{
-		{"small pages", 7, 3, []string{"ACC0001", "ACC0003", "ACC0004", "ACC0006", "ACC0007", "APP"}, 3},
-		{"default page", 1030, 0, []string{"ACC0001", "ACC1024", "ACC1025", "ACC1030", "APP"}, 2},
+		{"small pages", natstest.Floor, 7, 3, []string{"ACC0001", "ACC0003", "ACC0004", "ACC0006", "ACC0007", "APP"}, 3},
+		{"default page", natstest.Floor, 1030, 0, []string{"ACC0001", "ACC1024", "ACC1025", "ACC1030", "APP"}, 2},
+		// 2.10 sends no total and leaves its first page unsorted: one full
+		// page, then every account in one.
+		{"2.10 without a total", natstest.NoLevels, 7, 3, []string{"ACC0001", "ACC0003", "ACC0004", "ACC0006", "ACC0007", "APP"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.Floor, JetStream: true, ExtraAccounts: tt.extra})
+			sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: tt.version, JetStream: true, ExtraAccounts: tt.extra})
 			for _, acc := range tt.withAsset {
 				user, pass := natstest.AppUser, natstest.AppPassword
 				if acc != "APP" {
@@ -52,11 +57,15 @@ func TestCollectPagesOverAccounts(t *testing.T) {
 			}
 			var got []string
 			for _, c := range snap.Consumers {
+				if slices.Contains(got, c.Account) {
+					continue // a 2.10 server's first page is asked again
+				}
 				got = append(got, c.Account)
 				if c.Leader != "solo" || len(c.Peers) != 1 {
 					t.Errorf("consumer %s: leader %q peers %v, want solo alone", c.Account, c.Leader, c.Peers)
 				}
 			}
+			slices.Sort(got)
 			if fmt.Sprint(got) != fmt.Sprint(tt.withAsset) {
 				t.Errorf("consumers found in %v, want %v", got, tt.withAsset)
 			}

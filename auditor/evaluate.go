@@ -380,14 +380,20 @@ func (e *evaluation) asset(a Asset) {
 			}
 			e.add(f)
 		}
-		if a.RequiredLevel > s.APILevel {
+		// A 2.10 server knows no API levels and no level metadata: an
+		// unreadable level means nothing to it.
+		if a.RequiredLevel > s.APILevel && (a.RequiredLevel != LevelUnreadable || s.APILevel > 0) {
 			level := s.APILevel
 			f := base
 			f.Code, f.Server, f.Cluster, f.Version = AssetAPILevelUnsupported, s.Name, s.Cluster, s.Version
 			f.RequiredLevel, f.ServerLevel = a.RequiredLevel, &level
 			f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: it holds the %s offline",
 				a.Kind, name, a.RequiredLevel, s.Name, level, a.Kind)
-			if level == 0 {
+			switch {
+			case a.RequiredLevel == LevelUnreadable:
+				f.Message = fmt.Sprintf("%s %s has a _nats.req.level that is not a number: peer %s, like every server from 2.11 on, holds the %s offline",
+					a.Kind, name, s.Name, a.Kind)
+			case level == 0:
 				f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s runs %s, from before API levels: it runs the %s online, ignoring what it does not know, and its copy diverges",
 					a.Kind, name, a.RequiredLevel, s.Name, s.Version, a.Kind)
 			}
@@ -416,7 +422,7 @@ func (e *evaluation) leafnodes(links []LeafLink) {
 		}
 		seen[key] = true
 		e.add(Finding{Code: LeafnodeUnaudited, Server: l.Server, Cluster: l.Cluster, Peer: l.Peer, Account: l.Account,
-			Message: fmt.Sprintf("leafnode peer %s (linked to %s in account %s) does not share the system account and was not audited", l.Peer, l.Server, l.Account)})
+			Message: fmt.Sprintf("leafnode peer %s (linked to %s in account %s) was not audited: it does not share the system account, or it is not answering", l.Peer, l.Server, l.Account)})
 	}
 }
 

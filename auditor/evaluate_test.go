@@ -448,3 +448,22 @@ func TestEvaluateAPILevelWords(t *testing.T) {
 		t.Errorf("2.10 peer: %q", got["ancient"])
 	}
 }
+
+func TestEvaluateUnreadableLevel(t *testing.T) {
+	if got := (&jszConfig{Metadata: struct {
+		RequiredLevel string `json:"_nats.req.level"`
+	}{"x"}}).requiredLevel(); got != LevelUnreadable {
+		t.Fatalf("requiredLevel of %q = %d", "x", got)
+	}
+	s := Asset{Kind: KindStream, Account: "APP", Stream: "ODD", Leader: "new", Peers: []string{"new", "ancient"}, RequiredLevel: LevelUnreadable}
+	snap := &Snapshot{Servers: []Server{srv("new", "c1", "2.15.3", 5), srv("ancient", "c1", "2.10.27", 0)}, Streams: []Asset{s}}
+	var got []string
+	for _, f := range Evaluate(snap, Policy{Floor: "v2.10.0"}).Findings {
+		if f.Code == AssetAPILevelUnsupported {
+			got = append(got, f.Server+": "+f.Message)
+		}
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "new: ") || !strings.Contains(got[0], "not a number") {
+		t.Errorf("findings %q", got)
+	}
+}

@@ -52,13 +52,18 @@ type jszConfig struct {
 	} `json:"metadata"`
 }
 
-// requiredLevel is the config's _nats.req.level; missing or unreadable is 0,
-// as the server itself treats it.
+// requiredLevel is the config's _nats.req.level. Missing is 0; one that is
+// not a number is LevelUnreadable: a 2.11+ server supports an asset only if
+// the level parses and is at most its own (jetstream_versioning.go,
+// supportsRequiredApiLevel).
 func (c *jszConfig) requiredLevel() int {
-	if c == nil {
+	if c == nil || c.Metadata.RequiredLevel == "" {
 		return 0
 	}
-	level, _ := strconv.Atoi(c.Metadata.RequiredLevel)
+	level, err := strconv.Atoi(c.Metadata.RequiredLevel)
+	if err != nil {
+		return LevelUnreadable
+	}
 	return level
 }
 

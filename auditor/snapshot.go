@@ -1,6 +1,9 @@
 package auditor
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Snapshot is everything one audit saw, in plain data: no NATS connection and
 // no verdicts. Evaluate turns it into findings.
@@ -80,9 +83,14 @@ type Asset struct {
 	// Replicas is the configured replica count.
 	Replicas int
 	// RequiredLevel is the config's _nats.req.level: the lowest JetStream
-	// API level that can run the asset.
+	// API level that can run the asset (LevelUnreadable when it is not a
+	// number).
 	RequiredLevel int
 }
+
+// LevelUnreadable is the RequiredLevel of an asset whose _nats.req.level is
+// not a number: no server from 2.11 on supports it.
+const LevelUnreadable = math.MaxInt32
 
 // MetaGroup is the JetStream meta group of one domain.
 type MetaGroup struct {

@@ -38,7 +38,7 @@ var (
 		"account", "stream", "consumer", "server_name")
 	replicaBelowDesc = desc("consumer_replica_below_floor", "1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates.",
 		"account", "stream", "consumer", "server_name")
-	leafDesc    = desc("leafnode_unaudited", "1 for a leafnode link whose peer does not share the system account and was not audited.", "server_name", "peer", "account")
+	leafDesc    = desc("leafnode_unaudited", "1 for a leafnode link whose peer was not audited: it does not share the system account, or it is not answering.", "server_name", "peer", "account")
 	droppedDesc = desc("asset_series_dropped", "Per-consumer series left out of this scrape by --metrics.max-asset-series.")
 )
 

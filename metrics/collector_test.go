@@ -104,7 +104,7 @@ nats_version_auditor_consumer_leader_below_floor{account="APP",consumer="a",serv
 # HELP nats_version_auditor_consumer_replica_below_floor 1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates.
 # TYPE nats_version_auditor_consumer_replica_below_floor gauge
 nats_version_auditor_consumer_replica_below_floor{account="APP",consumer="b",server_name="n3",stream="ORDERS"} 1
-# HELP nats_version_auditor_leafnode_unaudited 1 for a leafnode link whose peer does not share the system account and was not audited.
+# HELP nats_version_auditor_leafnode_unaudited 1 for a leafnode link whose peer was not audited: it does not share the system account, or it is not answering.
 # TYPE nats_version_auditor_leafnode_unaudited gauge
 nats_version_auditor_leafnode_unaudited{account="APP",peer="edge",server_name="n1"} 1
 # HELP nats_version_auditor_asset_series_dropped Per-consumer series left out of this scrape by --metrics.max-asset-series.
