@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/s2"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	// A drop-in for encoding/json that decodes a 7 MB JSZ reply about six
 	// times faster (BENCHMARKS.md); replies are decoded on the audit's path.
@@ -290,14 +289,14 @@ func (c *collection) onStatsz(m *nats.Msg) {
 }
 
 // parseStatsz decodes a STATSZ reply into the server it describes.
-func parseStatsz(data []byte) (*server.ServerStatsMsg, Server, error) {
-	var msg server.ServerStatsMsg
+func parseStatsz(data []byte) (*statszReply, Server, error) {
+	var msg statszReply
 	if err := json.Unmarshal(data, &msg); err != nil {
 		return nil, Server{}, fmt.Errorf("malformed reply: %w", err)
 	}
 	si := msg.Server
 	srv := Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain,
-		Version: si.Version, Tags: si.Tags, JetStream: si.JetStreamEnabled(), ActiveServers: msg.Stats.ActiveServers}
+		Version: si.Version, Tags: si.Tags, JetStream: si.jetStreamEnabled(), ActiveServers: msg.Stats.ActiveServers}
 	if si.ID == "" || si.Name == "" {
 		return nil, srv, errors.New("reply names no server")
 	}
@@ -313,7 +312,7 @@ func parseStatsz(data []byte) (*server.ServerStatsMsg, Server, error) {
 // register records a server that answered STATSZ and what it says about
 // whom to expect. It reports whether the server is new to this audit and is
 // to be asked for LEAFZ and JSZ; the caller then runs askServer.
-func (c *collection) register(msg *server.ServerStatsMsg, srv Server) bool {
+func (c *collection) register(msg *statszReply, srv Server) bool {
 	si := msg.Server
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -368,7 +367,7 @@ func (c *collection) askServer(srv Server) {
 }
 
 func (c *collection) leafz(srv Server) {
-	data, err := c.request(srv, "LEAFZ", server.LeafzEventOptions{})
+	data, err := c.request(srv, "LEAFZ", struct{}{})
 	if err == nil {
 		err = c.addLeafz(srv, data)
 	}
@@ -379,7 +378,7 @@ func (c *collection) leafz(srv Server) {
 
 // addLeafz records the leafnode links a LEAFZ reply lists.
 func (c *collection) addLeafz(srv Server, data []byte) error {
-	var leafz server.ServerAPILeafzResponse
+	var leafz leafzReply
 	if err := json.Unmarshal(data, &leafz); err != nil {
 		return fmt.Errorf("malformed reply: %w", err)
 	}
@@ -394,7 +393,7 @@ func (c *collection) addLeafz(srv Server, data []byte) error {
 	for _, l := range leafz.Data.Leafs {
 		if l != nil {
 			c.snap.Leafnodes = append(c.snap.Leafnodes, LeafLink{Server: srv.Name, Cluster: srv.Cluster,
-				Peer: l.Name, Account: l.Account, IsSpoke: l.IsSpoke})
+				Peer: l.Name, Account: l.Account})
 		}
 	}
 	return nil
@@ -407,9 +406,7 @@ func (c *collection) jsz(srv Server) {
 	accounts := map[string]bool{}
 	total := 0
 	for offset := 0; ; {
-		req := server.JszEventOptions{JSzOptions: server.JSzOptions{
-			Accounts: true, Streams: true, Consumer: true, Config: true, Offset: offset, Limit: page,
-		}}
+		req := jszRequest{Accounts: true, Streams: true, Consumer: true, Config: true, Offset: offset, Limit: page}
 		data, err := c.request(srv, "JSZ", req)
 		if err != nil {
 			c.problem(srv.Name, "JSZ", err)
@@ -558,7 +555,7 @@ func (c *collection) addJSZ(srv Server, js *jszData) {
 }
 
 // addNames adds the leader and replicas a RAFT group's report names.
-func addNames(named map[string]struct{}, ci *server.ClusterInfo) {
+func addNames(named map[string]struct{}, ci *clusterInfo) {
 	if ci == nil {
 		return
 	}
@@ -609,7 +606,7 @@ func (idx *assetIndex) consumer(sa *streamAssets, name string) *mergedAsset {
 }
 
 // merge adds one server's report of the asset.
-func (a *mergedAsset) merge(reporter string, ci *server.ClusterInfo, replicas, level int) {
+func (a *mergedAsset) merge(reporter string, ci *clusterInfo, replicas, level int) {
 	a.addPeer(reporter)
 	a.Replicas = max(a.Replicas, replicas)
 	a.RequiredLevel = max(a.RequiredLevel, level)

@@ -2,28 +2,35 @@ package auditor
 
 import (
 	"strconv"
-
-	"github.com/nats-io/nats-server/v2/server"
 )
 
 // jszReply is the part of server.ServerAPIJszResponse an audit reads. A JSZ
 // reply with configs runs to about 600 bytes per consumer (20 MB for 30,000
 // consumers on three servers); decoding all of it into server.JSInfo made up
-// most of an audit's CPU time and heap. The projection keeps nats-server's
-// own types wherever the audit reads the whole of one (ServerInfo,
-// MetaClusterInfo, ClusterInfo, ApiError) and skips the rest. The JSON names
-// are the server's: TestJSZProjectionMatchesServerTypes decodes recorded
-// replies both ways and compares.
+// most of an audit's CPU time and heap. The projection reads what the audit
+// uses and skips the rest. The JSON names are the server's:
+// TestJSZProjectionMatchesServerTypes decodes live replies both ways and
+// compares.
+// jszRequest is server.JSzOptions: every account with its streams,
+// consumers and their configs, a page of accounts at a time.
+type jszRequest struct {
+	Accounts bool `json:"accounts,omitempty"`
+	Streams  bool `json:"streams,omitempty"`
+	Consumer bool `json:"consumer,omitempty"`
+	Config   bool `json:"config,omitempty"`
+	Offset   int  `json:"offset,omitempty"`
+	Limit    int  `json:"limit,omitempty"`
+}
+
 type jszReply struct {
-	Server *server.ServerInfo `json:"server"`
-	Data   *jszData           `json:"data,omitempty"`
-	Error  *server.ApiError   `json:"error,omitempty"`
+	Data  *jszData  `json:"data,omitempty"`
+	Error *apiError `json:"error,omitempty"`
 }
 
 type jszData struct {
-	Meta           *server.MetaClusterInfo `json:"meta_cluster,omitempty"`
-	AccountDetails []jszAccount            `json:"account_details,omitempty"`
-	Total          int                     `json:"total"`
+	Meta           *metaClusterInfo `json:"meta_cluster,omitempty"`
+	AccountDetails []jszAccount     `json:"account_details,omitempty"`
+	Total          int              `json:"total"`
 }
 
 type jszAccount struct {
@@ -32,16 +39,16 @@ type jszAccount struct {
 }
 
 type jszStream struct {
-	Name      string              `json:"name"`
-	Cluster   *server.ClusterInfo `json:"cluster,omitempty"`
-	Config    *jszConfig          `json:"config,omitempty"`
-	Consumers []jszConsumer       `json:"consumer_detail,omitempty"`
+	Name      string        `json:"name"`
+	Cluster   *clusterInfo  `json:"cluster,omitempty"`
+	Config    *jszConfig    `json:"config,omitempty"`
+	Consumers []jszConsumer `json:"consumer_detail,omitempty"`
 }
 
 type jszConsumer struct {
-	Name    string              `json:"name"`
-	Cluster *server.ClusterInfo `json:"cluster,omitempty"`
-	Config  *jszConfig          `json:"config,omitempty"`
+	Name    string       `json:"name"`
+	Cluster *clusterInfo `json:"cluster,omitempty"`
+	Config  *jszConfig   `json:"config,omitempty"`
 }
 
 // jszConfig is what the audit reads of a StreamConfig or ConsumerConfig.

@@ -111,7 +111,6 @@ type LeafLink struct {
 	// Peer is the server name of the other end.
 	Peer    string
 	Account string
-	IsSpoke bool
 }
 
 // Problem is a request that failed or a reply the audit could not use.

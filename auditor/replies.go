@@ -1,0 +1,95 @@
+package auditor
+
+import (
+	"fmt"
+	"time"
+)
+
+// The $SYS replies an audit reads, projected onto the fields it uses. The
+// JSON names are nats-server's own (events.go, monitor.go,
+// jetstream_errors.go); the projection tests decode live replies of every
+// version both ways and compare. Keeping them here, rather than decoding
+// into nats-server's types, keeps that 140,000-line package out of the
+// binary.
+
+// serverInfo is server.ServerInfo: who sent a reply.
+type serverInfo struct {
+	Name      string    `json:"name"`
+	Host      string    `json:"host"`
+	ID        string    `json:"id"`
+	Cluster   string    `json:"cluster,omitempty"`
+	Domain    string    `json:"domain,omitempty"`
+	Version   string    `json:"ver"`
+	Tags      []string  `json:"tags,omitempty"`
+	JetStream bool      `json:"jetstream"`
+	Flags     uint64    `json:"flags"`
+	Time      time.Time `json:"time"`
+}
+
+// jetStreamEnabled is server.ServerInfo.JetStreamEnabled: the capability
+// flag, or the boolean older servers set.
+func (si *serverInfo) jetStreamEnabled() bool {
+	const jetStreamEnabled = 1 // server.JetStreamEnabled, the first capability bit
+	return si.Flags&jetStreamEnabled != 0 || si.JetStream
+}
+
+// statszReply is server.ServerStatsMsg.
+type statszReply struct {
+	Server serverInfo `json:"server"`
+	Stats  struct {
+		Start         time.Time   `json:"start"`
+		Routes        []namedPeer `json:"routes,omitempty"`
+		Gateways      []namedPeer `json:"gateways,omitempty"`
+		ActiveServers int         `json:"active_servers,omitempty"`
+		JetStream     *struct {
+			Stats *struct {
+				API struct {
+					Level int `json:"level"`
+				} `json:"api"`
+			} `json:"stats,omitempty"`
+		} `json:"jetstream,omitempty"`
+	} `json:"statsz"`
+}
+
+// namedPeer is the name of a server.RouteStat, GatewayStat or PeerInfo.
+type namedPeer struct {
+	Name string `json:"name"`
+}
+
+// leafzReply is server.ServerAPILeafzResponse.
+type leafzReply struct {
+	Data *struct {
+		Leafs []*struct {
+			Name    string `json:"name"`
+			Account string `json:"account"`
+		} `json:"leafs"`
+	} `json:"data,omitempty"`
+	Error *apiError `json:"error,omitempty"`
+}
+
+// clusterInfo is server.ClusterInfo: an asset's RAFT group as one of its
+// peers reports it.
+type clusterInfo struct {
+	Leader   string       `json:"leader,omitempty"`
+	Replicas []*namedPeer `json:"replicas,omitempty"`
+}
+
+// metaClusterInfo is server.MetaClusterInfo.
+type metaClusterInfo struct {
+	Name     string       `json:"name,omitempty"`
+	Leader   string       `json:"leader,omitempty"`
+	Replicas []*namedPeer `json:"replicas,omitempty"`
+	Size     int          `json:"cluster_size"`
+}
+
+// apiError is server.ApiError, an error a server returns in a reply.
+type apiError struct {
+	Code        int    `json:"code"`
+	ErrCode     uint16 `json:"err_code,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Error reads as server.ApiError's does.
+func (e *apiError) Error() string {
+	return fmt.Sprintf("%s (%d)", e.Description, e.ErrCode)
+}
