@@ -26,6 +26,9 @@ type api struct {
 type indexedReport struct {
 	report *auditor.Report
 	index  *auditor.Index
+	// complete is the report's completeness, which takes a pass over its
+	// findings: once per audit, not once per lookup.
+	complete bool
 }
 
 // registerAPI adds the API's endpoints to mux.
@@ -85,7 +88,7 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 		a.write(w, http.StatusServiceUnavailable, apiError{Error: "no audit has finished yet"})
 		return
 	}
-	info := auditOf(res.Report)
+	info := auditOf(res.Report, complete(res.Report))
 	if !fresh {
 		a.write(w, http.StatusServiceUnavailable, apiError{Error: staleMessage(info, maxAge), Audit: &info})
 		return
@@ -105,13 +108,13 @@ func (a *api) consumer(w http.ResponseWriter, r *http.Request) {
 		a.write(w, http.StatusServiceUnavailable, apiError{Error: "no audit has finished yet", Reset: auditor.ResetUnknown})
 		return
 	}
-	info := auditOf(res.Report)
+	ir := a.index(res.Report)
+	idx, info := ir.index, auditOf(res.Report, ir.complete)
 	if len(res.Report.Snapshot.Servers) == 0 {
 		a.write(w, http.StatusServiceUnavailable, apiError{Error: "the last audit reached no server: " + firstProblem(res.Report),
 			Reset: auditor.ResetUnknown, Audit: &info})
 		return
 	}
-	idx := a.index(res.Report)
 	name := key.Account + " > " + key.Stream + " > " + key.Consumer
 	if q := r.URL.Query(); q.Has("domain") {
 		key.Domain = q.Get("domain")
@@ -183,25 +186,28 @@ func (a *api) result(ctx context.Context, maxAge time.Duration, bounded bool) (a
 }
 
 // index returns the report's consumer index, built once per report.
-func (a *api) index(r *auditor.Report) *auditor.Index {
+func (a *api) index(r *auditor.Report) *indexedReport {
 	if ir := a.indexed.Load(); ir != nil && ir.report == r {
-		return ir.index
+		return ir
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if ir := a.indexed.Load(); ir != nil && ir.report == r {
-		return ir.index
+		return ir
 	}
 	start := time.Now()
-	ir := &indexedReport{report: r, index: auditor.NewIndex(r.Snapshot)}
+	ir := &indexedReport{report: r, index: auditor.NewIndex(r.Snapshot), complete: complete(r)}
 	a.indexed.Store(ir)
 	a.log.Debug("audit indexed", "consumers", len(r.Snapshot.Consumers), "duration", time.Since(start))
-	return ir.index
+	return ir
 }
 
-func auditOf(r *auditor.Report) apiAudit {
-	return apiAudit{Started: r.Snapshot.Started.UTC(), AgeSeconds: time.Since(r.Snapshot.Started).Seconds(),
-		Complete: r.Complete() && len(r.Snapshot.Problems) == 0}
+func complete(r *auditor.Report) bool {
+	return r.Complete() && len(r.Snapshot.Problems) == 0
+}
+
+func auditOf(r *auditor.Report, complete bool) apiAudit {
+	return apiAudit{Started: r.Snapshot.Started.UTC(), AgeSeconds: time.Since(r.Snapshot.Started).Seconds(), Complete: complete}
 }
 
 func staleMessage(info apiAudit, maxAge time.Duration) string {
