@@ -75,7 +75,7 @@ func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
 	}
 	// --audit.min-interval 0s: every request that asks for a fresher
 	// audit than the last gets one.
-	d := startServe(t, append(sysArgs(sys, "n1"), "--audit.min-interval", "0s", "--timeout", "2s")...)
+	d := startServe(t, append(sysArgs(sys, "n1"), "--audit.min-interval", "0s", "--timeout", "3s")...)
 
 	t.Run("verdicts", func(t *testing.T) {
 		for _, tt := range []struct {
