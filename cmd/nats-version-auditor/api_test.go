@@ -25,14 +25,19 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-// consumerAt asks the daemon about APP's consumer and decodes the answer as
-// the client package does.
+// consumerAt asks the daemon about APP's consumer and decodes the answer
+// into the client package's type.
 func (d *daemon) consumerAt(t *testing.T, stream, consumer, query string) (int, client.Consumer, string) {
 	t.Helper()
 	code, body := d.get(t, "/api/v1/consumers/APP/"+stream+"/"+consumer+query)
 	var c client.Consumer
-	if err := json.Unmarshal([]byte(body), &c); err != nil {
-		t.Fatalf("%s/%s: %d, not JSON: %v\n%s", stream, consumer, code, err, body)
+	dec := json.NewDecoder(strings.NewReader(body))
+	if code == http.StatusOK {
+		// The client package must know every field the API sends.
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("%s/%s: %d, not the client's JSON: %v\n%s", stream, consumer, code, err, body)
 	}
 	return code, c, body
 }
