@@ -37,6 +37,7 @@ type checkCommand struct {
 	cmd    *kingpin.CmdClause
 	pol    policyFlags
 	format string
+	wait   waitFlags
 }
 
 func addCheckCommand(app *kingpin.Application) *checkCommand {
@@ -47,6 +48,7 @@ func addCheckCommand(app *kingpin.Application) *checkCommand {
 	c.cmd.Flag("account", "Only report asset findings of accounts matching this glob (repeatable)").StringsVar(&c.pol.accounts)
 	c.cmd.Flag("stream", "Only report asset findings of streams matching this glob (repeatable)").StringsVar(&c.pol.streams)
 	c.cmd.Flag("consumer", "Only report consumer findings of consumers matching this glob (repeatable)").StringsVar(&c.pol.consumers)
+	addWaitFlags(c.cmd, &c.wait)
 	return c
 }
 
@@ -55,7 +57,19 @@ func (c *checkCommand) run(ctx context.Context, conn *connFlags, logger *slog.Lo
 	if err != nil {
 		return fail(stderr, err)
 	}
+	if err := c.wait.validate(); err != nil {
+		return fail(stderr, err)
+	}
+	if c.wait.wait > 0 {
+		return c.runWait(ctx, conn, pol, logger, stdout, stderr)
+	}
 	r, err := audit(ctx, conn, pol, logger)
+	return c.output(r, err, stdout, stderr)
+}
+
+// output prints the outcome of an audit as check does and returns the exit
+// code: the report's status, or UNKNOWN when the audit could not run.
+func (c *checkCommand) output(r *auditor.Report, err error, stdout, stderr io.Writer) int {
 	if err != nil {
 		if c.format == "nagios" {
 			fmt.Fprintf(stdout, "NATS VERSIONS UNKNOWN - %v\n", err)

@@ -154,6 +154,7 @@ func (c *serveCommand) handler(sched *auditor.Scheduler, pol auditor.Policy, log
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	registerAPI(mux, sched, logger)
 	landing, err := web.NewLandingPage(web.LandingConfig{
 		Name:        appName,
 		Description: "Audits the versions of every NATS server, and the leaders and peers of every JetStream asset, against a version floor.",

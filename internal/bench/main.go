@@ -123,6 +123,7 @@ type sizeResult struct {
 	bytesPerConsumer                float64
 	series                          int
 	checkStatus                     int
+	lookup                          lookupResult
 }
 
 func measure(h *natstest.Program, cfg config) sizeResult {
@@ -171,6 +172,7 @@ func measure(h *natstest.Program, cfg config) sizeResult {
 	}
 	inProcess(h, sys, &res)
 	scrapes(h, cfg, sys, &res)
+	lookups(h, cfg, sys, streams, &res)
 	for range cfg.natscliRuns {
 		res.natscli = append(res.natscli, natscliReport(h, cfg.natscli, sys, streams))
 	}
@@ -481,6 +483,7 @@ func render(results []sizeResult, runs int) string {
 	row("**check / raw JSZ**", func(r sizeResult) string { return ratio(median(r.check), median(r.raw)) })
 	row("`/metrics` scrape running an audit", func(r sizeResult) string { return ms(median(r.scrapeAudit)) })
 	row("`/metrics` scrape from the last audit, p99 of 200", func(r sizeResult) string { return ms(r.scrapeCachedP99) })
+	lookupRows(row)
 	row("natscli `nats consumer report`, every stream", func(r sizeResult) string {
 		if len(r.natscli) == 0 {
 			return "not run"

@@ -1,0 +1,132 @@
+package auditor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestJudgeReset(t *testing.T) {
+	p := func(name, version string) Peer { return Peer{Name: name, Answered: true, Version: version} }
+	tests := []struct {
+		name       string
+		leader     string
+		peers      []Peer
+		incomplete bool
+		want       ResetVerdict
+		reason     string
+	}{
+		{"R1 on 2.14.0", "n1", []Peer{p("n1", "2.14.0")}, false, ResetSafe, "leader n1 and every peer"},
+		{"R3 all at or above", "n2", []Peer{p("n1", "2.15.3"), p("n2", "2.14.0"), p("n3", "2.14.0-fips")}, false, ResetSafe, ""},
+		{"R1 on 2.12", "n3", []Peer{p("n3", "2.12.15")}, false, ResetUnanswered, "leader n3 runs 2.12.15"},
+		{"leader 2.12 among newer followers", "n3", []Peer{p("n1", "2.15.3"), p("n2", "2.14.0"), p("n3", "2.12.15")}, false, ResetUnanswered, ""},
+		{"leader a 2.14 pre-release", "n1", []Peer{p("n1", "2.14.0-RC.2"), p("n2", "2.14.0")}, false, ResetUnanswered, ""},
+		{"2.12 follower", "n1", []Peer{p("n1", "2.15.3"), p("n2", "2.14.0"), p("n3", "2.12.15")}, false, ResetCrashesFollower, "follower n3 (2.12.15)"},
+		{"2.10 follower", "n1", []Peer{p("n1", "2.14.0"), p("n2", "2.10.27")}, false, ResetCrashesFollower, "n2 (2.10.27)"},
+		{"no leader", "", []Peer{p("n1", "2.14.0"), p("n2", "2.14.0")}, false, ResetUnknown, "no leader"},
+		{"a follower did not answer", "n1", []Peer{p("n1", "2.14.0"), {Name: "n2"}}, false, ResetUnknown, "peer n2 did not answer"},
+		{"the leader did not answer", "n2", []Peer{p("n1", "2.14.0"), {Name: "n2", Leader: true}}, false, ResetUnknown, "peer n2 did not answer"},
+		{"a follower's JSZ failed", "n1", []Peer{p("n1", "2.14.0"), {Name: "n2", Answered: true, Version: "2.14.0", Incomplete: true}}, false, ResetUnknown, "n2"},
+		{"the audit failed as a whole", "n1", []Peer{p("n1", "2.14.0")}, true, ResetUnknown, "did not read"},
+		{"unparseable version", "n1", []Peer{p("n1", "2.14.0"), p("n2", "banana")}, false, ResetUnknown, `"banana"`},
+		// Missing peers outrank a leader known to be old: unknown is the
+		// answer whenever an input is missing.
+		{"old leader, follower missing", "n3", []Peer{p("n3", "2.12.15"), {Name: "n2"}}, false, ResetUnknown, "n2"},
+		{"leader not among the peers", "n9", []Peer{p("n1", "2.14.0")}, false, ResetUnknown, "not among"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reason := JudgeReset(tt.leader, tt.peers, tt.incomplete)
+			if got != tt.want || !strings.Contains(reason, tt.reason) {
+				t.Errorf("JudgeReset = %s (%s), want %s (%q)", got, reason, tt.want, tt.reason)
+			}
+		})
+	}
+}
+
+func TestIndexConsumer(t *testing.T) {
+	snap := &Snapshot{
+		Servers: []Server{
+			{Name: "n1", Version: "2.15.3", APILevel: 5},
+			{Name: "n2", Version: "2.14.0", APILevel: 4},
+			{Name: "n3", Version: "2.12.15", APILevel: 3},
+			{Name: "leaf", Domain: "edge", Version: "2.14.0", APILevel: 4},
+		},
+		Consumers: []Asset{
+			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "led-by-old", Leader: "n3", Peers: []string{"n1", "n2", "n3"}, Replicas: 3},
+			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "followed", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Replicas: 3, RequiredLevel: 1},
+			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "fine", Leader: "n2", Peers: []string{"n1", "n2"}, Replicas: 2},
+			// A follower reported a leader that is not in its replica list.
+			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "leader-unlisted", Leader: "n1", Peers: []string{"n2"}, Replicas: 2},
+			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "short", Leader: "n1", Peers: []string{"n1", "n2"}, Replicas: 3},
+			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "gone-peer", Leader: "n1", Peers: []string{"n1", "n4"}, Replicas: 2},
+			{Kind: KindConsumer, Domain: "edge", Account: "APP", Stream: "ORDERS", Consumer: "fine", Leader: "leaf", Peers: []string{"leaf"}, Replicas: 1},
+		},
+	}
+	x := NewIndex(snap)
+	tests := []struct {
+		key   ConsumerKey
+		found bool
+		want  ResetVerdict
+		peers string
+	}{
+		{ConsumerKey{"", "APP", "ORDERS", "led-by-old"}, true, ResetUnanswered, "n1:2.15.3:5 n2:2.14.0:4 n3*:2.12.15:3"},
+		{ConsumerKey{"", "APP", "ORDERS", "followed"}, true, ResetCrashesFollower, "n1*:2.15.3:5 n2:2.14.0:4 n3:2.12.15:3"},
+		{ConsumerKey{"", "APP", "ORDERS", "fine"}, true, ResetSafe, "n1:2.15.3:5 n2*:2.14.0:4"},
+		{ConsumerKey{"", "APP", "ORDERS", "leader-unlisted"}, true, ResetSafe, "n1*:2.15.3:5 n2:2.14.0:4"},
+		{ConsumerKey{"", "APP", "ORDERS", "short"}, true, ResetUnknown, "n1*:2.15.3:5 n2:2.14.0:4"},
+		{ConsumerKey{"", "APP", "ORDERS", "gone-peer"}, true, ResetUnknown, "n1*:2.15.3:5 n4:-:0"},
+		{ConsumerKey{"edge", "APP", "ORDERS", "fine"}, true, ResetSafe, "leaf*:2.14.0:4"},
+		{ConsumerKey{"", "APP", "ORDERS", "nope"}, false, ResetUnknown, ""},
+		{ConsumerKey{"other", "APP", "ORDERS", "led-by-old"}, false, ResetUnknown, ""},
+		{ConsumerKey{"", "ACC", "ORDERS", "fine"}, false, ResetUnknown, ""},
+	}
+	for _, tt := range tests {
+		v, found := x.Consumer(tt.key)
+		var peers []string
+		for _, p := range v.Peers {
+			star, ver := "", p.Version
+			if p.Leader {
+				star = "*"
+			}
+			if !p.Answered {
+				ver = "-"
+			}
+			peers = append(peers, fmt.Sprintf("%s%s:%s:%d", p.Name, star, ver, p.APILevel))
+		}
+		if found != tt.found || v.Reset != tt.want || strings.Join(peers, " ") != tt.peers || v.ConsumerKey != tt.key {
+			t.Errorf("%+v: found=%v %s (%s) peers %q, want found=%v %s peers %q", tt.key, found, v.Reset, v.Reason, strings.Join(peers, " "), tt.found, tt.want, tt.peers)
+		}
+	}
+	if got := x.Domains("APP", "ORDERS", "fine"); strings.Join(got, ",") != ",edge" {
+		t.Errorf("Domains(fine) = %q, want the default domain and edge", got)
+	}
+	if got := x.Domains("APP", "ORDERS", "nope"); len(got) != 0 {
+		t.Errorf("Domains(nope) = %q, want none", got)
+	}
+
+	// A failed request to one server makes every consumer it is a peer of
+	// unknown, and only those; one that concerned no server, every consumer.
+	snap.Problems = []Problem{{Server: "n2", Request: "JSZ", Err: "timeout"}}
+	x = NewIndex(snap)
+	if v, _ := x.Consumer(ConsumerKey{"", "APP", "ORDERS", "fine"}); v.Reset != ResetUnknown || !v.Peers[1].Incomplete {
+		t.Errorf("with n2's JSZ failed, fine is %s, peers %+v; want unknown", v.Reset, v.Peers)
+	}
+	if v, _ := x.Consumer(ConsumerKey{"edge", "APP", "ORDERS", "fine"}); v.Reset != ResetSafe {
+		t.Errorf("with n2's JSZ failed, edge's fine (no peer on n2) is %s, want safe", v.Reset)
+	}
+	snap.Problems = []Problem{{Request: "permissions", Err: "violation"}}
+	x = NewIndex(snap)
+	if v, _ := x.Consumer(ConsumerKey{"edge", "APP", "ORDERS", "fine"}); v.Reset != ResetUnknown {
+		t.Errorf("after a permissions violation, %s; want unknown", v.Reset)
+	}
+}
+
+func TestIndexOfFailedAudit(t *testing.T) {
+	x := NewIndex(Failed(errors.New("not connected"), time.Now(), Policy{Floor: DefaultFloor}).Snapshot)
+	if v, found := x.Consumer(ConsumerKey{"", "APP", "S", "C"}); found || v.Reset != ResetUnknown {
+		t.Errorf("a failed audit found %v with %s", found, v.Reset)
+	}
+}

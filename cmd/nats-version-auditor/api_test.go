@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/client"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// consumerAt asks the daemon about APP's consumer and decodes the answer
+// into the client package's type.
+func (d *daemon) consumerAt(t *testing.T, stream, consumer, query string) (int, client.Consumer, string) {
+	t.Helper()
+	code, body := d.get(t, "/api/v1/consumers/APP/"+stream+"/"+consumer+query)
+	var c client.Consumer
+	dec := json.NewDecoder(strings.NewReader(body))
+	if code == http.StatusOK {
+		// The client package must know every field the API sends.
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("%s/%s: %d, not the client's JSON: %v\n%s", stream, consumer, code, err, body)
+	}
+	return code, c, body
+}
+
+func peersOf(c client.Consumer) string {
+	var out []string
+	for _, p := range c.Peers {
+		s := p.Name + "=" + p.Version + "/" + fmt.Sprint(p.APILevel)
+		if p.Leader {
+			s += "*"
+		}
+		if !p.Answered {
+			s += "(silent)"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
+
+// TestAPIResetVerdictsAgainstRealReset holds the API's verdicts for the
+// consumers of a 2.15.3/2.14.0/2.12.15 cluster against what RESET really
+// does to them, and the client package against the API.
+func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
+	withTag := func(s natstest.Spec) natstest.Spec {
+		s.Tags = append(s.Tags, "reset:yes")
+		return s
+	}
+	sys := natstest.Start(t, withTag(node("n1", natstest.New)), withTag(node("n2", natstest.Floor)), node("n3", natstest.Old))
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	addStreamAndConsumer(t, app, "ORDERS", "led-by-old", 3)
+	addStreamAndConsumer(t, app, "BILLING", "followed-by-old", 3)
+	addStreamAndConsumer(t, app, "SAFE", "all-new", 2, "reset:yes")
+	addStreamAndConsumer(t, app, "MOVING", "moves", 3)
+	for _, m := range []struct{ stream, consumer, leader string }{
+		{"ORDERS", "led-by-old", "n3"}, {"BILLING", "followed-by-old", "n2"}, {"SAFE", "all-new", "n1"}, {"MOVING", "moves", "n1"},
+	} {
+		if err := natstest.MoveConsumerLeader(app, m.stream, m.consumer, m.leader); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// --audit.min-interval 0s: every request that asks for a fresher
+	// audit than the last gets one.
+	d := startServe(t, append(sysArgs(sys, "n1"), "--audit.min-interval", "0s", "--timeout", "3s")...)
+
+	t.Run("verdicts", func(t *testing.T) {
+		for _, tt := range []struct {
+			stream, consumer string
+			want             client.Verdict
+			peers            string
+		}{
+			{"ORDERS", "led-by-old", client.VerdictUnanswered, "n1=2.15.3/5 n2=2.14.0/4 n3=2.12.15/3*"},
+			{"BILLING", "followed-by-old", client.VerdictCrashesFollower, "n1=2.15.3/5 n2=2.14.0/4* n3=2.12.15/3"},
+			{"SAFE", "all-new", client.VerdictSafe, "n1=2.15.3/5* n2=2.14.0/4"},
+			{"MOVING", "moves", client.VerdictCrashesFollower, "n1=2.15.3/5* n2=2.14.0/4 n3=2.12.15/3"},
+		} {
+			// max_age=0s: an audit started after this request.
+			code, c, body := d.consumerAt(t, tt.stream, tt.consumer, "?max_age=0s")
+			if code != http.StatusOK || c.Reset != tt.want || peersOf(c) != tt.peers || c.Account != "APP" || c.Stream != tt.stream ||
+				c.Consumer != tt.consumer || !c.Audit.Complete || c.Replicas != len(c.Peers) {
+				t.Errorf("%s/%s: %d %s peers %q, want 200 %s peers %q\n%s", tt.stream, tt.consumer, code, c.Reset, peersOf(c), tt.want, tt.peers, body)
+			}
+		}
+	})
+
+	t.Run("unknown consumers are 404s", func(t *testing.T) {
+		for _, q := range []struct{ stream, consumer, query string }{
+			{"ORDERS", "nope", ""}, {"NOPE", "led-by-old", ""}, {"ORDERS", "led-by-old", "?domain=elsewhere"},
+		} {
+			code, c, body := d.consumerAt(t, q.stream, q.consumer, q.query)
+			var e apiError
+			_ = json.Unmarshal([]byte(body), &e)
+			if code != http.StatusNotFound || c.Reset != client.VerdictUnknown || !strings.HasPrefix(e.Error, "consumer APP > "+q.stream+" > "+q.consumer+" was not seen") {
+				t.Errorf("%s/%s%s: %d %s", q.stream, q.consumer, q.query, code, body)
+			}
+		}
+		if code, body := d.get(t, "/api/v1/consumers/APP/ORDERS/led-by-old?max_age=soon"); code != http.StatusBadRequest || !strings.Contains(body, `max_age \"soon\"`) {
+			t.Errorf("a bad max_age: %d %s", code, body)
+		}
+		if code, c, _ := d.consumerAt(t, "ORDERS", "led-by-old", "?domain="); code != http.StatusOK || c.Reset != client.VerdictUnanswered {
+			t.Errorf("the default domain named explicitly: %d %s", code, c.Reset)
+		}
+	})
+
+	t.Run("unanswered: RESET times out", func(t *testing.T) {
+		if err := natstest.ResetConsumer(app, "ORDERS", "led-by-old", 2*time.Second); !errors.Is(err, nats.ErrTimeout) {
+			t.Fatalf("RESET of the consumer the API calls unanswered: %v, want a timeout", err)
+		}
+	})
+
+	t.Run("safe: RESET is answered and every peer survives", func(t *testing.T) {
+		if err := natstest.ResetConsumer(app, "SAFE", "all-new", 5*time.Second); err != nil {
+			t.Fatalf("RESET of the consumer the API calls safe: %v", err)
+		}
+		// The reset entry is replicated to n2; a server that could not apply
+		// it would exit, as n3 does below.
+		if _, err := natstest.ConsumerInfo(app, "SAFE", "all-new"); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"n1", "n2", "n3"} {
+			if !sys.Running(n) {
+				t.Fatalf("%s exited after a RESET the API called safe:\n%s", n, sys.LogTail(n, 10))
+			}
+		}
+	})
+
+	t.Run("the verdict follows a leader moved within one max_age", func(t *testing.T) {
+		if err := natstest.MoveConsumerLeader(app, "MOVING", "moves", "n3"); err != nil {
+			t.Fatal(err)
+		}
+		moved := time.Now()
+		// An answer no older than the time since the move knows of it.
+		maxAge := time.Since(moved).Round(time.Millisecond) + time.Millisecond
+		code, c, body := d.consumerAt(t, "MOVING", "moves", "?max_age="+maxAge.String())
+		if code != http.StatusOK || c.Reset != client.VerdictUnanswered || c.Leader != "n3" {
+			t.Fatalf("after the move to n3, with max_age %s: %d %s leader %s\n%s", maxAge, code, c.Reset, c.Leader, body)
+		}
+		if c.Audit.Started.Before(moved.Add(-maxAge)) {
+			t.Errorf("the answer's audit started at %s, before the bound %s", c.Audit.Started, moved.Add(-maxAge))
+		}
+	})
+
+	t.Run("report", func(t *testing.T) {
+		code, body := d.get(t, "/api/v1/report?max_age=0s")
+		var rep reportAPIOutput
+		if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK {
+			t.Fatalf("/api/v1/report: %d %v\n%.300s", code, err, body)
+		}
+		_, check := checkJSONOf(t, sys, "n1")
+		if rep.Status != auditor.Critical || rep.Status != check.Status || rep.Floor != check.Floor || len(rep.Servers) != 3 ||
+			rep.AgeSeconds < 0 || rep.AgeSeconds > 60 {
+			t.Errorf("report: status %s floor %s, %d servers, age %v; check says %s %s", rep.Status, rep.Floor, len(rep.Servers), rep.AgeSeconds, check.Status, check.Floor)
+		}
+		summary := func(fs []auditor.Finding) []string {
+			var out []string
+			for _, f := range fs {
+				if f.Consumer != "" {
+					out = append(out, fmt.Sprintf("%s %s/%s %s", f.Code, f.Stream, f.Consumer, f.Server))
+				}
+			}
+			return out
+		}
+		if got, want := summary(rep.Findings), summary(check.Findings); !slices.Equal(got, want) {
+			t.Errorf("consumer findings of the report\n%s\nand of check\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+
+	t.Run("client", func(t *testing.T) {
+		ctx := context.Background()
+		c := &client.Client{BaseURL: d.base}
+		if v, err := c.ConsumerReset(ctx, "APP", "SAFE", "all-new"); err != nil || v != client.VerdictSafe || !v.Safe() {
+			t.Errorf("safe consumer: %s, %v", v, err)
+		}
+		if v, err := c.ConsumerReset(ctx, "APP", "ORDERS", "led-by-old"); err != nil || v != client.VerdictUnanswered || v.Safe() {
+			t.Errorf("consumer led by 2.12: %s, %v", v, err)
+		}
+		v, err := c.ConsumerReset(ctx, "APP", "ORDERS", "nope")
+		var se *client.StatusError
+		if v != client.VerdictUnknown || v.Safe() || !errors.Is(err, client.ErrNotFound) || !errors.As(err, &se) || se.Code != http.StatusNotFound {
+			t.Errorf("unknown consumer: %s, %v; want unknown and ErrNotFound", v, err)
+		}
+
+		// An auditor that audits at most once an hour cannot meet a
+		// max_age shorter than the age of its first audit.
+		stale := startServe(t, append(sysArgs(sys, "n1"), "--audit.min-interval", "1h")...)
+		if code, _ := stale.get(t, "/api/v1/report"); code != http.StatusOK {
+			t.Fatalf("first audit: %d", code)
+		}
+		start := time.Now()
+		code, raw, body := stale.consumerAt(t, "SAFE", "all-new", "?max_age=1ms")
+		if code != http.StatusOK || raw.Reset != client.VerdictUnknown || !strings.Contains(raw.Reason, "max_age 1ms") || raw.Leader != "n1" {
+			t.Errorf("stale answer: %d %s %q\n%s", code, raw.Reset, raw.Reason, body)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("a bound that cannot be met took %s to answer", d)
+		}
+		sc := &client.Client{BaseURL: stale.base, MaxAge: time.Millisecond}
+		if v, err := sc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); v != client.VerdictUnknown || v.Safe() || !errors.Is(err, client.ErrStale) {
+			t.Errorf("stale auditor: %s, %v; want unknown and ErrStale", v, err)
+		}
+		if code, body := stale.get(t, "/api/v1/report?max_age=1ms"); code != http.StatusServiceUnavailable || !strings.Contains(body, "max_age 1ms") {
+			t.Errorf("stale report: %d %s", code, body)
+		}
+
+		stale.stop(t)
+		if v, err := sc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); v != client.VerdictUnknown || v.Safe() || err == nil {
+			t.Errorf("stopped auditor: %s, %v; want unknown and an error", v, err)
+		}
+	})
+
+	t.Run("client through TLS and basic auth", func(t *testing.T) {
+		dir := t.TempDir()
+		certPath, keyPath, pool := selfSigned(t, dir)
+		hash, err := bcrypt.GenerateFromPassword([]byte("app-pass"), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		webConfig := filepath.Join(dir, "web.yml")
+		if err := os.WriteFile(webConfig, fmt.Appendf(nil, "tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  orders-app: %s\n", certPath, keyPath, hash), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		addr := freeAddr(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		stderr := &lockedBuffer{}
+		go func() {
+			done <- run(ctx, append([]string{"serve", "--web.listen-address", addr, "--web.config.file", webConfig}, sysArgs(sys, "n1")...), io.Discard, stderr)
+		}()
+		defer func() { cancel(); <-done }()
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+		c := &client.Client{BaseURL: "https://" + addr, HTTPClient: hc}
+		var se *client.StatusError
+		err = natstest.Eventually(10*time.Second, func() error {
+			_, err := c.ConsumerReset(context.Background(), "APP", "SAFE", "all-new")
+			if errors.As(err, &se) {
+				return nil
+			}
+			return fmt.Errorf("want a 401, got %v", err)
+		})
+		if err != nil || se.Code != http.StatusUnauthorized {
+			t.Fatalf("without credentials: %v\n%s", err, stderr)
+		}
+		c.Username, c.Password = "orders-app", "app-pass"
+		if v, err := c.ConsumerReset(context.Background(), "APP", "SAFE", "all-new"); err != nil || !v.Safe() {
+			t.Errorf("with credentials: %s, %v", v, err)
+		}
+	})
+
+	// Last: this one takes n3 down.
+	t.Run("crashes_follower: RESET is answered and the follower dies", func(t *testing.T) {
+		if err := natstest.ResetConsumer(app, "BILLING", "followed-by-old", 5*time.Second); err != nil {
+			t.Fatalf("RESET through the 2.14 leader: %v", err)
+		}
+		if err := sys.WaitExit("n3", 20*time.Second); err != nil {
+			t.Fatalf("the 2.12 follower survived a RESET the API called crashes_follower: %v", err)
+		}
+		if !strings.Contains(sys.Log("n3"), "Unknown group entry op type: 18") {
+			t.Fatalf("n3 exited, but not with the reset-op panic:\n%s", sys.LogTail("n3", 20))
+		}
+		// With n3 gone, nothing about BILLING can be vouched for.
+		code, c, body := d.consumerAt(t, "BILLING", "followed-by-old", "?max_age=0s")
+		if code != http.StatusOK || c.Reset != client.VerdictUnknown || !strings.Contains(c.Reason, "n3") {
+			t.Errorf("after n3 died: %d %s %q\n%s", code, c.Reset, c.Reason, body)
+		}
+	})
+}
+
+// TestClientVerdictsAreTheAuditors keeps the client package, which imports
+// nothing of the auditor's, in step with it.
+func TestClientVerdictsAreTheAuditors(t *testing.T) {
+	var a, c []string
+	for _, v := range auditor.ResetVerdicts {
+		a = append(a, string(v))
+	}
+	for _, v := range client.Verdicts {
+		c = append(c, string(v))
+	}
+	if !slices.Equal(a, c) {
+		t.Errorf("auditor verdicts %v, client verdicts %v", a, c)
+	}
+}
+
+// TestAPIDomains covers how a JetStream domain is named, on an audit of two
+// domains that both hold APP > ORDERS > worker.
+func TestAPIDomains(t *testing.T) {
+	snap := &auditor.Snapshot{
+		Started: time.Now(),
+		Servers: []auditor.Server{{Name: "hub1", Domain: "hub", Version: "2.14.0", APILevel: 4}, {Name: "leaf1", Domain: "leaf", Version: "2.12.15", APILevel: 3}},
+		Consumers: []auditor.Asset{
+			{Kind: auditor.KindConsumer, Domain: "hub", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "hub1", Peers: []string{"hub1"}, Replicas: 1},
+			{Kind: auditor.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
+			{Kind: auditor.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "edge-only", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
+		},
+	}
+	report := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	sched := auditor.NewScheduler(context.Background(), func(context.Context) *auditor.Report { return report }, time.Hour, nil)
+	mux := http.NewServeMux()
+	registerAPI(mux, sched, slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	d := &daemon{base: srv.URL}
+
+	for _, tt := range []struct {
+		path, query string
+		code        int
+		want        client.Verdict
+		domain      string
+	}{
+		{"ORDERS/worker", "", http.StatusConflict, client.VerdictUnknown, ""},
+		{"ORDERS/worker", "?domain=hub", http.StatusOK, client.VerdictSafe, "hub"},
+		{"ORDERS/worker", "?domain=leaf", http.StatusOK, client.VerdictUnanswered, "leaf"},
+		{"ORDERS/worker", "?domain=", http.StatusNotFound, client.VerdictUnknown, ""},
+		{"ORDERS/edge-only", "", http.StatusOK, client.VerdictUnanswered, "leaf"},
+	} {
+		code, c, body := d.consumerAt(t, strings.Split(tt.path, "/")[0], strings.Split(tt.path, "/")[1], tt.query)
+		if code != tt.code || c.Reset != tt.want || c.Domain != tt.domain {
+			t.Errorf("%s%s: %d %s domain %q, want %d %s %q\n%s", tt.path, tt.query, code, c.Reset, c.Domain, tt.code, tt.want, tt.domain, body)
+		}
+		if code == http.StatusConflict && !strings.Contains(body, `"domains":["hub","leaf"]`) {
+			t.Errorf("the conflict does not list the domains: %s", body)
+		}
+	}
+	if code, _ := d.get(t, "/api/v1/consumers/APP/ORDERS"); code != http.StatusNotFound {
+		t.Errorf("a path without a consumer: %d", code)
+	}
+	resp, err := http.Post(srv.URL+"/api/v1/consumers/APP/ORDERS/worker", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d, want 405: the API is read-only", resp.StatusCode)
+	}
+}

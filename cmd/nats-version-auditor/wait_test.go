@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// progressRE matches one progress line of check --wait.
+var progressRE = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d (OK|WARNING|CRITICAL|UNKNOWN) .*$`)
+
+// background is a check --wait running inside the test process.
+type background struct {
+	cancel context.CancelFunc
+	done   chan int
+	stdout *lockedBuffer
+	stderr *lockedBuffer
+}
+
+func startCheck(t *testing.T, args ...string) *background {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &background{cancel: cancel, done: make(chan int, 1), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}}
+	go func() { b.done <- run(ctx, append([]string{"check"}, args...), b.stdout, b.stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		<-b.done
+	})
+	return b
+}
+
+// waitFor polls stderr until it matches re.
+func (b *background) waitFor(t *testing.T, timeout time.Duration, re string) {
+	t.Helper()
+	err := natstest.Eventually(timeout, func() error {
+		select {
+		case code := <-b.done:
+			b.done <- code
+			return fmt.Errorf("check exited %d", code)
+		default:
+		}
+		if !regexp.MustCompile(re).MatchString(b.stderr.String()) {
+			return fmt.Errorf("no line matching %s", re)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, b.stderr)
+	}
+}
+
+func (b *background) exit(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case code := <-b.done:
+		b.done <- code
+		return code
+	case <-time.After(timeout):
+		t.Fatalf("check --wait still running after %s; stderr:\n%s", timeout, b.stderr)
+		return -1
+	}
+}
+
+// criticalPicture starts the progress line of the mixed cluster; more
+// follows when a stream or the meta group happens to be led by n3.
+const criticalPicture = `CRITICAL 2 of 3 servers at or above 2\.14\.0; 1 consumer led below it; 1 with a follower below it; 1 CLUSTER_MIXED_VERSIONS`
+
+// TestWaitAcrossRollingUpgrade holds check --wait against a real rolling
+// upgrade of a 2.12.15 server to 2.14.0, with the gate connected to that
+// very server, and against a wait that times out or is interrupted.
+func TestWaitAcrossRollingUpgrade(t *testing.T) {
+	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	addStreamAndConsumer(t, app, "ORDERS", "led-by-old", 3)
+	addStreamAndConsumer(t, app, "BILLING", "followed-by-old", 3)
+	if err := natstest.MoveConsumerLeader(app, "ORDERS", "led-by-old", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := natstest.MoveConsumerLeader(app, "BILLING", "followed-by-old", "n1"); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("times out with the last status", func(t *testing.T) {
+		const wait = time.Second
+		res := runCmd(t, append([]string{"check", "--wait", wait.String(), "--audit.min-interval", "200ms", "--log.level", "debug"}, sysArgs(sys, "n1")...)...)
+		if res.code != 2 {
+			t.Fatalf("exit %d, want 2 (the last status, CRITICAL)\n%s", res.code, res.stderr)
+		}
+		lines := progressRE.FindAllString(res.stderr, -1)
+		if len(lines) != 1 || !regexp.MustCompile(`^\d\d:\d\d:\d\d `+criticalPicture).MatchString(lines[0]) {
+			t.Errorf("progress lines %q, want exactly one (the picture never changed) saying %s", lines, criticalPicture)
+		}
+		if !strings.Contains(res.stderr, "the wait timed out after 1s: status CRITICAL, wanted OK") {
+			t.Errorf("stderr does not say the wait timed out:\n%s", res.stderr)
+		}
+		if !strings.HasPrefix(res.stdout, "CRITICAL: 3 of 3 expected servers answered") {
+			t.Errorf("stdout is not check's report:\n%s", res.stdout)
+		}
+		// Audits start at 0, 200, 600 and 1000 ms: the interval doubles while
+		// nothing changes, up to four times --audit.min-interval. A fixed
+		// interval would have run six.
+		if n := strings.Count(res.stderr, `msg="audit evaluated"`); n < 2 || n > 4 {
+			t.Errorf("%d audits in a %s wait at --audit.min-interval 200ms, want 2 to 4", n, wait)
+		}
+		if res.elapsed < wait-200*time.Millisecond {
+			t.Errorf("returned after %s of a %s wait", res.elapsed, wait)
+		}
+	})
+
+	t.Run("warning is not waited for when warning is wanted", func(t *testing.T) {
+		// CRITICAL is worse than WARNING too: a warning gate still waits.
+		res := runCmd(t, append([]string{"check", "--wait", "300ms", "--wait-for", "warning", "--audit.min-interval", "100ms", "--format", "nagios"}, sysArgs(sys, "n1")...)...)
+		if res.code != 2 || !strings.HasPrefix(res.stdout, "NATS VERSIONS CRITICAL") || !strings.Contains(res.stderr, "wanted WARNING") {
+			t.Errorf("exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
+		}
+	})
+
+	t.Run("wrong password ends the wait at once", func(t *testing.T) {
+		res := runCmd(t, "check", "--wait", "1m", "-s", sys.URL("n1"), "--user", natstest.SysUser, "--password", "wrong")
+		if res.code != exitUnknown || !strings.Contains(res.stderr, "authentication failed") || res.elapsed > 20*time.Second {
+			t.Errorf("exit %d after %s: %s", res.code, res.elapsed, res.stderr)
+		}
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		b := startCheck(t, append([]string{"--wait", "1m", "--audit.min-interval", "100ms"}, sysArgs(sys, "n1")...)...)
+		b.waitFor(t, 20*time.Second, criticalPicture)
+		interrupted := time.Now()
+		b.cancel() // what SIGINT and SIGTERM do to run's context
+		if code := b.exit(t, 5*time.Second); code != exitUnknown {
+			t.Errorf("exit %d after an interrupt, want 3", code)
+		}
+		if d := time.Since(interrupted); d > 2*time.Second {
+			t.Errorf("took %s to exit after the interrupt", d)
+		}
+		if !strings.Contains(b.stderr.String(), "wait interrupted") || b.stdout.String() != "" {
+			t.Errorf("stdout %q, stderr %q", b.stdout, b.stderr)
+		}
+	})
+
+	t.Run("rolling upgrade", func(t *testing.T) {
+		// The gate connects only to n3, the server being upgraded: while it
+		// is down the gate cannot connect at all, and must keep waiting.
+		b := startCheck(t, "--wait", "3m", "--audit.min-interval", "100ms", "--timeout", "2s",
+			"-s", sys.URL("n3"), "--user", natstest.SysUser, "--password", natstest.SysPassword)
+		b.waitFor(t, 20*time.Second, criticalPicture)
+		if err := sys.Stop("n3", 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		b.waitFor(t, 20*time.Second, `(?m)^\d\d:\d\d:\d\d UNKNOWN cannot reach NATS at nats://127\.0\.0\.1:\d+: .*; still waiting$`)
+		sys.Restart("n3", natstest.Floor)
+		if code := b.exit(t, 2*time.Minute); code != exitOK {
+			t.Fatalf("exit %d after the upgrade, want 0\nstderr:\n%s\nstdout:\n%s", code, b.stderr, b.stdout)
+		}
+		lines := progressRE.FindAllString(b.stderr.String(), -1)
+		last := lines[len(lines)-1]
+		if !regexp.MustCompile(`^\d\d:\d\d:\d\d OK 3 of 3 servers at or above 2\.14\.0$`).MatchString(last) {
+			t.Errorf("last progress line %q, want OK with 3 of 3 servers", last)
+		}
+		for i := 1; i < len(lines); i++ {
+			if lines[i][9:] == lines[i-1][9:] {
+				t.Errorf("line %d repeats the picture of the line before: %q", i, lines[i])
+			}
+		}
+		if !strings.HasPrefix(b.stdout.String(), "OK: 3 of 3 expected servers answered") {
+			t.Errorf("final report:\n%s", b.stdout)
+		}
+		t.Logf("progress:\n%s", strings.Join(lines, "\n"))
+	})
+}
+
+func TestWaitUnreachableAndUsage(t *testing.T) {
+	res := runCmd(t, "check", "--wait", "1s", "--audit.min-interval", "200ms", "--timeout", "500ms", "-s", "nats://127.0.0.1:1")
+	if res.code != exitUnknown {
+		t.Errorf("exit %d, want 3", res.code)
+	}
+	for _, want := range []string{"UNKNOWN cannot reach NATS at nats://127.0.0.1:1", "; still waiting\n",
+		"the wait timed out after 1s: status UNKNOWN, wanted OK", "error: cannot reach NATS at nats://127.0.0.1:1"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, res.stderr)
+		}
+	}
+	if n := len(progressRE.FindAllString(res.stderr, -1)); n != 1 {
+		t.Errorf("%d progress lines for one unchanging failure, want 1:\n%s", n, res.stderr)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--wait-for", "ok"}, "--wait-for needs --wait"},
+		{[]string{"--wait=-1s"}, "--wait -1s: must not be negative"},
+		{[]string{"--wait", "1s", "--audit.min-interval", "0s"}, "--audit.min-interval 0s: must be positive"},
+		{[]string{"--wait", "1s", "--wait-for", "critical"}, "enum value must be one of"},
+	} {
+		res := runCmd(t, append([]string{"check", "-s", "nats://127.0.0.1:1"}, tt.args...)...)
+		if res.code != exitUnknown || !strings.Contains(res.stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q, want 3 and %q", tt.args, res.code, res.stderr, tt.want)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// lookupRuns is how many consumer lookups the p99 is taken over.
+const lookupRuns = 1000
+
+// lookupResult is what serve's consumer API costs.
+type lookupResult struct {
+	first, p50, p99 time.Duration
+}
+
+// lookups measures /api/v1/consumers/... of `serve` over loopback: once the
+// first audit is complete, the first lookup, which indexes it, then the p99 of
+// lookupRuns lookups of consumers spread over every stream, all served from
+// that audit.
+func lookups(h *natstest.Program, cfg config, sys *natstest.System, streams []streamRef, res *sizeResult) {
+	base := startServe(h, cfg.auditor, sys.URL("n1"), "1h")
+	get := func(i int) time.Duration {
+		st := streams[i/consumersPerStream]
+		url := fmt.Sprintf("%s/api/v1/consumers/%s/%s/C%05d", base, st.account, st.name, i)
+		start := time.Now()
+		resp, err := http.Get(url)
+		if err != nil {
+			h.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			h.Fatalf("lookup %s: %d %v", url, resp.StatusCode, err)
+		}
+		return time.Since(start)
+	}
+	err := natstest.Eventually(2*time.Minute, func() error {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz %d", resp.StatusCode)
+		}
+		return nil
+	})
+	if err != nil {
+		h.Fatal(err)
+	}
+	res.lookup.first = get(0)
+	ds := make([]time.Duration, 0, lookupRuns)
+	for i := range lookupRuns {
+		ds = append(ds, get((i*7919)%cfg.consumers))
+	}
+	slices.Sort(ds)
+	res.lookup.p50 = ds[len(ds)/2]
+	res.lookup.p99 = ds[len(ds)*99/100-1]
+}
+
+func lookupRows(row func(string, func(sizeResult) string)) {
+	row("API consumer lookup: the first after an audit (indexes it)", func(r sizeResult) string { return ms(r.lookup.first) })
+	row(fmt.Sprintf("API consumer lookup from the last audit, p99 (median) of %d", lookupRuns), func(r sizeResult) string {
+		return fmt.Sprintf("%.2f ms (%.2f ms)", float64(r.lookup.p99)/float64(time.Millisecond), float64(r.lookup.p50)/float64(time.Millisecond))
+	})
+}
