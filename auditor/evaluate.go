@@ -346,7 +346,7 @@ func (e *evaluation) asset(a Asset) {
 		f := base
 		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		f.Message = fmt.Sprintf("consumer %s is led by %s running %s, below the floor %s", name, leader.Name, leader.Version, e.floor())
-		if !AnswersReset(leader.Version) {
+		if !answersReset(leader.Version) {
 			f.Message = fmt.Sprintf("consumer %s is led by %s running %s: RESET (first in 2.14.0) to it goes unanswered", name, leader.Name, leader.Version)
 		}
 		e.add(f)
@@ -365,7 +365,7 @@ func (e *evaluation) asset(a Asset) {
 	// A follower is at risk while its leader would accept a RESET; a leader
 	// that does not know RESET never replicates one. A leaderless consumer
 	// may get a new leader that does.
-	resetReachesFollowers := !hasLeader || AnswersReset(leader.Version)
+	resetReachesFollowers := !hasLeader || answersReset(leader.Version)
 	for _, peer := range a.Peers {
 		s, ok := e.byName[peer]
 		if !ok {
@@ -375,7 +375,7 @@ func (e *evaluation) asset(a Asset) {
 			f := base
 			f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
 			f.Message = fmt.Sprintf("consumer %s has follower %s running %s, below the floor %s", name, s.Name, s.Version, e.floor())
-			if !AnswersReset(s.Version) {
+			if !answersReset(s.Version) {
 				f.Message = fmt.Sprintf("consumer %s has follower %s running %s: a RESET answered by a leader at 2.14.0 or later crashes it", name, s.Name, s.Version)
 			}
 			e.add(f)

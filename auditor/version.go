@@ -12,18 +12,6 @@ import (
 // 2.14.0 is the first release that answers $JS.API.CONSUMER.RESET.
 const DefaultFloor = "v2.14.0"
 
-// ResetFirst is the first release with $JS.API.CONSUMER.RESET, and with the
-// replicated entry (op type 18) that crashes an older follower.
-const ResetFirst = "v2.14.0"
-
-// AnswersReset reports whether a server of this version knows RESET: as a
-// leader it answers it, as a follower it applies what its leader replicates.
-// An unparseable version does not.
-func AnswersReset(version string) bool {
-	v := CompareToFloor(version, ResetFirst)
-	return v == VerdictAtFloor || v == VerdictAbove
-}
-
 // fipsSuffix marks a FIPS build of a release. It is a build flavour, not a
 // pre-release: 2.14.0-fips is 2.14.0.
 const fipsSuffix = "-fips"

@@ -281,6 +281,22 @@ func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
 		if code != http.StatusOK || c.Reset != client.VerdictUnknown || !strings.Contains(c.Reason, "n3") {
 			t.Errorf("after n3 died: %d %s %q\n%s", code, c.Reset, c.Reason, body)
 		}
+		// Missing, and still the 2.12 server it was when last seen.
+		code, body = d.get(t, "/api/v1/report?max_age=0s")
+		var rep reportAPIOutput
+		if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK {
+			t.Fatalf("/api/v1/report: %d %v\n%.300s", code, err, body)
+		}
+		var missing []auditor.Finding
+		for _, f := range withCode(rep.Findings, auditor.ServerMissing) {
+			if f.Server == "n3" {
+				missing = append(missing, f)
+			}
+		}
+		if len(missing) != 1 || missing[0].Version != "2.12.15" || missing[0].ServerLevel == nil || *missing[0].ServerLevel != 3 ||
+			!strings.Contains(missing[0].Message, "last seen running 2.12.15") {
+			t.Errorf("SERVER_MISSING n3 %+v", missing)
+		}
 	})
 }
 
