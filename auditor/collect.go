@@ -29,11 +29,13 @@ const (
 	subjectServer = "$SYS.REQ.SERVER.%s.%s" // server id, endpoint
 )
 
+// concurrency is how many servers are asked for LEAFZ and JSZ at once.
+const concurrency = 16
+
 // Defaults for Options.
 const (
 	DefaultTimeout     = 5 * time.Second
 	DefaultJSZPageSize = 1024
-	DefaultConcurrency = 16
 	// DefaultMaxReplyBytes bounds one reply the audit decodes. A JSZ page
 	// with configs costs about 600 bytes per consumer a server hosts: 64 MiB
 	// is some 100,000 consumers on one server.
@@ -49,8 +51,6 @@ type Options struct {
 	Expect int
 	// JSZPageSize is how many accounts one JSZ request asks a server for.
 	JSZPageSize int
-	// Concurrency is how many servers are asked for LEAFZ and JSZ at once.
-	Concurrency int
 	// MaxReplyBytes drops (as AUDIT_INCOMPLETE) any reply larger than this
 	// instead of decoding it; 0 means DefaultMaxReplyBytes.
 	MaxReplyBytes int
@@ -69,9 +69,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.JSZPageSize <= 0 {
 		o.JSZPageSize = DefaultJSZPageSize
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = DefaultConcurrency
 	}
 	if o.MaxReplyBytes <= 0 {
 		o.MaxReplyBytes = DefaultMaxReplyBytes
@@ -154,10 +151,9 @@ func newCollection(ctx context.Context, nc *nats.Conn, opts Options) *collection
 		seen:     map[string]bool{},
 		names:    map[string]bool{},
 		clusters: map[string]bool{},
-		assets:   assetIndex{byStream: map[streamKey]*streamAssets{}},
-		meta:     map[string]*MetaGroup{},
+		merged:   newMerger(),
 		wake:     make(chan struct{}, 1),
-		sem:      make(chan struct{}, opts.Concurrency),
+		sem:      make(chan struct{}, concurrency),
 	}
 	c.snap.Started = time.Now()
 	c.snap.ExpectedCount = opts.Expect
@@ -175,25 +171,6 @@ func parentErr(ctx context.Context) error {
 	return nil
 }
 
-type streamKey struct {
-	domain, account, stream string
-}
-
-type mergedAsset struct {
-	Asset
-	// leaderSelf is set once the leader itself reported the asset: its word
-	// on who leads wins over a follower's possibly stale view.
-	leaderSelf bool
-}
-
-// addPeer adds a peer name once; a RAFT group has a handful of peers, so a
-// slice beats a map.
-func (a *mergedAsset) addPeer(name string) {
-	if name != "" && !slices.Contains(a.Peers, name) {
-		a.Peers = append(a.Peers, name)
-	}
-}
-
 type collection struct {
 	ctx      context.Context
 	nc       *nats.Conn
@@ -209,8 +186,7 @@ type collection struct {
 	seen         map[string]bool // server ids that answered STATSZ
 	names        map[string]bool // their names
 	clusters     map[string]bool // their clusters
-	assets       assetIndex
-	meta         map[string]*MetaGroup // by JetStream domain
+	merged       *merger
 	inflight     int
 	noResponders bool
 	closed       bool
@@ -493,139 +469,22 @@ func parseJSZ(data []byte) (*jszData, error) {
 	return resp.Data, nil
 }
 
-// ErrReplyTooLarge marks a reply dropped for exceeding Options.MaxReplyBytes.
-var ErrReplyTooLarge = errors.New("reply exceeds the size limit")
+// errReplyTooLarge marks a reply dropped for exceeding Options.MaxReplyBytes.
+var errReplyTooLarge = errors.New("reply exceeds the size limit")
 
 func (c *collection) checkSize(data []byte) error {
 	if len(data) > c.opts.MaxReplyBytes {
-		return fmt.Errorf("%w: %d bytes, limit %d (--max-reply-bytes)", ErrReplyTooLarge, len(data), c.opts.MaxReplyBytes)
+		return fmt.Errorf("%w: %d bytes, limit %d", errReplyTooLarge, len(data), c.opts.MaxReplyBytes)
 	}
 	return nil
 }
 
+// addJSZ merges one JSZ page of srv and expects every server it names.
 func (c *collection) addJSZ(srv Server, js *jszData) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if m := js.Meta; m != nil {
-		g := c.meta[srv.Domain]
-		if g == nil {
-			g = &MetaGroup{Domain: srv.Domain}
-			c.meta[srv.Domain] = g
-		}
-		g.Cluster = m.Name
-		// The largest size any member reports: a server that stopped, even
-		// gracefully, stays a peer until it is removed from the group.
-		g.Size = max(g.Size, m.Size)
-		if m.Leader != "" && (g.Leader == "" || srv.Name == m.Leader) {
-			g.Leader = m.Leader
-		}
-		peers := []string{srv.Name, m.Leader}
-		for _, p := range m.Replicas {
-			if p != nil {
-				peers = append(peers, p.Name)
-			}
-		}
-		for _, p := range peers {
-			if p != "" && !slices.Contains(g.Peers, p) {
-				g.Peers = append(g.Peers, p)
-			}
-			c.expect(p, srv.Name)
-		}
-	}
-	// Every leader and peer an asset names is expected to answer: a server
-	// that left its routes (a graceful shutdown does so at once) stays in
-	// the RAFT groups of what it hosted.
-	named := map[string]struct{}{}
-	for _, acc := range js.AccountDetails {
-		for i := range acc.Streams {
-			sd := &acc.Streams[i]
-			sa := c.assets.stream(streamKey{srv.Domain, acc.Name, sd.Name})
-			sa.stream.merge(srv.Name, sd.Cluster, sd.Config.replicas(), sd.Config.requiredLevel())
-			addNames(named, sd.Cluster)
-			for j := range sd.Consumers {
-				ci := &sd.Consumers[j]
-				c.assets.consumer(sa, ci.Name).merge(srv.Name, ci.Cluster, ci.Config.replicas(), ci.Config.requiredLevel())
-				addNames(named, ci.Cluster)
-			}
-		}
-	}
-	for name := range named {
+	for _, name := range c.merged.add(srv.Name, srv.Domain, js) {
 		c.expect(name, srv.Name)
-	}
-}
-
-// addNames adds the leader and replicas a RAFT group's report names.
-func addNames(named map[string]struct{}, ci *clusterInfo) {
-	if ci == nil {
-		return
-	}
-	if ci.Leader != "" {
-		named[ci.Leader] = struct{}{}
-	}
-	for _, p := range ci.Replicas {
-		if p != nil && p.Name != "" {
-			named[p.Name] = struct{}{}
-		}
-	}
-}
-
-// assetIndex holds the merged assets, in the order they were first reported.
-// Consumers are found through their stream: hashing one name per consumer,
-// not four, is most of what merging 30,000 of them costs.
-type assetIndex struct {
-	byStream  map[streamKey]*streamAssets
-	streams   []*mergedAsset
-	consumers []*mergedAsset
-}
-
-type streamAssets struct {
-	stream    *mergedAsset
-	consumers map[string]*mergedAsset
-}
-
-func (idx *assetIndex) stream(key streamKey) *streamAssets {
-	sa := idx.byStream[key]
-	if sa == nil {
-		sa = &streamAssets{stream: &mergedAsset{Asset: Asset{Kind: KindStream, Domain: key.domain, Account: key.account, Stream: key.stream}},
-			consumers: map[string]*mergedAsset{}}
-		idx.byStream[key] = sa
-		idx.streams = append(idx.streams, sa.stream)
-	}
-	return sa
-}
-
-func (idx *assetIndex) consumer(sa *streamAssets, name string) *mergedAsset {
-	a := sa.consumers[name]
-	if a == nil {
-		a = &mergedAsset{Asset: sa.stream.Asset}
-		a.Kind, a.Consumer, a.Leader, a.Peers, a.Replicas, a.RequiredLevel = KindConsumer, name, "", nil, 0, 0
-		sa.consumers[name] = a
-		idx.consumers = append(idx.consumers, a)
-	}
-	return a
-}
-
-// merge adds one server's report of the asset.
-func (a *mergedAsset) merge(reporter string, ci *clusterInfo, replicas, level int) {
-	a.addPeer(reporter)
-	a.Replicas = max(a.Replicas, replicas)
-	a.RequiredLevel = max(a.RequiredLevel, level)
-	if ci == nil {
-		// A server outside any cluster hosts its assets alone and leads them.
-		a.Leader, a.leaderSelf = reporter, true
-		return
-	}
-	for _, p := range ci.Replicas {
-		if p != nil {
-			a.addPeer(p.Name)
-		}
-	}
-	switch {
-	case ci.Leader == "":
-	case ci.Leader == reporter:
-		a.Leader, a.leaderSelf = reporter, true
-	case !a.leaderSelf:
-		a.Leader = ci.Leader
 	}
 }
 
@@ -635,25 +494,6 @@ func (c *collection) snapshot() *Snapshot {
 	s := c.snap
 	s.Duration = time.Since(s.Started)
 	s.Requests = int(c.requests.Load())
-	s.Streams = flatten(c.assets.streams)
-	s.Consumers = flatten(c.assets.consumers)
-	for _, d := range sortedKeys(c.meta) {
-		g := *c.meta[d]
-		slices.Sort(g.Peers)
-		s.Meta = append(s.Meta, g)
-	}
+	s.Streams, s.Consumers, s.Meta = c.merged.streams(), c.merged.consumers(), c.merged.metaGroups()
 	return &s
-}
-
-// flatten lists the merged assets in the order they were first reported.
-// Nothing downstream depends on their order (Evaluate sorts its findings),
-// and sorting 30,000 of them cost more than the rest of the merge.
-func flatten(order []*mergedAsset) []Asset {
-	out := make([]Asset, len(order))
-	for i, a := range order {
-		slices.Sort(a.Peers)
-		a.Replicas = max(a.Replicas, len(a.Peers))
-		out[i] = a.Asset
-	}
-	return out
 }

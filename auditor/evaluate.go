@@ -206,7 +206,7 @@ func (e *evaluation) missing(snap *Snapshot) int {
 	unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing
 	if unnamed > 0 && namedMissing == 0 && staleCount(snap.Servers) {
 		// Only the servers' own counts can hold a stale id; a shortfall
-		// against --expect stays.
+		// against the caller's Expect stays.
 		unnamed -= min(unnamed, maxActive(snap.Servers)-len(snap.Servers))
 	}
 	message := fmt.Sprintf("%d of %d expected servers answered; %d missing servers were never named",

@@ -20,7 +20,8 @@ type Snapshot struct {
 	Leafnodes []LeafLink
 
 	// ExpectedCount is the number of servers the audit expected to answer:
-	// the largest of --expect and the active server counts servers reported.
+	// the largest of Options.Expect and the active server counts servers
+	// reported.
 	ExpectedCount int
 	// ExpectedNames maps the name of every server some server named (as a
 	// route, a JetStream meta peer, or the leader or a peer of a stream or

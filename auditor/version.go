@@ -16,8 +16,8 @@ const DefaultFloor = "v2.14.0"
 // pre-release: 2.14.0-fips is 2.14.0.
 const fipsSuffix = "-fips"
 
-// ErrVersionEmpty is returned by ParseVersion for an empty version string.
-var ErrVersionEmpty = errors.New("empty version")
+// errVersionEmpty is returned by ParseVersion for an empty version string.
+var errVersionEmpty = errors.New("empty version")
 
 // ParseVersion normalises a nats-server version ("2.14.0", "v2.14",
 // "2.14.3-fips", "2.14.0-RC.2") into canonical semantic-version form
@@ -25,7 +25,7 @@ var ErrVersionEmpty = errors.New("empty version")
 func ParseVersion(s string) (string, error) {
 	v := strings.TrimSpace(s)
 	if v == "" {
-		return "", ErrVersionEmpty
+		return "", errVersionEmpty
 	}
 	v = strings.TrimSuffix(v, fipsSuffix)
 	if !strings.HasPrefix(v, "v") {

@@ -1,0 +1,197 @@
+package auditor
+
+import (
+	"slices"
+)
+
+// merger folds the JSZ pages of every server into one view of the assets and
+// meta groups. Each replica reports an asset from where it stands; the
+// merged asset has the leader's own word on who leads, every peer any
+// reporter names, and the largest replica count. It is not safe for
+// concurrent use: the collection calls it under its lock.
+type merger struct {
+	byStream     map[streamKey]*streamAssets
+	streamList   []*mergedAsset
+	consumerList []*mergedAsset
+	meta         map[string]*MetaGroup // by JetStream domain
+}
+
+func newMerger() *merger {
+	return &merger{byStream: map[streamKey]*streamAssets{}, meta: map[string]*MetaGroup{}}
+}
+
+type streamKey struct {
+	domain, account, stream string
+}
+
+// streamAssets is a stream with its consumers: consumers are found through
+// their stream, as hashing one name per consumer, not four, is most of what
+// merging 30,000 of them costs.
+type streamAssets struct {
+	stream    *mergedAsset
+	consumers map[string]*mergedAsset
+}
+
+type mergedAsset struct {
+	Asset
+	// leaderSelf is set once the leader itself reported the asset: its word
+	// on who leads wins over a follower's possibly stale view.
+	leaderSelf bool
+}
+
+// add merges one JSZ page that reporter, of JetStream domain domain, sent,
+// and returns the names of the servers it names: meta peers, and the
+// leader and peers of every asset. Each is expected to answer: a server that
+// left its routes (a graceful shutdown does so at once) stays in the RAFT
+// groups it was in.
+func (m *merger) add(reporter, domain string, js *jszData) []string {
+	named := map[string]struct{}{}
+	if mc := js.Meta; mc != nil {
+		m.addMeta(reporter, domain, mc, named)
+	}
+	for _, acc := range js.AccountDetails {
+		for i := range acc.Streams {
+			sd := &acc.Streams[i]
+			sa := m.stream(streamKey{domain, acc.Name, sd.Name})
+			sa.stream.merge(reporter, sd.Cluster, sd.Config.replicas(), sd.Config.requiredLevel())
+			addNames(named, sd.Cluster)
+			for j := range sd.Consumers {
+				ci := &sd.Consumers[j]
+				m.consumer(sa, ci.Name).merge(reporter, ci.Cluster, ci.Config.replicas(), ci.Config.requiredLevel())
+				addNames(named, ci.Cluster)
+			}
+		}
+	}
+	delete(named, reporter)
+	names := make([]string, 0, len(named))
+	for name := range named {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named map[string]struct{}) {
+	g := m.meta[domain]
+	if g == nil {
+		g = &MetaGroup{Domain: domain}
+		m.meta[domain] = g
+	}
+	g.Cluster = mc.Name
+	// The largest size any member reports: a server that stopped, even
+	// gracefully, stays a peer until it is removed from the group.
+	g.Size = max(g.Size, mc.Size)
+	if mc.Leader != "" && (g.Leader == "" || reporter == mc.Leader) {
+		g.Leader = mc.Leader
+	}
+	peers := []string{reporter, mc.Leader}
+	for _, p := range mc.Replicas {
+		if p != nil {
+			peers = append(peers, p.Name)
+		}
+	}
+	for _, p := range peers {
+		if p != "" {
+			if !slices.Contains(g.Peers, p) {
+				g.Peers = append(g.Peers, p)
+			}
+			named[p] = struct{}{}
+		}
+	}
+}
+
+// addNames adds the leader and replicas a RAFT group's report names.
+func addNames(named map[string]struct{}, ci *clusterInfo) {
+	if ci == nil {
+		return
+	}
+	if ci.Leader != "" {
+		named[ci.Leader] = struct{}{}
+	}
+	for _, p := range ci.Replicas {
+		if p != nil && p.Name != "" {
+			named[p.Name] = struct{}{}
+		}
+	}
+}
+
+func (m *merger) stream(key streamKey) *streamAssets {
+	sa := m.byStream[key]
+	if sa == nil {
+		sa = &streamAssets{stream: &mergedAsset{Asset: Asset{Kind: KindStream, Domain: key.domain, Account: key.account, Stream: key.stream}},
+			consumers: map[string]*mergedAsset{}}
+		m.byStream[key] = sa
+		m.streamList = append(m.streamList, sa.stream)
+	}
+	return sa
+}
+
+func (m *merger) consumer(sa *streamAssets, name string) *mergedAsset {
+	a := sa.consumers[name]
+	if a == nil {
+		s := sa.stream
+		a = &mergedAsset{Asset: Asset{Kind: KindConsumer, Domain: s.Domain, Account: s.Account, Stream: s.Stream, Consumer: name}}
+		sa.consumers[name] = a
+		m.consumerList = append(m.consumerList, a)
+	}
+	return a
+}
+
+// merge adds one server's report of the asset.
+func (a *mergedAsset) merge(reporter string, ci *clusterInfo, replicas, level int) {
+	a.addPeer(reporter)
+	a.Replicas = max(a.Replicas, replicas)
+	a.RequiredLevel = max(a.RequiredLevel, level)
+	if ci == nil {
+		// A server outside any cluster hosts its assets alone and leads them.
+		a.Leader, a.leaderSelf = reporter, true
+		return
+	}
+	for _, p := range ci.Replicas {
+		if p != nil {
+			a.addPeer(p.Name)
+		}
+	}
+	switch {
+	case ci.Leader == "":
+	case ci.Leader == reporter:
+		a.Leader, a.leaderSelf = reporter, true
+	case !a.leaderSelf:
+		a.Leader = ci.Leader
+	}
+}
+
+// addPeer adds a peer name once; a RAFT group has a handful of peers, so a
+// slice beats a map.
+func (a *mergedAsset) addPeer(name string) {
+	if name != "" && !slices.Contains(a.Peers, name) {
+		a.Peers = append(a.Peers, name)
+	}
+}
+
+func (m *merger) streams() []Asset   { return flatten(m.streamList) }
+func (m *merger) consumers() []Asset { return flatten(m.consumerList) }
+
+// metaGroups lists the meta groups by domain.
+func (m *merger) metaGroups() []MetaGroup {
+	var out []MetaGroup
+	for _, d := range sortedKeys(m.meta) {
+		g := *m.meta[d]
+		g.Peers = slices.Sorted(slices.Values(g.Peers))
+		out = append(out, g)
+	}
+	return out
+}
+
+// flatten lists the merged assets in the order they were first reported.
+// Nothing downstream depends on their order (Evaluate sorts its findings),
+// and sorting 30,000 of them cost more than the rest of the merge.
+func flatten(order []*mergedAsset) []Asset {
+	out := make([]Asset, len(order))
+	for i, a := range order {
+		slices.Sort(a.Peers)
+		a.Replicas = max(a.Replicas, len(a.Peers))
+		out[i] = a.Asset
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+package auditor
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// report is one server's JSZ line about an asset: its view of the leader
+// and of the other peers, and the configured replicas.
+type report struct {
+	reporter, leader string
+	replicas         []string
+	configured       int
+}
+
+func page(account, stream string, consumer string, r report) *jszData {
+	ci := &clusterInfo{Leader: r.leader}
+	for _, p := range r.replicas {
+		ci.Replicas = append(ci.Replicas, &namedPeer{Name: p})
+	}
+	cfg := &jszConfig{Replicas: r.configured}
+	sd := jszStream{Name: stream, Cluster: ci, Config: cfg}
+	if consumer != "" {
+		sd = jszStream{Name: stream, Consumers: []jszConsumer{{Name: consumer, Cluster: ci, Config: cfg}}}
+	}
+	return &jszData{AccountDetails: []jszAccount{{Name: account, Streams: []jszStream{sd}}}}
+}
+
+func TestMergeAssets(t *testing.T) {
+	tests := []struct {
+		name     string
+		reports  []report
+		leader   string
+		peers    []string
+		replicas int
+	}{
+		{"the leader's own word wins over a follower's stale view reported after it",
+			[]report{{"n1", "n1", []string{"n2", "n3"}, 3}, {"n2", "n3", []string{"n1", "n3"}, 3}, {"n3", "n1", []string{"n1", "n2"}, 3}},
+			"n1", []string{"n1", "n2", "n3"}, 3},
+		{"a follower's word stands while the leader has not reported",
+			[]report{{"n2", "n3", []string{"n1", "n3"}, 3}},
+			"n3", []string{"n1", "n2", "n3"}, 3},
+		{"peers from every reporter",
+			[]report{{"n1", "n1", []string{"n2"}, 3}, {"n3", "n1", nil, 3}},
+			"n1", []string{"n1", "n2", "n3"}, 3},
+		{"replicas never below the peers seen",
+			[]report{{"n1", "n1", []string{"n2", "n3"}, 1}},
+			"n1", []string{"n1", "n2", "n3"}, 3},
+		{"no leader",
+			[]report{{"n1", "", []string{"n2", "n3"}, 3}},
+			"", []string{"n1", "n2", "n3"}, 3},
+	}
+	for _, tt := range tests {
+		for _, consumer := range []string{"", "C"} {
+			t.Run(fmt.Sprintf("%s/consumer=%q", tt.name, consumer), func(t *testing.T) {
+				m := newMerger()
+				for _, r := range tt.reports {
+					m.add(r.reporter, "", page("APP", "S", consumer, r))
+				}
+				assets := m.streams()
+				if consumer != "" {
+					assets = m.consumers()
+				}
+				if len(assets) != 1 {
+					t.Fatalf("%d assets", len(assets))
+				}
+				a := assets[0]
+				if a.Leader != tt.leader || !slices.Equal(a.Peers, tt.peers) || a.Replicas != tt.replicas {
+					t.Errorf("leader %q peers %v R%d, want %q %v R%d", a.Leader, a.Peers, a.Replicas, tt.leader, tt.peers, tt.replicas)
+				}
+			})
+		}
+	}
+}
+
+// A consumer is built from its own reports alone: nothing of its stream's
+// merged state (leader, peers, replicas, level) leaks into it.
+func TestMergeConsumerOwnsItsFields(t *testing.T) {
+	m := newMerger()
+	stream := page("APP", "S", "", report{"n1", "n1", []string{"n2", "n3"}, 3})
+	stream.AccountDetails[0].Streams[0].Config.Metadata.RequiredLevel = "4"
+	stream.AccountDetails[0].Streams[0].Consumers = []jszConsumer{{Name: "C", Config: &jszConfig{Replicas: 1}, Cluster: &clusterInfo{Leader: "n2"}}}
+	m.add("n2", "hub", stream)
+	c := m.consumers()
+	want := Asset{Kind: KindConsumer, Domain: "hub", Account: "APP", Stream: "S", Consumer: "C", Leader: "n2", Peers: []string{"n2"}, Replicas: 1}
+	if len(c) != 1 || fmt.Sprint(c[0]) != fmt.Sprint(want) {
+		t.Errorf("consumer %+v, want %+v", c, want)
+	}
+}
+
+func TestMergeNamesEveryServerOnce(t *testing.T) {
+	m := newMerger()
+	js := page("APP", "S", "", report{"n1", "n2", []string{"n2", "n3"}, 3})
+	js.Meta = &metaClusterInfo{Name: "c1", Leader: "n4", Replicas: []*namedPeer{{Name: "n1"}, {Name: "n5"}}, Size: 5}
+	if got := m.add("n1", "", js); !slices.Equal(got, []string{"n2", "n3", "n4", "n5"}) {
+		t.Errorf("named %v", got)
+	}
+	g := m.metaGroups()
+	if len(g) != 1 || g[0].Size != 5 || g[0].Leader != "n4" || !slices.Equal(g[0].Peers, []string{"n1", "n4", "n5"}) {
+		t.Errorf("meta %+v", g)
+	}
+}
