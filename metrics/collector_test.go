@@ -3,38 +3,17 @@ package metrics
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/fixture"
 )
 
-// mixedResult is the result of auditing a 2.14/2.14/2.12 cluster with one
-// server gone, a consumer led by 2.12, one followed by it, and an
-// unaudited leafnode link.
-func mixedResult() auditor.Result {
-	snap := &auditor.Snapshot{
-		Duration: 250 * time.Millisecond,
-		Servers: []auditor.Server{
-			{ID: "ID1", Name: "n1", Cluster: "c1", Version: "2.14.0", JetStream: true, APILevel: 4},
-			{ID: "ID2", Name: "n2", Cluster: "c1", Version: "2.14.0", JetStream: true, APILevel: 4},
-			{ID: "ID3", Name: "n3", Cluster: "c1", Version: "2.12.15", JetStream: true, APILevel: 3},
-		},
-		Consumers: []auditor.Asset{
-			{Kind: auditor.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "a", Leader: "n3", Peers: []string{"n1", "n2", "n3"}},
-			{Kind: auditor.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "b", Leader: "n1", Peers: []string{"n1", "n2", "n3"}},
-			{Kind: auditor.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "c", Leader: "n2", Peers: []string{"n2"}},
-		},
-		Streams:       []auditor.Asset{{Kind: auditor.KindStream, Account: "APP", Stream: "ORDERS", Leader: "n2", Peers: []string{"n1", "n2", "n3"}}},
-		Leafnodes:     []auditor.LeafLink{{Server: "n1", Peer: "edge", Account: "APP"}},
-		ExpectedNames: map[string][]string{"n4": {"n1"}},
-	}
-	r := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
-	return auditor.Result{Report: r, Audits: 3,
-		Finished:    time.Unix(1700000100, 0),
-		LastSuccess: time.Unix(1700000000, 0)}
-}
+// mixedResult is the shared fixture (internal/fixture): a 2.14/2.14/2.12
+// cluster with one server gone, a consumer led by 2.12, one followed by it,
+// and an unaudited leafnode link.
+func mixedResult() auditor.Result { return fixture.Result() }
 
 const mixedExposition = `
 # HELP nats_version_auditor_up 1 if the last audit reached every expected server and read every reply, else 0.

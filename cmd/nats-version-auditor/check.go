@@ -227,15 +227,7 @@ func (c *reportCommand) run(ctx context.Context, conn *connFlags, logger *slog.L
 	if err != nil {
 		return fail(stderr, err)
 	}
-	audited := map[string]bool{}
-	for _, s := range r.Servers {
-		audited[s.Name] = true
-	}
-	out := reportOutput{Status: r.Status, Floor: r.Floor, Servers: nonNil(r.Servers), Clusters: nonNil(r.Clusters),
-		Leafnodes: []leafOutput{}, Audit: newAuditInfo(r)}
-	for _, l := range r.Leafnodes {
-		out.Leafnodes = append(out.Leafnodes, leafOutput{Server: l.Server, Peer: l.Peer, Account: l.Account, Audited: audited[l.Peer]})
-	}
+	out := reportOf(r)
 	if c.format == "json" {
 		err = writeJSON(stdout, out)
 	} else {
@@ -245,6 +237,20 @@ func (c *reportCommand) run(ctx context.Context, conn *connFlags, logger *slog.L
 		return fail(stderr, fmt.Errorf("write output: %w", err))
 	}
 	return exitOK
+}
+
+// reportOf is the inventory `report` prints.
+func reportOf(r *auditor.Report) reportOutput {
+	audited := map[string]bool{}
+	for _, s := range r.Servers {
+		audited[s.Name] = true
+	}
+	out := reportOutput{Status: r.Status, Floor: r.Floor, Servers: nonNil(r.Servers), Clusters: nonNil(r.Clusters),
+		Leafnodes: []leafOutput{}, Audit: newAuditInfo(r)}
+	for _, l := range r.Leafnodes {
+		out.Leafnodes = append(out.Leafnodes, leafOutput{Server: l.Server, Peer: l.Peer, Account: l.Account, Audited: audited[l.Peer]})
+	}
+	return out
 }
 
 func writeReportText(w io.Writer, out reportOutput, r *auditor.Report) error {
