@@ -55,7 +55,7 @@ type ClusterReport struct {
 // and policy always give the same report.
 func Evaluate(snap *Snapshot, p Policy) *Report {
 	e := evaluation{p: p, byName: make(map[string]*ServerReport, len(snap.Servers))}
-	r := &Report{Floor: strings.TrimPrefix(p.Floor, "v"), Snapshot: snap}
+	r := &Report{Floor: Display(p.Floor), Snapshot: snap}
 
 	r.Servers = make([]ServerReport, len(snap.Servers))
 	for i, s := range snap.Servers {
@@ -108,7 +108,7 @@ type evaluation struct {
 	findings []Finding
 }
 
-func (e *evaluation) floor() string { return strings.TrimPrefix(e.p.Floor, "v") }
+func (e *evaluation) floor() string { return Display(e.p.Floor) }
 
 func (e *evaluation) add(f Finding) {
 	f.Severity = SeverityOf(f.Code)

@@ -83,7 +83,7 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 		return ResetUnknown, fmt.Sprintf("leader %s is not among the consumer's peers", leader)
 	}
 	if !answersReset(lead.Version) {
-		return ResetUnanswered, fmt.Sprintf("leader %s runs %s, below %s: it does not answer RESET", lead.Name, lead.Version, strings.TrimPrefix(ResetVersion, "v"))
+		return ResetUnanswered, fmt.Sprintf("leader %s runs %s, below %s: it does not answer RESET", lead.Name, lead.Version, Display(ResetVersion))
 	}
 	var old []string
 	for _, p := range peers {
@@ -95,7 +95,7 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 		return ResetCrashesFollower, fmt.Sprintf("leader %s runs %s and answers RESET, but follower %s would crash on the replicated reset",
 			lead.Name, lead.Version, strings.Join(old, ", "))
 	}
-	return ResetSafe, fmt.Sprintf("leader %s and every peer run %s or later", lead.Name, strings.TrimPrefix(ResetVersion, "v"))
+	return ResetSafe, fmt.Sprintf("leader %s and every peer run %s or later", lead.Name, Display(ResetVersion))
 }
 
 // answersReset reports whether a server of version v knows RESET. A

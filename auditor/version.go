@@ -37,6 +37,12 @@ func ParseVersion(s string) (string, error) {
 	return semver.Canonical(v), nil
 }
 
+// Display writes a version normalised by ParseVersion as servers and
+// operators write it: "v2.14.0" is "2.14.0".
+func Display(version string) string {
+	return strings.TrimPrefix(version, "v")
+}
+
 // Verdict says where a server version stands against the floor.
 type Verdict string
 

@@ -22,7 +22,7 @@ type policyFlags struct {
 }
 
 func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) {
-	cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(strings.TrimPrefix(auditor.DefaultFloor, "v")).StringVar(&p.floor)
+	cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(auditor.Display(auditor.DefaultFloor)).StringVar(&p.floor)
 }
 
 func (p *policyFlags) policy() (auditor.Policy, error) {
