@@ -137,7 +137,8 @@ func generate(root string) ([]output, error) {
 	var rule bytes.Buffer
 	rule.WriteString(header)
 	rule.WriteString(`# The PrometheusRule of the kustomize base. Prometheus Operator picks it up when the rule
-# selector of your Prometheus matches its labels (kube-prometheus-stack: add release=<its release>).
+# selector of your Prometheus matches its labels: release: kube-prometheus-stack is what a default
+# kube-prometheus-stack selects; an overlay sets yours (see kustomization.yaml).
 apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
 metadata:
@@ -145,6 +146,7 @@ metadata:
   labels:
     app.kubernetes.io/name: nats-version-auditor
     app.kubernetes.io/component: alerting
+    release: kube-prometheus-stack
 spec:
 `)
 	rule.Write(indent(body, "  "))
