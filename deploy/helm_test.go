@@ -263,7 +263,7 @@ func TestHelmTemplateRejectsBadValues(t *testing.T) {
 		// YAML reads 2.10 as the number 2.1: a silently lowered floor. Strings only.
 		"floor as a number":  {"audit:\n  floor: 2.10\n", "/audit/floor"},
 		"image tag a number": {"image:\n  tag: 1.0\n", "/image/tag"},
-		"not a duration":             {"audit:\n  minInterval: often\n", "/audit/minInterval"},
+		"not a duration":     {"audit:\n  minInterval: often\n", "/audit/minInterval"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

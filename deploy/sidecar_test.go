@@ -129,8 +129,8 @@ func TestNatsChartIsTheOfficialOne(t *testing.T) {
 func TestNatsSidecarValues(t *testing.T) {
 	t.Parallel()
 	for name, files := range map[string][]string{
-		"sidecar values alone":     {sidecarValuesPath},
-		"with the example values":  {sidecarValuesPath, exampleValuesPath},
+		"sidecar values alone":        {sidecarValuesPath},
+		"with the example values":     {sidecarValuesPath, exampleValuesPath},
 		"overridden floor and labels": {sidecarValuesPath, "inline:natsVersionAuditor:\n  floor: \"2.15\"\n  monitoring:\n    labels:\n      release: prometheus\n      team: nats\n"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -162,8 +162,13 @@ func tablePanel(title, description string) *table.PanelBuilder {
 		}})
 }
 
-// Dashboard builds the dashboard.
+// Dashboard builds the dashboard in the classic JSON model: the one Grafana's dashboard sidecar
+// and file provisioning load in every Grafana version (the SDK's dashboardv2 needs Grafana 12's
+// new dashboard API).
+//
+//lint:ignore SA1019 the v1 model is the portable one, see above
 func Dashboard() *dashboard.DashboardBuilder {
+	//lint:ignore SA1019 the v1 model is the portable one, see above
 	return dashboard.NewDashboardBuilder("NATS version auditor").
 		Uid(UID).
 		Description("What nats-version-auditor sees: server versions against the floor, the consumers a rolling upgrade leaves led by or replicated to old servers, and whether the audit itself is complete.").
@@ -226,9 +231,9 @@ max by (namespace, server_cluster, server_name) (nats_version_auditor_server_bel
 			WithTarget(query(`max by (namespace, server_name) (nats_version_auditor_stream_leaders{`+sel+`})`, "{{server_name}} streams")).
 			Min(0).Decimals(0)).
 		WithPanel(tablePanel("Consumers below the floor now", "Each consumer led by a server below the floor (leader), or with a follower below it (follower), and that server. Capped by --metrics.max-asset-series (see Series dropped).").
-			WithTarget(instant(`label_replace(max by (namespace, account, stream, consumer, server_name) (nats_version_auditor_consumer_leader_below_floor{`+sel+`}), "role", "leader", "", "")
+			WithTarget(instant(`label_replace(max by (namespace, account, stream, consumer, server_name) (nats_version_auditor_consumer_leader_below_floor{` + sel + `}), "role", "leader", "", "")
 or
-label_replace(max by (namespace, account, stream, consumer, server_name) (nats_version_auditor_consumer_replica_below_floor{`+sel+`}), "role", "follower", "", "")`))).
+label_replace(max by (namespace, account, stream, consumer, server_name) (nats_version_auditor_consumer_replica_below_floor{` + sel + `}), "role", "follower", "", "")`))).
 		WithPanel(timeseriesPanel("Series dropped", "Per-consumer series left out by --metrics.max-asset-series.").
 			WithTarget(query(`sum(nats_version_auditor_asset_series_dropped{`+sel+`})`, "dropped")).
 			Min(0).Decimals(0)).
@@ -237,7 +242,7 @@ label_replace(max by (namespace, account, stream, consumer, server_name) (nats_v
 			WithTarget(query(`max by (namespace, server_name) (nats_version_auditor_server_missing{`+sel+`})`, "{{server_name}}")).
 			Min(0).Decimals(0)).
 		WithPanel(tablePanel("Leafnode gaps", "Leafnode links whose peer does not share the system account: its version cannot be audited.").
-			WithTarget(instant(`max by (namespace, server_name, peer, account) (nats_version_auditor_leafnode_unaudited{`+sel+`})`))).
+			WithTarget(instant(`max by (namespace, server_name, peer, account) (nats_version_auditor_leafnode_unaudited{` + sel + `})`))).
 		WithPanel(timeseriesPanel("Findings by code", "Findings of the last audits, by code and severity.").
 			WithTarget(query(`sum by (code, severity) (nats_version_auditor_findings{`+sel+`}) > 0`, "{{code}} ({{severity}})")).
 			Min(0).Decimals(0)).

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
@@ -119,7 +119,7 @@ func checkExpr(expr string, names, labelNames map[string]bool) []string {
 			seen++
 			name := n.Name
 			for _, m := range n.LabelMatchers {
-				if m.Name == labels.MetricName {
+				if m.Name == model.MetricNameLabel {
 					name = m.Value
 					continue
 				}
