@@ -191,7 +191,7 @@ func TestAlertConventions(t *testing.T) {
 		"nats_version_auditor_server_below_floor", "nats_version_auditor_cluster_versions",
 		"nats_version_auditor_consumer_leader_below_floor", "nats_version_auditor_consumer_replica_below_floor",
 		"nats_version_auditor_leafnode_unaudited", "nats_version_auditor_server_missing",
-		"absent(nats_version_auditor_up)", "nats_version_auditor_last_success_timestamp_seconds",
+		"absent_over_time(nats_version_auditor_up[6h])", "nats_version_auditor_last_success_timestamp_seconds",
 	} {
 		if !slices.ContainsFunc(as, func(a rulefile.Rule) bool { return strings.Contains(a.Expr, want) }) {
 			t.Errorf("no alert on %s", want)
