@@ -103,7 +103,8 @@ extraEnv:
 
 func TestHelmLint(t *testing.T) {
 	t.Parallel()
-	for name, values := range map[string]string{"defaults": "", "monitoring": monitoringValues, "context": contextValues} {
+	for name, values := range map[string]string{"defaults": "", "monitoring": monitoringValues, "context": contextValues,
+		"monitoring switch": "monitoring:\n  enabled: true\n"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			out, err := helm(t, "lint", "--strict", chartDir, "-f", valuesFile(t, values))

@@ -317,7 +317,12 @@ func checkSidecar(t *testing.T, where string, objs []object) {
 	if err != nil || sel.Empty() || !sel.Matches(labels.Set(ss.Spec.Template.Labels)) {
 		t.Errorf("%s: the PodMonitor's selector does not match the NATS pods (%v)", where, err)
 	}
-	if sel != nil && sel.Matches(labels.Set{"app.kubernetes.io/name": "nats", "app.kubernetes.io/instance": "other"}) {
+	other := labels.Set{}
+	for k, v := range ss.Spec.Template.Labels {
+		other[k] = v
+	}
+	other["app.kubernetes.io/instance"] = "other"
+	if sel != nil && sel.Matches(other) {
 		t.Errorf("%s: the PodMonitor also selects another release's NATS pods", where)
 	}
 	if len(pm.Spec.PodMetricsEndpoints) != 1 || len(c.Ports) != 1 || pm.Spec.PodMetricsEndpoints[0].Port != c.Ports[0].Name {
