@@ -1,16 +1,32 @@
 # syntax=docker/dockerfile:1
-# Build stage: the same command as `make build` (CGO_ENABLED=0, static binary).
-FROM golang:1.26-bookworm AS build
+# Build stage: runs on the build machine's own platform and cross-compiles for
+# the target one (Go needs no emulation for that), with the same command as
+# `make build` (CGO_ENABLED=0, static binary). A multi-arch build:
+#   docker buildx build --platform linux/amd64,linux/arm64 \
+#     --build-arg VERSION=$(git describe --tags) --build-arg REVISION=$(git rev-parse HEAD) .
+FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+ARG TARGETOS TARGETARCH
 ARG VERSION=dev
 ARG REVISION=unknown
-RUN make build VERSION=${VERSION} REVISION=${REVISION}
+RUN GOOS=${TARGETOS} GOARCH=${TARGETARCH} make build VERSION=${VERSION} REVISION=${REVISION}
 
 # Runtime stage: no shell, no package manager, uid 65532.
 FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+ARG REVISION=unknown
+# The repository carries no licence file yet: NOASSERTION (SPDX) until it
+# does; pass --build-arg LICENSES=<SPDX expression> to state one.
+ARG LICENSES=NOASSERTION
+LABEL org.opencontainers.image.title="nats-version-auditor" \
+      org.opencontainers.image.description="Audits the versions of every NATS server, and the leaders and peers of every JetStream asset, against a version floor." \
+      org.opencontainers.image.source="https://github.com/natsaudit/nats-version-auditor" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="${LICENSES}"
 COPY --from=build /src/bin/nats-version-auditor /nats-version-auditor
 USER 65532:65532
 EXPOSE 7779

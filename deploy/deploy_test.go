@@ -11,6 +11,7 @@ import (
 	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
 
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -253,7 +254,8 @@ func decodeObjects(t testing.TB, source string, data []byte) []object {
 			APIVersion string `json:"apiVersion"`
 			Kind       string `json:"kind"`
 			Metadata   struct {
-				Name string `json:"name"`
+				Name         string `json:"name"`
+				GenerateName string `json:"generateName"`
 			} `json:"metadata"`
 		}
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
@@ -269,10 +271,11 @@ func decodeObjects(t testing.TB, source string, data []byte) []object {
 			t.Errorf("%s: %s %s: %v", source, meta.Kind, meta.Metadata.Name, err)
 			continue
 		}
-		if meta.Metadata.Name == "" {
+		name := cmp.Or(meta.Metadata.Name, meta.Metadata.GenerateName)
+		if name == "" {
 			t.Errorf("%s: %s without a name", source, meta.Kind)
 		}
-		objs = append(objs, object{Source: source, APIVersion: meta.APIVersion, Kind: meta.Kind, Name: meta.Metadata.Name, Obj: obj})
+		objs = append(objs, object{Source: source, APIVersion: meta.APIVersion, Kind: meta.Kind, Name: name, Obj: obj})
 	}
 	return objs
 }

@@ -1,7 +1,7 @@
 package deploy_test
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,28 +64,18 @@ func invocations(t *testing.T) []invocation {
 		deployments("chart ("+name+")", render(t, name, values))
 	}
 
-	var vals sidecarValues
-	if err := strict(readFile(t, "deploy/helm/nats-sidecar-values.yaml"), &vals); err != nil {
-		t.Fatal(err)
-	}
-	var sidecar []struct {
-		Args []string `json:"args"`
-	}
-	for _, op := range vals.PodTemplate.Patch {
-		if op.Path == "/spec/initContainers" {
-			// Strictly checked in TestNatsSidecarValues; only the args matter here.
-			if err := json.Unmarshal(op.Value, &sidecar); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for _, c := range sidecar {
-		out = append(out, invocation{"NATS chart sidecar", c.Args})
+	for _, args := range sidecarArgs(t) {
+		out = append(out, invocation{"NATS chart sidecar", args})
 	}
 
 	gate := gateObjects(t)
 	for _, j := range byKind[batchv1.Job](gate) {
-		out = append(out, invocation{"Helm pre-upgrade Job", j.Spec.Template.Spec.Containers[0].Args})
+		out = append(out, invocation{"gate Job " + cmp.Or(j.Name, j.GenerateName), j.Spec.Template.Spec.Containers[0].Args})
+	}
+	for _, d := range byKind[appsv1.Deployment](gate) {
+		for _, c := range d.Spec.Template.Spec.InitContainers {
+			out = append(out, invocation{"gate init container", c.Args})
+		}
 	}
 	for _, at := range byKind[analysisTemplate](gate) {
 		for _, m := range at.Spec.Metrics {
@@ -109,7 +99,7 @@ func invocations(t *testing.T) []invocation {
 		invocation{"ci/nats-version-gate.sh", []string{"check", "--floor", "2.14.0", "--format", "nagios"}},
 		invocation{"ci/github-actions.yml", []string{"check", "--server", "nats://nats:4222", "--creds", "/creds/sys.creds", "--floor", "2.14.0", "--format", "nagios"}},
 	)
-	if len(out) < 9 {
+	if len(out) < 11 {
 		t.Fatalf("found only %d auditor command lines in deploy/", len(out))
 	}
 	return out

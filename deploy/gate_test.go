@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -73,14 +74,30 @@ func checkGatePod(t *testing.T, where string, job *batchv1.JobSpec) {
 
 func TestGateManifests(t *testing.T) {
 	objs := gateObjects(t)
-	if want := []string{"AnalysisTemplate", "Job"}; !slices.Equal(kindsOf(objs), want) {
+	if want := []string{"AnalysisTemplate", "Deployment", "Job", "Job"}; !slices.Equal(kindsOf(objs), want) {
 		t.Fatalf("deploy/gate holds %v, want %v", kindsOf(objs), want)
 	}
 
-	job := one[batchv1.Job](t, gateDir, objs)
+	var job, presync *batchv1.Job
+	for _, j := range byKind[batchv1.Job](objs) {
+		switch {
+		case j.Annotations["helm.sh/hook"] != "":
+			job = j
+		case j.Annotations["argocd.argoproj.io/hook"] != "":
+			presync = j
+		}
+	}
+	if job == nil || presync == nil {
+		t.Fatal("deploy/gate lacks the Helm hook Job or the Argo CD PreSync Job")
+	}
 	a := job.Annotations
-	if hooks := strings.Split(a["helm.sh/hook"], ","); !slices.Contains(hooks, "pre-upgrade") {
-		t.Errorf("Job hook %q is not pre-upgrade", a["helm.sh/hook"])
+	// pre-install too: helm install and helm upgrade --install of a new release run no
+	// pre-upgrade hook, and would deploy ungated.
+	if hooks := strings.Split(a["helm.sh/hook"], ","); !slices.Contains(hooks, "pre-upgrade") || !slices.Contains(hooks, "pre-install") {
+		t.Errorf("Job hook %q does not run on both pre-install and pre-upgrade", a["helm.sh/hook"])
+	}
+	if !strings.Contains(job.Name, "{{ .Release.Name }}") {
+		t.Errorf("Helm hook Job name %q is not release-scoped: two releases in one namespace would collide", job.Name)
 	}
 	if a["helm.sh/hook-delete-policy"] == "" {
 		t.Error("Job has no helm.sh/hook-delete-policy: a second upgrade would find the old Job")
@@ -88,7 +105,49 @@ func TestGateManifests(t *testing.T) {
 	if !strings.Contains(a["helm.sh/hook-delete-policy"], "before-hook-creation") {
 		t.Error("hook-delete-policy lacks before-hook-creation: a failed Job blocks the next attempt")
 	}
-	checkGatePod(t, "Helm pre-upgrade Job", &job.Spec)
+	checkGatePod(t, "Helm hook Job", &job.Spec)
+
+	// Argo CD: a PreSync hook runs before every sync, the first included; a generated name per
+	// sync, and a failed Job kept for its logs.
+	if presync.Annotations["argocd.argoproj.io/hook"] != "PreSync" {
+		t.Errorf("Argo CD Job hook %q, want PreSync", presync.Annotations["argocd.argoproj.io/hook"])
+	}
+	if p := presync.Annotations["argocd.argoproj.io/hook-delete-policy"]; p != "HookSucceeded" {
+		t.Errorf("Argo CD hook-delete-policy %q, want HookSucceeded (a failed gate keeps its logs)", p)
+	}
+	if presync.GenerateName == "" || presync.Name != "" {
+		t.Errorf("Argo CD PreSync Job: want generateName only, have name %q generateName %q", presync.Name, presync.GenerateName)
+	}
+	checkGatePod(t, "Argo CD PreSync Job", &presync.Spec)
+
+	// The application's own pods: an init container (not a native sidecar) runs check to
+	// completion before the application's containers start, on every pod creation.
+	app := one[appsv1.Deployment](t, gateDir, objs)
+	spec := &app.Spec.Template.Spec
+	if len(spec.InitContainers) != 1 {
+		t.Fatalf("app-init-container.yaml: %d init containers, want 1", len(spec.InitContainers))
+	}
+	ic := &spec.InitContainers[0]
+	// The pod and the application belong to the user: only the gate is held to "restricted".
+	containerSecurity(t, "app-init-container.yaml", ic, spec)
+	if ic.RestartPolicy != nil {
+		t.Error("app-init-container.yaml: the gate is a native sidecar: the application would start beside it instead of after it")
+	}
+	probes(t, "app-init-container.yaml", ic, jobProbes)
+	credsMounted(t, "app-init-container.yaml", ic, spec)
+	if len(ic.Args) == 0 || ic.Args[0] != "check" {
+		t.Errorf("app-init-container.yaml: init container args %q do not run check", ic.Args)
+	}
+	for _, f := range []string{"server", "creds", "floor"} {
+		if _, ok := flagValue(ic.Args, f); !ok {
+			t.Errorf("app-init-container.yaml: check without --%s", f)
+		}
+	}
+	for _, v := range spec.Volumes {
+		if v.Secret != nil && v.Secret.Optional != nil && *v.Secret.Optional {
+			t.Error("app-init-container.yaml: the gate's creds Secret is optional: a missing Secret must hold the application, not let the check fail open")
+		}
+	}
 
 	at := one[analysisTemplate](t, gateDir, objs)
 	if len(at.Spec.Metrics) != 1 || at.Spec.Metrics[0].Provider.Job == nil {
@@ -130,7 +189,7 @@ func TestGateCISnippets(t *testing.T) {
 	}
 	var wf struct {
 		Jobs map[string]struct {
-			RunsOn         string            `json:"runs-on"`
+			RunsOn         []string          `json:"runs-on"`
 			TimeoutMinutes int               `json:"timeout-minutes"`
 			Env            map[string]string `json:"env"`
 			Steps          []struct {
@@ -144,9 +203,17 @@ func TestGateCISnippets(t *testing.T) {
 		t.Fatalf("ci/github-actions.yml jobs: %v", err)
 	}
 	var runs string
-	for _, j := range wf.Jobs {
+	for name, j := range wf.Jobs {
 		for _, s := range j.Steps {
 			runs += s.Run
+		}
+		// A GitHub-hosted runner cannot reach a NATS inside a private cluster network: the job
+		// runs on a self-hosted runner, or port-forwards.
+		hosted := slices.ContainsFunc(j.RunsOn, func(l string) bool {
+			return strings.HasPrefix(l, "ubuntu-") || strings.HasPrefix(l, "windows-") || strings.HasPrefix(l, "macos-")
+		})
+		if (hosted || !slices.Contains(j.RunsOn, "self-hosted")) && !strings.Contains(runs, "port-forward") {
+			t.Errorf("ci/github-actions.yml job %s runs on %v, which cannot reach NATS in a cluster network", name, j.RunsOn)
 		}
 	}
 	if !strings.Contains(runs, "check") || !strings.Contains(runs, "--format nagios") || !strings.Contains(runs, "exit $rc") {
@@ -203,7 +270,7 @@ func TestGateScript(t *testing.T) {
 }
 
 // TestGateJobCopiesIntoAChart renders the hook Job as part of a throwaway chart, the way the
-// header tells users to use it, and checks Helm sees a pre-upgrade hook.
+// header tells users to use it, for two releases and for an install and an upgrade.
 func TestGateJobCopiesIntoAChart(t *testing.T) {
 	t.Parallel()
 	chart := t.TempDir()
@@ -212,20 +279,31 @@ func TestGateJobCopiesIntoAChart(t *testing.T) {
 	}
 	files := map[string][]byte{
 		"Chart.yaml":                       []byte("apiVersion: v2\nname: app\nversion: 0.1.0\n"),
-		"templates/nats-version-gate.yaml": readFile(t, gateDir+"/helm-pre-upgrade-job.yaml"),
+		"templates/nats-version-gate.yaml": readFile(t, gateDir+"/helm-hook-job.yaml"),
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(chart, filepath.FromSlash(name)), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, err := helm(t, "template", "app", chart, "--is-upgrade")
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, out)
+	names := map[string]bool{}
+	for _, c := range []struct{ release, flag string }{{"app", "--is-upgrade=false"}, {"app", "--is-upgrade"}, {"other", "--is-upgrade=false"}} {
+		out, err := helm(t, "template", c.release, chart, c.flag)
+		if err != nil {
+			t.Fatalf("helm template: %v\n%s", err, out)
+		}
+		objs := decodeObjects(t, "gate Job in a chart", []byte(out))
+		job := one[batchv1.Job](t, "gate Job in a chart", objs)
+		hooks := strings.Split(job.Annotations["helm.sh/hook"], ",")
+		if !slices.Contains(hooks, "pre-install") || !slices.Contains(hooks, "pre-upgrade") {
+			t.Errorf("rendered Job lost its hook annotation: %v", job.Annotations)
+		}
+		if job.Name != c.release+"-nats-version-gate" {
+			t.Errorf("release %s: Job %q, want %s-nats-version-gate", c.release, job.Name, c.release)
+		}
+		names[job.Name] = true
 	}
-	objs := decodeObjects(t, "gate Job in a chart", []byte(out))
-	job := one[batchv1.Job](t, "gate Job in a chart", objs)
-	if !strings.Contains(job.Annotations["helm.sh/hook"], "pre-upgrade") {
-		t.Errorf("rendered Job lost its hook annotation: %v", job.Annotations)
+	if len(names) != 2 {
+		t.Errorf("two releases render Jobs %v: they would collide", names)
 	}
 }

@@ -1,18 +1,14 @@
 package deploy_test
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -107,7 +103,8 @@ extraEnv:
 
 func TestHelmLint(t *testing.T) {
 	t.Parallel()
-	for name, values := range map[string]string{"defaults": "", "monitoring": monitoringValues, "context": contextValues} {
+	for name, values := range map[string]string{"defaults": "", "monitoring": monitoringValues, "context": contextValues,
+		"monitoring switch": "monitoring:\n  enabled: true\n"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			out, err := helm(t, "lint", "--strict", chartDir, "-f", valuesFile(t, values))
@@ -264,7 +261,10 @@ func TestHelmTemplateRejectsBadValues(t *testing.T) {
 		"context from two sources":   {"nats:\n  context:\n    name: sys\n    existingSecret: a\n    existingConfigMap: b\n", "not both"},
 		"client cert without key":    {"nats:\n  tls:\n    existingSecret: t\n    cert: tls.crt\n", "both cert and key"},
 		"not a version floor":        {"audit:\n  floor: latest\n", "/audit/floor"},
-		"not a duration":             {"audit:\n  minInterval: often\n", "/audit/minInterval"},
+		// YAML reads 2.10 as the number 2.1: a silently lowered floor. Strings only.
+		"floor as a number":  {"audit:\n  floor: 2.10\n", "/audit/floor"},
+		"image tag a number": {"image:\n  tag: 1.0\n", "/image/tag"},
+		"not a duration":     {"audit:\n  minInterval: often\n", "/audit/minInterval"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -354,234 +354,59 @@ func chartAppVersion(t testing.TB) string {
 	return chart.AppVersion
 }
 
-// The sidecar for the official NATS chart (deploy/helm/nats-sidecar-values.yaml).
-
-// sidecarValues is the part of the official chart's values the file sets. Decoding is strict:
-// a key the chart does not have would be silently ignored by Helm.
-type sidecarValues struct {
-	PodTemplate struct {
-		Patch []jsonPatchOp `json:"patch"`
-	} `json:"podTemplate"`
-	ExtraResources []json.RawMessage `json:"extraResources"`
-}
-
-type jsonPatchOp struct {
-	Op    string          `json:"op"`
-	Path  string          `json:"path"`
-	Value json.RawMessage `json:"value"`
-}
-
-// natsChartPodTemplate mirrors the pod template the official chart (nats 1.x) renders by
-// default, with the optional Prometheus exporter on: the document podTemplate.patch applies to.
-const natsChartPodTemplate = `
-metadata:
-  labels:
-    app.kubernetes.io/component: nats
-    app.kubernetes.io/instance: nats
-    app.kubernetes.io/managed-by: Helm
-    app.kubernetes.io/name: nats
-    app.kubernetes.io/version: 2.14.0
-    helm.sh/chart: nats-1.3.0
-spec:
-  shareProcessNamespace: true
-  enableServiceLinks: false
-  containers:
-    - name: nats
-      image: nats:2.14.0-alpine
-      args: [--config, /etc/nats-config/nats.conf]
-      ports:
-        - {name: nats, containerPort: 4222}
-        - {name: monitor, containerPort: 8222}
-      volumeMounts:
-        - {name: config, mountPath: /etc/nats-config}
-        - {name: pid, mountPath: /var/run/nats}
-    - name: reloader
-      image: natsio/nats-server-config-reloader:0.23.0
-      args: [-pid, /var/run/nats/nats.pid, -config, /etc/nats-config/nats.conf]
-      volumeMounts:
-        - {name: pid, mountPath: /var/run/nats}
-        - {name: config, mountPath: /etc/nats-config}
-    - name: prom-exporter
-      image: natsio/prometheus-nats-exporter:0.17.3
-      args: [-port=7777, -connz, -routez, -subz, -varz, -prefix=nats, -use_internal_server_id, "http://localhost:8222/"]
-      ports:
-        - {name: prom-metrics, containerPort: 7777}
-  volumes:
-    - name: config
-      configMap: {name: nats-config}
-    - name: pid
-      emptyDir: {}
-`
-
-// applyPatch applies JSON patch "add" operations the way the official chart's jsonpatch
-// template does: every parent must exist, a map key is set, "-" appends to a list.
-func applyPatch(doc any, ops []jsonPatchOp) (any, error) {
-	for _, op := range ops {
-		if op.Op != "add" {
-			return nil, fmt.Errorf("op %s: only add is used here", op.Op)
-		}
-		var value any
-		if err := json.Unmarshal(op.Value, &value); err != nil {
-			return nil, fmt.Errorf("%s: %v", op.Path, err)
-		}
-		segs := strings.Split(op.Path, "/")
-		if segs[0] != "" || len(segs) < 2 {
-			return nil, fmt.Errorf("path %q must start with /", op.Path)
-		}
-		segs = segs[1:]
-		var err error
-		doc, err = addAt(doc, segs, value)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", op.Path, err)
-		}
-	}
-	return doc, nil
-}
-
-func addAt(node any, segs []string, value any) (any, error) {
-	key := strings.ReplaceAll(strings.ReplaceAll(segs[0], "~1", "/"), "~0", "~")
-	switch n := node.(type) {
-	case map[string]any:
-		if len(segs) == 1 {
-			n[key] = value
-			return n, nil
-		}
-		child, ok := n[key]
-		if !ok {
-			return nil, fmt.Errorf("key %s does not exist", key)
-		}
-		v, err := addAt(child, segs[1:], value)
-		n[key] = v
-		return n, err
-	case []any:
-		i := len(n)
-		if key != "-" {
-			var err error
-			if i, err = strconv.Atoi(key); err != nil || i < 0 || i > len(n) {
-				return nil, fmt.Errorf("bad index %s", key)
-			}
-		}
-		if len(segs) == 1 {
-			return slices.Insert(n, i, value), nil
-		}
-		if i == len(n) {
-			return nil, fmt.Errorf("index %s out of range", key)
-		}
-		v, err := addAt(n[i], segs[1:], value)
-		n[i] = v
-		return n, err
-	}
-	return nil, fmt.Errorf("cannot descend into %T at %s", node, key)
-}
-
-func TestNatsSidecarValues(t *testing.T) {
-	const where = "deploy/helm/nats-sidecar-values.yaml"
-	var vals sidecarValues
-	if err := strict(readFile(t, where), &vals); err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-
-	var base any
-	if err := yaml.Unmarshal([]byte(natsChartPodTemplate), &base); err != nil {
-		t.Fatal(err)
-	}
-	patched, err := applyPatch(base, vals.PodTemplate.Patch)
-	if err != nil {
-		t.Fatalf("%s: podTemplate.patch does not apply to the chart's pod template: %v", where, err)
-	}
-	js, err := json.Marshal(patched)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pod corev1.PodTemplateSpec
-	if err := strict(js, &pod); err != nil {
-		t.Fatalf("%s: the patched pod template does not decode: %v", where, err)
-	}
-	spec := &pod.Spec
-
-	i := slices.IndexFunc(spec.InitContainers, func(c corev1.Container) bool { return strings.HasPrefix(c.Image, image) })
-	if i < 0 {
-		t.Fatalf("%s: no auditor init container", where)
-	}
-	c := &spec.InitContainers[i]
-	if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-		t.Errorf("%s: the auditor is not a native sidecar (initContainers entry with restartPolicy: Always)", where)
-	}
-	// The NATS pod's securityContext belongs to the NATS chart: the container carries its own.
-	containerSecurity(t, where, c, spec)
-	probes(t, where, c, sidecarProbes)
-	credsMounted(t, where, c, spec)
-	if len(c.Args) == 0 || c.Args[0] != "serve" {
-		t.Errorf("%s: args %q do not start with serve", where, c.Args)
-	}
-	if scope, _ := flagValue(c.Args, "scope"); scope != "server" {
-		t.Errorf("%s: --scope is %q, want server", where, scope)
-	}
-	server, _ := flagValue(c.Args, "server")
-	if server != "nats://localhost:4222" && server != "nats://127.0.0.1:4222" {
-		t.Errorf("%s: --server=%q is not the pod's own NATS server on the chart's client port 4222", where, server)
-	}
-	if _, ok := flagValue(c.Args, "creds"); !ok {
-		t.Errorf("%s: no --creds", where)
-	}
-
-	// Containers share the pod's network: no two may listen on the same port or name.
-	ports, names := map[int32]string{}, map[string]string{}
-	for _, ct := range slices.Concat(spec.InitContainers, spec.Containers) {
-		for _, p := range ct.Ports {
-			if other, dup := ports[p.ContainerPort]; dup {
-				t.Errorf("%s: port %d of %s is also %s's", where, p.ContainerPort, ct.Name, other)
-			}
-			if other, dup := names[p.Name]; dup {
-				t.Errorf("%s: port name %s of %s is also %s's", where, p.Name, ct.Name, other)
-			}
-			ports[p.ContainerPort], names[p.Name] = ct.Name, ct.Name
-		}
-	}
-	if listen, _ := flagValue(c.Args, "web.listen-address"); len(c.Ports) != 1 || !strings.HasSuffix(listen, ":"+itoa(c.Ports[0].ContainerPort)) {
-		t.Errorf("%s: --web.listen-address=%s does not match the sidecar's one port %+v", where, listen, c.Ports)
-	}
-
-	// The PodMonitor scrapes the sidecar's port on the chart's NATS pods.
-	var pms []object
-	for j, raw := range vals.ExtraResources {
-		pms = append(pms, decodeObjects(t, fmt.Sprintf("%s extraResources[%d]", where, j), raw)...)
-	}
-	pm := one[podMonitor](t, where+" extraResources", pms)
-	sel, err := labelSelector(&pm.Spec.Selector)
-	if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-		t.Errorf("%s: the PodMonitor's selector does not match the chart's NATS pods (%v)", where, err)
-	}
-	if len(pm.Spec.PodMetricsEndpoints) != 1 || len(c.Ports) != 1 || pm.Spec.PodMetricsEndpoints[0].Port != c.Ports[0].Name {
-		t.Errorf("%s: the PodMonitor does not scrape the sidecar's port: %+v", where, pm.Spec.PodMetricsEndpoints)
-	}
-
-	// Same image as the rest of deploy/.
-	if tag := strings.TrimPrefix(c.Image, image+":"); tag != chartAppVersion(t) {
-		t.Errorf("%s: image tag %s, the chart's appVersion is %s", where, tag, chartAppVersion(t))
-	}
-}
-
-// TestApplyPatchLikeTheChart pins the patch semantics TestNatsSidecarValues relies on.
-func TestApplyPatchLikeTheChart(t *testing.T) {
-	doc := map[string]any{"spec": map[string]any{"volumes": []any{"a"}}}
-	for _, c := range []struct {
-		path string
-		ok   bool
+// TestHelmTemplateMonitoringSwitch: one value turns on everything a default kube-prometheus-stack
+// needs, labelled for its selectors, named after the release.
+func TestHelmTemplateMonitoringSwitch(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		values  string
+		kinds   []string
+		prefix  string
+		release string
 	}{
-		{"/spec/initContainers", true},
-		{"/spec/volumes/-", true},
-		{"/spec/volumes/0", true},
-		{"/spec/missing/-", false},
-		{"/spec/volumes/9", false},
-		{"spec", false},
+		"switch on": {"monitoring:\n  enabled: true\n",
+			[]string{"ConfigMap", "Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}, "audit-nats-version-auditor", "kube-prometheus-stack"},
+		"fullnameOverride and own release label without dashboard": {"fullnameOverride: nva\nmonitoring:\n  enabled: true\n  labels:\n    release: prom\ngrafanaDashboard:\n  enabled: false\n",
+			[]string{"Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}, "nva", "prom"},
 	} {
-		_, err := applyPatch(doc, []jsonPatchOp{{Op: "add", Path: c.path, Value: json.RawMessage(`"x"`)}})
-		if (err == nil) != c.ok {
-			t.Errorf("add %s: err %v", c.path, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			objs := render(t, name, c.values)
+			if !slices.Equal(kindsOf(objs), c.kinds) {
+				t.Fatalf("rendered %v, want %v", kindsOf(objs), c.kinds)
+			}
+			for _, o := range objs {
+				if !strings.HasPrefix(o.Name, c.prefix) {
+					t.Errorf("%s %s is not named after the release (%s)", o.Kind, o.Name, c.prefix)
+				}
+				var l map[string]string
+				switch v := o.Obj.(type) {
+				case *serviceMonitor:
+					l = v.Metadata.Labels
+				case *prometheusRule:
+					l = v.Metadata.Labels
+				case *corev1.ConfigMap:
+					l = v.Labels
+					if l["grafana_dashboard"] != "1" {
+						t.Errorf("dashboard ConfigMap labels %v lack grafana_dashboard: \"1\"", l)
+					}
+					checkDashboardConfigMap(t, v)
+				default:
+					continue
+				}
+				if l["release"] != c.release {
+					t.Errorf("%s labels %v: release is not %s", o.Kind, l, c.release)
+				}
+			}
+		})
 	}
-	if _, err := applyPatch(doc, []jsonPatchOp{{Op: "replace", Path: "/spec", Value: json.RawMessage(`{}`)}}); err == nil {
-		t.Error("replace accepted")
+}
+
+// checkDashboardConfigMap: the chart ships the committed dashboard, byte for byte.
+func checkDashboardConfigMap(t *testing.T, cm *corev1.ConfigMap) {
+	t.Helper()
+	want := strings.TrimSpace(string(readFile(t, "deploy/grafana/nats-version-auditor.json")))
+	if got := strings.TrimSpace(cm.Data["nats-version-auditor.json"]); got != want {
+		t.Errorf("dashboard ConfigMap %s does not hold deploy/grafana/nats-version-auditor.json (%d bytes, want %d)", cm.Name, len(got), len(want))
 	}
 }

@@ -201,3 +201,16 @@ func metaSelector(d *appsv1.Deployment) (labels.Selector, error) {
 	}
 	return labelSelector(d.Spec.Selector)
 }
+
+// TestKustomizeMonitoringLabels: a default kube-prometheus-stack selects monitors and rules by
+// release; both objects of the base carry the documented default.
+func TestKustomizeMonitoringLabels(t *testing.T) {
+	_, objs := kustomizeBase(t)
+	sm := one[serviceMonitor](t, "kustomize base", objs)
+	pr := one[prometheusRule](t, "kustomize base", objs)
+	for what, l := range map[string]map[string]string{"ServiceMonitor": sm.Metadata.Labels, "PrometheusRule": pr.Metadata.Labels} {
+		if l["release"] != "kube-prometheus-stack" {
+			t.Errorf("%s labels %v lack release: kube-prometheus-stack", what, l)
+		}
+	}
+}

@@ -191,7 +191,7 @@ func TestAlertConventions(t *testing.T) {
 		"nats_version_auditor_server_below_floor", "nats_version_auditor_cluster_versions",
 		"nats_version_auditor_consumer_leader_below_floor", "nats_version_auditor_consumer_replica_below_floor",
 		"nats_version_auditor_leafnode_unaudited", "nats_version_auditor_server_missing",
-		"absent(nats_version_auditor_up)", "nats_version_auditor_last_success_timestamp_seconds",
+		"absent_over_time(nats_version_auditor_up[6h])", "nats_version_auditor_last_success_timestamp_seconds",
 	} {
 		if !slices.ContainsFunc(as, func(a rulefile.Rule) bool { return strings.Contains(a.Expr, want) }) {
 			t.Errorf("no alert on %s", want)
@@ -273,5 +273,114 @@ func TestRulesUseTheCollectorsNames(t *testing.T) {
 				t.Errorf("%s matches severity %s, which no finding has", a.Alert, m[1])
 			}
 		}
+	}
+}
+
+const (
+	runbookPath = "deploy/RUNBOOK.md"
+	runbookURL  = "https://github.com/natsaudit/nats-version-auditor/blob/main/" + runbookPath + "#"
+	inhibitPath = "deploy/prometheus/alertmanager-inhibit.yml"
+)
+
+// TestRunbookCoversEveryAlert: each alert links a section of deploy/RUNBOOK.md named after it,
+// and that section says what the alert means and what to do.
+func TestRunbookCoversEveryAlert(t *testing.T) {
+	runbook := string(readFile(t, runbookPath))
+	sections := map[string]string{}
+	for _, s := range strings.Split(runbook, "\n## ")[1:] {
+		title, body, _ := strings.Cut(s, "\n")
+		sections[strings.TrimSpace(title)] = body
+	}
+	for _, a := range alerts(sourceRules(t)) {
+		if got, want := a.Annotations["runbook_url"], runbookURL+strings.ToLower(a.Alert); got != want {
+			t.Errorf("%s: runbook_url %q, want %q", a.Alert, got, want)
+		}
+		body, ok := sections[a.Alert]
+		if !ok {
+			t.Errorf("%s has no section \"## %s\" in %s", a.Alert, a.Alert, runbookPath)
+			continue
+		}
+		for _, want := range []string{"**Means**", "**Do**"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s: the runbook section lacks %s", a.Alert, want)
+			}
+		}
+	}
+}
+
+// alertLabels returns the labels an alert's notifications carry: its by clause (the first, the
+// outermost aggregation of every alert here) and its own labels.
+func alertLabels(a rulefile.Rule) map[string]bool {
+	out := map[string]bool{"alertname": true}
+	if m := byClause.FindStringSubmatch(a.Expr); m != nil {
+		for _, l := range strings.Split(m[1], ",") {
+			out[strings.TrimSpace(l)] = true
+		}
+	}
+	for l := range a.Labels {
+		out[l] = true
+	}
+	return out
+}
+
+var alertnameMatcher = regexp.MustCompile(`^alertname(=~|=)"([^"]+)"$`)
+
+// TestAlertmanagerInhibition: the inhibition example names alerts that exist, and every label
+// it requires equal is one both the source and the target alert carry (else it never inhibits).
+func TestAlertmanagerInhibition(t *testing.T) {
+	var cfg struct {
+		InhibitRules []struct {
+			SourceMatchers []string `json:"source_matchers"`
+			TargetMatchers []string `json:"target_matchers"`
+			Equal          []string `json:"equal"`
+		} `json:"inhibit_rules"`
+	}
+	if err := strict(readFile(t, inhibitPath), &cfg); err != nil {
+		t.Fatalf("%s: %v", inhibitPath, err)
+	}
+	byName := map[string]rulefile.Rule{}
+	for _, a := range alerts(sourceRules(t)) {
+		byName[a.Alert] = a
+	}
+	matching := func(ms []string) []rulefile.Rule {
+		var out []rulefile.Rule
+		for _, m := range ms {
+			p := alertnameMatcher.FindStringSubmatch(m)
+			if p == nil {
+				t.Errorf("%s: matcher %q is not on alertname", inhibitPath, m)
+				continue
+			}
+			re := regexp.MustCompile("^(?:" + p[2] + ")$")
+			for name, a := range byName {
+				if re.MatchString(name) {
+					out = append(out, a)
+				}
+			}
+		}
+		if len(out) == 0 {
+			t.Errorf("%s: %q match no alert of %s", inhibitPath, ms, rulesPath)
+		}
+		return out
+	}
+	if len(cfg.InhibitRules) == 0 {
+		t.Fatal("no inhibit_rules")
+	}
+	pageOncePerServer := false
+	for _, r := range cfg.InhibitRules {
+		for _, a := range slices.Concat(matching(r.SourceMatchers), matching(r.TargetMatchers)) {
+			ls := alertLabels(a)
+			for _, l := range r.Equal {
+				if !ls[l] {
+					t.Errorf("%s: equal %v, but %s has no label %s: the rule never inhibits", inhibitPath, r.Equal, a.Alert, l)
+				}
+			}
+		}
+		if slices.Contains(r.SourceMatchers, `alertname="NatsServerBelowVersionFloor"`) && slices.Contains(r.Equal, "server_name") &&
+			slices.ContainsFunc(r.TargetMatchers, func(m string) bool { return strings.Contains(m, "NatsConsumerLeaderBelowVersionFloor") }) {
+			pageOncePerServer = true
+		}
+	}
+	if !pageOncePerServer {
+		t.Error("no inhibition of the consumer alerts by NatsServerBelowVersionFloor: one old server pages once per consumer")
 	}
 }

@@ -21,8 +21,10 @@ type policyFlags struct {
 	accounts, streams, consumers []string
 }
 
-func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) {
-	cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(auditor.Display(auditor.DefaultFloor)).StringVar(&p.floor)
+func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) *kingpin.FlagClause {
+	f := cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(auditor.Display(auditor.DefaultFloor))
+	f.StringVar(&p.floor)
+	return f
 }
 
 func (p *policyFlags) policy() (auditor.Policy, error) {

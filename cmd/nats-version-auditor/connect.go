@@ -79,8 +79,10 @@ func (c *connFlags) natsContext() (*natscontext.Context, error) {
 	return nctx, nil
 }
 
-// connect opens the connection the audits run on. A daemon keeps it and lets
-// nats.go reconnect; a one-shot check fails at once.
+// connect opens the connection the audits run on, or fails at once. A daemon
+// (reconnect) keeps it and lets nats.go reconnect once it is up; a first
+// connection that fails is retried by serve's lazyConn, not by nats.go, so
+// that each attempt reads the credentials files again and its error is seen.
 func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, error) {
 	nctx, err := c.natsContext()
 	if err != nil {
@@ -88,7 +90,7 @@ func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, er
 	}
 	extra := []nats.Option{nats.Name(appName), nats.Timeout(c.timeout)}
 	if reconnect {
-		extra = append(extra, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
+		extra = append(extra, nats.MaxReconnects(-1),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 				logger.Warn("disconnected from NATS", "err", err)
 			}),
@@ -97,6 +99,13 @@ func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, er
 			}),
 			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 				logger.Warn("NATS error", "err", err)
+			}),
+			nats.ClosedHandler(func(nc *nats.Conn) {
+				// Closed with an error is nats.go giving up (e.g. the same
+				// authorization error twice); without one, it is our own Close.
+				if err := nc.LastError(); err != nil {
+					logger.Warn("NATS connection closed; connecting again at the next audit", "err", err)
+				}
 			}))
 	} else {
 		extra = append(extra, nats.NoReconnect())

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"debug/buildinfo"
 	"debug/elf"
 	"os"
 	"os/exec"
@@ -11,31 +13,58 @@ import (
 )
 
 // No Docker engine runs where the tests run: the Dockerfile's shape is
-// checked here, and its build step, `make build`, is run for real.
+// checked here, and its build step, `make build`, is run for real, for the
+// host and cross-compiled as a multi-arch build runs it.
 
-func TestDockerfileShape(t *testing.T) {
+// stage is one FROM of a Dockerfile and the instructions up to the next.
+type stage struct {
+	platform, image string
+	body            string // continuation lines joined
+}
+
+func dockerfileStages(t *testing.T) []stage {
+	t.Helper()
 	b, err := os.ReadFile("../../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	df := string(b)
-	froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(df, -1)
-	if len(froms) < 2 {
-		t.Fatalf("want a multi-stage build, found %d FROM lines", len(froms))
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	from := regexp.MustCompile(`(?m)^FROM\s+(?:--platform=(\S+)\s+)?(\S+)`)
+	locs := from.FindAllStringSubmatchIndex(text, -1)
+	var stages []stage
+	for i, l := range locs {
+		end := len(text)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		st := stage{image: text[l[4]:l[5]], body: text[l[1]:end]}
+		if l[2] >= 0 {
+			st.platform = text[l[2]:l[3]]
+		}
+		stages = append(stages, st)
 	}
-	if final := froms[len(froms)-1][1]; !regexp.MustCompile(`^gcr\.io/distroless/static[^:]*:nonroot$`).MatchString(final) {
-		t.Errorf("final stage FROM %s, want a distroless static nonroot image", final)
+	return stages
+}
+
+func TestDockerfileShape(t *testing.T) {
+	stages := dockerfileStages(t)
+	if len(stages) < 2 {
+		t.Fatalf("want a multi-stage build, found %d FROM lines", len(stages))
 	}
-	if !regexp.MustCompile(`(?m)^RUN make build( |$)`).MatchString(df) {
-		t.Error("the build stage does not run `make build`")
+	build, final := stages[0], stages[len(stages)-1]
+	if !regexp.MustCompile(`^gcr\.io/distroless/static[^:]*:nonroot$`).MatchString(final.image) {
+		t.Errorf("final stage FROM %s, want a distroless static nonroot image", final.image)
 	}
-	if !regexp.MustCompile(`(?m)^COPY --from=build /src/bin/nats-version-auditor /nats-version-auditor$`).MatchString(df) {
+	if !regexp.MustCompile(`(?m)^RUN make build( |$)|^RUN GOOS=\$\{TARGETOS\} GOARCH=\$\{TARGETARCH\} make build( |$)`).MatchString(build.body) {
+		t.Error("the build stage does not run `make build` for GOOS=${TARGETOS} GOARCH=${TARGETARCH}")
+	}
+	if !regexp.MustCompile(`(?m)^COPY --from=build /src/bin/nats-version-auditor /nats-version-auditor$`).MatchString(final.body) {
 		t.Error("the runtime stage does not copy bin/nats-version-auditor, the path `make build` writes")
 	}
-	if !regexp.MustCompile(`(?m)^ENTRYPOINT \["/nats-version-auditor"\]$`).MatchString(df) {
+	if !regexp.MustCompile(`(?m)^ENTRYPOINT \["/nats-version-auditor"\]$`).MatchString(final.body) {
 		t.Error(`ENTRYPOINT is not the exec form ["/nats-version-auditor"]`)
 	}
-	if !regexp.MustCompile(`(?m)^USER 65532(:65532)?$`).MatchString(df) {
+	if !regexp.MustCompile(`(?m)^USER 65532(:65532)?$`).MatchString(final.body) {
 		t.Error("the image does not run as the nonroot user 65532")
 	}
 	mk, err := os.ReadFile("../../Makefile")
@@ -47,27 +76,149 @@ func TestDockerfileShape(t *testing.T) {
 	}
 }
 
-func TestMakeBuildIsStatic(t *testing.T) {
+// declaresArgs reports whether body declares every ARG in names: an ARG is
+// scoped to its stage, and one not declared there expands to nothing.
+func declaresArgs(body string, names ...string) bool {
+	declared := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^ARG\s+(.+)$`).FindAllStringSubmatch(body, -1) {
+		for _, f := range strings.Fields(m[1]) {
+			declared[strings.SplitN(f, "=", 2)[0]] = true
+		}
+	}
+	for _, n := range names {
+		if !declared[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDockerfileCrossCompiles: the build stage runs on the build machine's
+// platform and compiles for the target's, so that a multi-arch build runs no
+// emulated compiler; the runtime stage is the target's.
+func TestDockerfileCrossCompiles(t *testing.T) {
+	stages := dockerfileStages(t)
+	build, final := stages[0], stages[len(stages)-1]
+	if build.platform != "$BUILDPLATFORM" {
+		t.Errorf("build stage FROM --platform=%q, want $BUILDPLATFORM", build.platform)
+	}
+	if final.platform != "" {
+		t.Errorf("runtime stage FROM --platform=%s: it must be the target platform's image", final.platform)
+	}
+	if !declaresArgs(build.body, "TARGETOS", "TARGETARCH") {
+		t.Error("the build stage does not declare ARG TARGETOS TARGETARCH")
+	}
+	if !regexp.MustCompile(`(?m)^RUN GOOS=\$\{TARGETOS\} GOARCH=\$\{TARGETARCH\} make build( |$)`).MatchString(build.body) {
+		t.Error("the build stage does not pass GOOS=${TARGETOS} GOARCH=${TARGETARCH} to make build")
+	}
+}
+
+// TestDockerfileLabels: the OCI annotations registries and scanners read,
+// with version and revision from the build arguments make build also gets.
+func TestDockerfileLabels(t *testing.T) {
+	stages := dockerfileStages(t)
+	build, final := stages[0], stages[len(stages)-1]
+	labels := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^LABEL\s+(.+)$`).FindAllStringSubmatch(final.body, -1) {
+		for _, kv := range regexp.MustCompile(`(\S+?)="([^"]*)"`).FindAllStringSubmatch(m[1], -1) {
+			labels[kv[1]] = kv[2]
+		}
+	}
+	want := map[string]string{
+		"org.opencontainers.image.source":   "https://github.com/natsaudit/nats-version-auditor",
+		"org.opencontainers.image.version":  "${VERSION}",
+		"org.opencontainers.image.revision": "${REVISION}",
+		"org.opencontainers.image.licenses": "${LICENSES}",
+	}
+	for k, v := range want {
+		if labels[k] != v {
+			t.Errorf("runtime stage LABEL %s=%q, want %q", k, labels[k], v)
+		}
+	}
+	if !declaresArgs(final.body, "VERSION", "REVISION", "LICENSES") {
+		t.Error("the runtime stage does not declare ARG VERSION, REVISION and LICENSES its labels use")
+	}
+	if !declaresArgs(build.body, "VERSION", "REVISION") || !regexp.MustCompile(`make build.* VERSION=\$\{VERSION\} REVISION=\$\{REVISION\}`).MatchString(build.body) {
+		t.Error("the build stage does not pass VERSION and REVISION to make build: the labels and --version would disagree")
+	}
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(mod), "module github.com/natsaudit/nats-version-auditor\n") {
+		t.Error("go.mod's module path is not the repository the source label names")
+	}
+}
+
+// makeBuild runs `make build` with env added and returns the binary.
+func makeBuild(t *testing.T, env []string, args ...string) string {
+	t.Helper()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Fatal("make is not installed")
 	}
 	bin := filepath.Join(t.TempDir(), "nats-version-auditor")
-	cmd := exec.Command("make", "-C", "../..", "build", "BIN="+bin)
+	cmd := exec.Command("make", append([]string{"-C", "../..", "build", "BIN=" + bin}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make build: %v\n%s", err, out)
+		t.Fatalf("%s make build: %v\n%s", strings.Join(env, " "), err, out)
 	}
+	return bin
+}
+
+// openStatic opens bin as ELF and fails unless it is statically linked:
+// distroless static has no dynamic loader and no libc.
+func openStatic(t *testing.T, bin string) *elf.File {
+	t.Helper()
 	f, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
 			t.Fatalf("make build wrote a dynamically linked binary (%s): distroless static cannot run it", p.Type)
 		}
 	}
+	return f
+}
+
+func TestMakeBuildIsStatic(t *testing.T) {
+	bin := makeBuild(t, nil)
+	openStatic(t, bin)
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "nats-version-auditor, version") {
 		t.Fatalf("the built binary's --version: %v %s", err, out)
+	}
+}
+
+// TestMakeBuildCrossCompiles runs the Dockerfile's build step as buildx runs
+// it for linux/arm64 on any other machine.
+func TestMakeBuildCrossCompiles(t *testing.T) {
+	bin := makeBuild(t, []string{"GOOS=linux", "GOARCH=arm64"}, "VERSION=9.9.9-cross", "REVISION=c0ffee0123456789")
+	f := openStatic(t, bin)
+	if f.Machine != elf.EM_AARCH64 || f.Class != elf.ELFCLASS64 || f.OSABI != elf.ELFOSABI_NONE {
+		t.Fatalf("GOOS=linux GOARCH=arm64 make build wrote %s %s %s, want a 64-bit linux arm64 ELF", f.Class, f.Machine, f.OSABI)
+	}
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if settings["GOOS"] != "linux" || settings["GOARCH"] != "arm64" || settings["CGO_ENABLED"] != "0" {
+		t.Errorf("build settings GOOS=%s GOARCH=%s CGO_ENABLED=%s, want linux arm64 0", settings["GOOS"], settings["GOARCH"], settings["CGO_ENABLED"])
+	}
+	// -trimpath keeps -ldflags out of the build info, and an arm64 binary
+	// cannot be asked for --version here: look for the -X strings themselves.
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"9.9.9-cross", "c0ffee0123456789"} {
+		if !bytes.Contains(b, []byte(v)) {
+			t.Errorf("the binary does not carry %q, given to make build as VERSION or REVISION", v)
+		}
 	}
 }

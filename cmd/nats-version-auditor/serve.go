@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
@@ -36,6 +35,8 @@ const shutdownGrace = 5 * time.Second
 type serveCommand struct {
 	cmd            *kingpin.CmdClause
 	pol            policyFlags
+	floorSet       bool
+	policyFile     string
 	web            *web.FlagConfig
 	telemetryPath  string
 	minInterval    time.Duration
@@ -46,7 +47,9 @@ type serveCommand struct {
 func addServeCommand(app *kingpin.Application) *serveCommand {
 	c := &serveCommand{}
 	c.cmd = app.Command("serve", "Run as a Prometheus exporter: audit on scrape, at most once per --audit.min-interval.")
-	addFloorFlag(c.cmd, &c.pol)
+	addFloorFlag(c.cmd, &c.pol).IsSetByUser(&c.floorSet)
+	c.cmd.Flag("policy.file", `YAML or JSON file with the floor as a string (floor: "2.14.0"), read again before every audit; excludes --floor`).
+		PlaceHolder("FILE").StringVar(&c.policyFile)
 	c.web = kingpinflag.AddFlags(c.cmd, ":7779")
 	c.cmd.Flag("web.telemetry-path", "Path under which to expose metrics").Default("/metrics").StringVar(&c.telemetryPath)
 	c.cmd.Flag("audit.min-interval", "Scrapes within this long of the last audit are served from it").Default("15s").DurationVar(&c.minInterval)
@@ -57,7 +60,7 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 }
 
 func (c *serveCommand) run(ctx context.Context, conn *connFlags, logger *slog.Logger, stderr io.Writer) int {
-	pol, err := c.pol.policy()
+	pol, err := newPolicySource(&c.pol, c.floorSet, c.policyFile, logger)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -67,16 +70,15 @@ func (c *serveCommand) run(ctx context.Context, conn *connFlags, logger *slog.Lo
 	if err := web.Validate(*c.web.WebConfigFile); err != nil {
 		return fail(stderr, fmt.Errorf("--web.config.file: %w", err))
 	}
-	nc, err := conn.connect(true, logger)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer nc.Close()
+	// Neither a missing credentials file nor an unreachable server stops
+	// serve: in a NATS pod that would hold NATS back. Each audit tries again.
+	lc := newLazyConn(conn, logger)
+	defer lc.Close()
 
-	sched := auditor.NewScheduler(ctx, c.auditFunc(nc, conn, pol, logger), c.minInterval, logger)
+	sched := auditor.NewScheduler(ctx, c.auditFunc(lc, conn, pol, logger), c.minInterval, logger)
 	go sched.Get(ctx) // a first audit, so that /readyz can turn ready before any scrape
 
-	srv := &http.Server{Handler: c.handler(sched, pol, logger), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: c.handler(sched, logger), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, c.web, logger) }()
 
@@ -97,10 +99,19 @@ func (c *serveCommand) run(ctx context.Context, conn *connFlags, logger *slog.Lo
 	return exitOK
 }
 
-func (c *serveCommand) auditFunc(nc *nats.Conn, conn *connFlags, pol auditor.Policy, logger *slog.Logger) auditor.AuditFunc {
+func (c *serveCommand) auditFunc(lc *lazyConn, conn *connFlags, pols *policySource, logger *slog.Logger) auditor.AuditFunc {
 	var memory auditor.Memory
 	return func(ctx context.Context) *auditor.Report {
 		started := time.Now()
+		pol, err := pols.Current()
+		if err != nil {
+			// No floor: floor_info is left out rather than show one nobody set.
+			return auditor.Failed(err, started, auditor.Policy{})
+		}
+		nc, err := lc.Conn(ctx)
+		if err != nil {
+			return auditor.Failed(err, started, pol)
+		}
 		if !nc.IsConnected() {
 			err := fmt.Errorf("not connected to NATS (%s)", nc.Status())
 			if last := nc.LastError(); last != nil {
@@ -126,10 +137,10 @@ func (c *serveCommand) auditFunc(nc *nats.Conn, conn *connFlags, pol auditor.Pol
 	}
 }
 
-func (c *serveCommand) handler(sched *auditor.Scheduler, pol auditor.Policy, logger *slog.Logger) http.Handler {
+func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		metrics.NewCollector(sched.Latest, strings.TrimPrefix(pol.Floor, "v"), c.maxAssetSeries),
+		newReportFloorCollector(sched.Latest, c.maxAssetSeries),
 		versioncollector.NewCollector("nats_version_auditor"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -56,8 +56,11 @@ type Spec struct {
 }
 
 // User is a user with publish and subscribe allow lists (none: all allowed).
+// A user with an NKey (a public user key) authenticates with it, by
+// signing the server's nonce with the seed, instead of Name and Password.
 type User struct {
 	Name, Password     string
+	NKey               string
 	Publish, Subscribe []string
 }
 
@@ -312,8 +315,12 @@ func (sys *System) config(s *Server) string {
 	w("accounts {")
 	users := []string{fmt.Sprintf("{user: %q, password: %q}", SysUser, SysPassword)}
 	for _, u := range s.SysUsers {
-		users = append(users, fmt.Sprintf("{user: %q, password: %q, permissions: {publish: {allow: [%s]}, subscribe: {allow: [%s]}}}",
-			u.Name, u.Password, quoteAll(u.Publish), quoteAll(u.Subscribe)))
+		id := fmt.Sprintf("user: %q, password: %q", u.Name, u.Password)
+		if u.NKey != "" {
+			id = fmt.Sprintf("nkey: %q", u.NKey)
+		}
+		users = append(users, fmt.Sprintf("{%s, permissions: {publish: {allow: [%s]}, subscribe: {allow: [%s]}}}",
+			id, quoteAll(u.Publish), quoteAll(u.Subscribe)))
 	}
 	w("  SYS { users: [%s] }", strings.Join(users, ", "))
 	w("  APP { jetstream: enabled, users: [{user: %q, password: %q}] }", AppUser, AppPassword)

@@ -29,8 +29,8 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(outs) != 2 {
-		t.Fatalf("generator writes %d files, want 2", len(outs))
+	if len(outs) != 3 {
+		t.Fatalf("generator writes %d files, want 3", len(outs))
 	}
 	for _, o := range outs {
 		have, err := os.ReadFile(filepath.Join(r, filepath.FromSlash(o.Path)))
@@ -64,11 +64,28 @@ func TestGeneratedCopiesCarryTheSourceGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range outs {
-		if !bytes.HasPrefix(o.Content, []byte(header)) {
+		if o.Path != sidecarValuesPath && !bytes.HasPrefix(o.Content, []byte(header)) {
 			t.Errorf("%s does not start with the generated-file header", o.Path)
 		}
 		var got rulefile.File
 		switch o.Path {
+		case sidecarValuesPath:
+			// The last extraResources entry is the PrometheusRule; the rest of the file is checked
+			// by the deploy tests.
+			var vals struct {
+				ExtraResources []struct {
+					Kind string        `json:"kind"`
+					Spec rulefile.File `json:"spec"`
+				} `json:"extraResources"`
+			}
+			if err := yaml.Unmarshal(o.Content, &vals); err != nil {
+				t.Fatalf("%s: %v", o.Path, err)
+			}
+			n := len(vals.ExtraResources)
+			if n == 0 || vals.ExtraResources[n-1].Kind != "PrometheusRule" {
+				t.Fatalf("%s: the last extraResources entry is not the PrometheusRule", o.Path)
+			}
+			got = vals.ExtraResources[n-1].Spec
 		case prometheusRulePath:
 			var pr struct {
 				APIVersion string `json:"apiVersion"`

@@ -58,6 +58,20 @@ app.kubernetes.io/component: exporter
 {{- end }}
 {{- end }}
 
+{{/* "true" when a monitoring object is on: its own enabled, or monitoring.enabled when that is null. */}}
+{{- define "nats-version-auditor.on" -}}
+{{- $own := index . 0 }}
+{{- if kindIs "invalid" $own }}{{ if (index . 1).monitoring.enabled }}true{{ end }}{{ else if $own }}true{{ end }}
+{{- end }}
+
+{{/* monitoring.labels, then the object's own labels. */}}
+{{- define "nats-version-auditor.monitoringLabels" -}}
+{{- $labels := merge (dict) (index . 0 | default dict) ((index . 1).monitoring.labels | default dict) }}
+{{- with $labels }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
 {{/* Where the context JSON is mounted: natscli reads $XDG_CONFIG_HOME/nats/context/<name>.json. */}}
 {{- define "nats-version-auditor.configHome" -}}
 /etc/nats-version-auditor/config

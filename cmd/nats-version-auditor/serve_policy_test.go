@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+func TestReadPolicyFile(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, content string
+		floor         string // want this floor, or an error containing every want
+		want          []string
+	}{
+		{name: "quoted", content: "floor: \"2.14.0\"\n", floor: "v2.14.0"},
+		{name: "two parts", content: "floor: '2.12'\n", floor: "v2.12.0"},
+		{name: "leading v", content: "floor: v2.15.3\n", floor: "v2.15.3"},
+		// Three parts are no YAML number: a string without quotes.
+		{name: "unquoted three parts", content: "floor: 2.14.0\n", floor: "v2.14.0"},
+		{name: "json", content: `{"floor": "2.14.0"}`, floor: "v2.14.0"},
+		{name: "number", content: "floor: 2.10\n", want: []string{"floor must be a quoted string", "not 2.1 "}},
+		{name: "json number", content: `{"floor": 2.14}`, want: []string{"floor must be a quoted string", "not 2.14 "}},
+		{name: "integer", content: "floor: 2\n", want: []string{"floor must be a quoted string"}},
+		{name: "empty", content: "", want: []string{"no floor"}},
+		{name: "other key", content: "other: 1\n", want: []string{`unknown field "other"`}},
+		{name: "misspelt", content: "flor: \"2.14.0\"\n", want: []string{`unknown field "flor"`}},
+		{name: "not a version", content: "floor: banana\n", want: []string{"floor:", "banana"}},
+		{name: "list", content: "- floor: \"2.14.0\"\n", want: []string{"want a mapping"}},
+		{name: "not yaml", content: "floor: [\n", want: []string{"not YAML or JSON"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("policy-%d.yaml", i))
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			pol, err := readPolicyFile(path)
+			if tc.want == nil {
+				if err != nil || pol.Floor != tc.floor {
+					t.Fatalf("%q: floor %q, %v; want %q", tc.content, pol.Floor, err, tc.floor)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("%q: floor %q, want an error", tc.content, pol.Floor)
+			}
+			for _, w := range append(tc.want, path) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q: error %q does not say %q", tc.content, err, w)
+				}
+			}
+		})
+	}
+	missing := filepath.Join(dir, "absent.yaml")
+	if _, err := readPolicyFile(missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing file: %v, want an error naming %s", err, missing)
+	}
+}
+
+func TestServePolicyFileExcludesFloor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	res := runCmd(t, "serve", "--web.listen-address", freeAddr(t), "--policy.file", path, "--floor", "2.14")
+	if res.code != exitUnknown || !strings.Contains(res.stderr, "--floor and --policy.file both set") {
+		t.Errorf("exit %d, %q; want 3 and a message naming both flags", res.code, res.stderr)
+	}
+}
+
+// configMapVolume lays files out as the kubelet does for a ConfigMap volume:
+// each key a symlink through ..data to a timestamped directory, updated by
+// swapping the ..data symlink.
+type configMapVolume struct {
+	t   *testing.T
+	dir string
+	gen int
+}
+
+func (v *configMapVolume) write(key, content string) {
+	v.t.Helper()
+	v.gen++
+	ts := fmt.Sprintf("..2026_11_30_%06d", v.gen)
+	if err := os.Mkdir(filepath.Join(v.dir, ts), 0o755); err != nil {
+		v.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(v.dir, ts, key), []byte(content), 0o644); err != nil {
+		v.t.Fatal(err)
+	}
+	tmp := filepath.Join(v.dir, "..data_tmp")
+	if err := os.Symlink(ts, tmp); err != nil {
+		v.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(v.dir, "..data")); err != nil {
+		v.t.Fatal(err)
+	}
+	link := filepath.Join(v.dir, key)
+	if _, err := os.Lstat(link); os.IsNotExist(err) {
+		if err := os.Symlink(filepath.Join("..data", key), link); err != nil {
+			v.t.Fatal(err)
+		}
+	}
+}
+
+// TestServePolicyFile changes the floor of a running serve through a file
+// laid out and updated as a ConfigMap volume, on a real 2.14.0/2.12.15
+// cluster: each change takes effect at the next audit, floor_info follows,
+// and a file that cannot be trusted fails the audit closed.
+func TestServePolicyFile(t *testing.T) {
+	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
+	vol := &configMapVolume{t: t, dir: t.TempDir()}
+	path := filepath.Join(vol.dir, "policy.yaml")
+	d := startServe(t, append(sysArgs(sys, "n1"), "--policy.file", path, "--audit.min-interval", "0s")...)
+
+	type state struct {
+		up, status float64
+		floor      []string
+	}
+	waitFor := func(what string, want state) {
+		t.Helper()
+		var got state
+		err := natstest.Eventually(30*time.Second, func() error {
+			mfs := d.scrape(t)
+			got = state{value(mfs, "nats_version_auditor_up"), value(mfs, "nats_version_auditor_status"),
+				series(mfs, "nats_version_auditor_floor_info")}
+			if got.up != want.up || got.status != want.status || !slices.Equal(got.floor, want.floor) {
+				return fmt.Errorf("%s: up %v, status %v, floor_info %v; want up %v, status %v, floor_info %v\n%s",
+					what, got.up, got.status, got.floor, want.up, want.status, want.floor, d.stderr)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.running(t)
+	}
+	floorInfo := func(v string) []string { return []string{"nats_version_auditor_floor_info{floor=" + v + "} 1"} }
+
+	// An optional ConfigMap not created yet: no floor, no audit.
+	waitFor("no policy file", state{up: 0, status: 3})
+	if !strings.Contains(d.stderr.String(), path) {
+		t.Errorf("no log line names the missing %s:\n%s", path, d.stderr)
+	}
+
+	vol.write("policy.yaml", "floor: \"2.14.0\"\n")
+	waitFor("floor 2.14.0, n3 at 2.12.15", state{up: 1, status: 2, floor: floorInfo("2.14.0")})
+
+	// Mixed versions all at or above 2.12.0: a WARNING, no longer CRITICAL.
+	vol.write("policy.yaml", "floor: \"2.12.0\"\n")
+	waitFor("floor lowered to 2.12.0", state{up: 1, status: 1, floor: floorInfo("2.12.0")})
+
+	// A number is refused, not read as 2.1: the audit fails closed.
+	vol.write("policy.yaml", "floor: 2.10\n")
+	waitFor("a number floor", state{up: 0, status: 3})
+	if log := d.stderr.String(); !strings.Contains(log, path) || !strings.Contains(log, "floor must be a quoted string") {
+		t.Errorf("no log line names %s and its number floor:\n%s", path, log)
+	}
+
+	vol.write("policy.yaml", `{"floor": "2.14.0"}`)
+	waitFor("floor back to 2.14.0, as JSON", state{up: 1, status: 2, floor: floorInfo("2.14.0")})
+}
