@@ -19,6 +19,8 @@ type Result struct {
 	LastSuccess time.Time
 	// Audits counts the audits run.
 	Audits uint64
+	// RequestedAudits counts the audits Request started.
+	RequestedAudits uint64
 }
 
 // AuditFunc runs one audit and always returns a report: an audit that could
@@ -36,6 +38,10 @@ func Failed(err error, started time.Time, p Policy) *Report {
 // arrive while an audit runs share it, and callers within MinInterval of the
 // last one get its result. However many scrapers ask, the servers see at most
 // one audit per interval.
+//
+// Request asks for an audit that starts after the call, however young the
+// last one is, but no sooner than the request interval after the last audit
+// started: requests that arrive before it starts share it.
 type Scheduler struct {
 	audit       AuditFunc
 	minInterval time.Duration
@@ -46,6 +52,15 @@ type Scheduler struct {
 	mu      sync.Mutex
 	last    Result
 	running chan struct{} // closed when the running audit ends; nil when none runs
+
+	requestInterval time.Duration
+	lastStart       time.Time
+	// pending is a Request no audit has started since; while no audit runs,
+	// timer starts one when the request interval allows.
+	pending       bool
+	pendingReason string
+	coalesced     int
+	timer         *time.Timer
 }
 
 // NewScheduler returns a Scheduler whose audits run under base: cancelling
@@ -73,12 +88,7 @@ func (s *Scheduler) Get(ctx context.Context) Result {
 		defer s.mu.Unlock()
 		return s.last
 	}
-	running := s.running
-	if running == nil {
-		running = make(chan struct{})
-		s.running = running
-		go s.run(running)
-	}
+	running := s.startLocked()
 	s.mu.Unlock()
 
 	select {
@@ -86,6 +96,72 @@ func (s *Scheduler) Get(ctx context.Context) Result {
 	case <-ctx.Done():
 	}
 	return s.Latest()
+}
+
+// SetRequestInterval sets the least time between the start of any audit and
+// the start of one Request asks for. Call it before the first Request.
+func (s *Scheduler) SetRequestInterval(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requestInterval = d
+}
+
+// Request asks for an audit that starts after this call, for reason (logged).
+// It does not wait. Requests that arrive before that audit starts are served
+// by it, and it starts no sooner than the request interval after the last
+// audit started: however often Request is called, it adds at most one audit
+// per interval. An audit a scrape starts in the meantime serves it too.
+func (s *Scheduler) Request(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.base.Err() != nil {
+		return
+	}
+	if s.pending {
+		s.coalesced++
+		return
+	}
+	s.pending, s.pendingReason, s.coalesced = true, reason, 0
+	if s.running == nil {
+		s.armLocked()
+	}
+	// Else the running audit may have missed what the caller saw: run
+	// arms the timer when it ends.
+}
+
+func (s *Scheduler) armLocked() {
+	wait := s.requestInterval - s.now().Sub(s.lastStart)
+	s.timer = time.AfterFunc(max(wait, 0), s.fire)
+}
+
+func (s *Scheduler) fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Any audit that started since the request cleared pending; one that
+	// runs now arms the timer again when it ends.
+	if !s.pending || s.running != nil || s.base.Err() != nil {
+		return
+	}
+	s.log.Debug("audit requested", "reason", s.pendingReason, "coalesced", s.coalesced)
+	s.last.RequestedAudits++
+	s.startLocked()
+}
+
+// startLocked starts an audit unless one runs, and returns the channel
+// closed when the running audit ends.
+func (s *Scheduler) startLocked() chan struct{} {
+	if s.running == nil {
+		s.running = make(chan struct{})
+		s.lastStart = s.now()
+		if s.pending {
+			s.pending = false
+			if s.timer != nil {
+				s.timer.Stop()
+			}
+		}
+		go s.run(s.running)
+	}
+	return s.running
 }
 
 func (s *Scheduler) run(done chan struct{}) {
@@ -99,6 +175,9 @@ func (s *Scheduler) run(done chan struct{}) {
 		s.last.LastSuccess = s.last.Finished
 	}
 	s.running = nil
+	if s.pending {
+		s.armLocked()
+	}
 	s.mu.Unlock()
 	close(done)
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -78,4 +79,151 @@ func TestSchedulerAfterIntervalAndOnCancel(t *testing.T) {
 	if n := audits.Load(); n != 2 {
 		t.Fatalf("%d audits, want 2", n)
 	}
+}
+
+// requestClock records when each audit of a scheduler starts, on synctest's
+// fake clock; each audit takes took.
+type requestClock struct {
+	mu     sync.Mutex
+	starts []time.Time
+}
+
+func (c *requestClock) audit(took time.Duration) AuditFunc {
+	return func(context.Context) *Report {
+		c.mu.Lock()
+		c.starts = append(c.starts, time.Now())
+		c.mu.Unlock()
+		time.Sleep(took)
+		return Evaluate(&Snapshot{Servers: []Server{{ID: "A", Name: "a", Version: "2.14.0"}}}, Policy{Floor: DefaultFloor})
+	}
+}
+
+func (c *requestClock) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.starts)
+}
+
+func TestSchedulerRequestCoalescesABurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c requestClock
+		s := NewScheduler(t.Context(), c.audit(100*time.Millisecond), time.Hour, nil)
+		s.SetRequestInterval(time.Second)
+		asked := time.Now()
+		for range 50 {
+			s.Request("burst")
+		}
+		synctest.Wait()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := c.count(); n != 1 {
+			t.Fatalf("%d audits for a burst of 50 requests, want 1", n)
+		}
+		if c.starts[0].Before(asked) {
+			t.Fatal("the audit started before the requests")
+		}
+		if r := s.Latest(); r.RequestedAudits != 1 || r.Audits != 1 {
+			t.Fatalf("result %+v, want 1 audit, requested", r)
+		}
+		// The hour-long min-interval does not hold a request back.
+		s.Request("later")
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := c.count(); n != 2 {
+			t.Fatalf("%d audits after a second request, want 2", n)
+		}
+	})
+}
+
+func TestSchedulerRequestRateLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c requestClock
+		s := NewScheduler(t.Context(), c.audit(50*time.Millisecond), time.Hour, nil)
+		s.SetRequestInterval(time.Second)
+		// A flapping server: an event every 10 ms for a minute.
+		start := time.Now()
+		for time.Since(start) < time.Minute {
+			s.Request("flap")
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(2 * time.Second) // the last requested audit ends
+		synctest.Wait()
+		n := c.count()
+		if n > 61 || n < 55 {
+			t.Fatalf("%d audits in a minute of requests every 10 ms with a 1 s interval, want about 60 and at most 61", n)
+		}
+		for i := 1; i < n; i++ {
+			if gap := c.starts[i].Sub(c.starts[i-1]); gap < time.Second {
+				t.Fatalf("audits %d and %d started %s apart, under the 1 s interval", i-1, i, gap)
+			}
+		}
+	})
+}
+
+func TestSchedulerRequestDuringAuditRunsAnother(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c requestClock
+		s := NewScheduler(t.Context(), c.audit(3*time.Second), time.Hour, nil)
+		s.SetRequestInterval(time.Second)
+		go s.Get(t.Context())
+		synctest.Wait()
+		// The running audit may have missed what made the caller ask: a
+		// new one follows it, right when it ends (3 s > the interval).
+		time.Sleep(time.Second)
+		s.Request("during")
+		s.Request("during again")
+		time.Sleep(2*time.Second + time.Millisecond)
+		synctest.Wait()
+		if n := c.count(); n != 2 {
+			t.Fatalf("%d audits, want the running one and one after it", n)
+		}
+		if gap := c.starts[1].Sub(c.starts[0]); gap != 3*time.Second {
+			t.Fatalf("the requested audit started %s after the first, want 3s (when it ended)", gap)
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := c.count(); n != 2 {
+			t.Fatalf("%d audits, want 2: coalesced requests ran once", n)
+		}
+	})
+}
+
+func TestSchedulerRequestServedByAScrape(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c requestClock
+		s := NewScheduler(t.Context(), c.audit(10*time.Millisecond), 0, nil)
+		s.SetRequestInterval(time.Minute)
+		s.Get(t.Context())
+		// The request waits for the interval; a scrape's audit starts first
+		// and serves it.
+		s.Request("event")
+		time.Sleep(time.Second)
+		s.Get(t.Context())
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if n := c.count(); n != 2 {
+			t.Fatalf("%d audits, want 2: the scrape's audit serves the pending request", n)
+		}
+		if r := s.Latest(); r.RequestedAudits != 0 {
+			t.Fatalf("RequestedAudits = %d, want 0", r.RequestedAudits)
+		}
+	})
+}
+
+func TestSchedulerRequestAfterCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c requestClock
+		ctx, cancel := context.WithCancel(t.Context())
+		s := NewScheduler(ctx, c.audit(10*time.Millisecond), time.Hour, nil)
+		s.SetRequestInterval(time.Second)
+		s.Request("before")
+		cancel()
+		s.Request("after")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := c.count(); n != 0 {
+			t.Fatalf("%d audits after the base context ended, want 0", n)
+		}
+	})
 }
