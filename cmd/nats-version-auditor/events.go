@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -41,6 +42,9 @@ const (
 // eventSubjects are the subscriptions the watcher needs, in the order the
 // README's least-privilege section lists them.
 var eventSubjects = []string{subjStatsz, subjShutdown, subjLameDuck, subjConnect, subjDisconnect}
+
+// flushTimeout bounds the wait for the servers to confirm the subscriptions.
+const flushTimeout = 5 * time.Second
 
 // leafKind is how connect and disconnect events spell a leafnode connection
 // (kindStringMap in server/client.go).
@@ -114,6 +118,12 @@ func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *audito
 	}
 	go w.follow()
 	if nc.IsConnected() {
+		// A refused subscription comes back as an asynchronous error that an
+		// audit running meanwhile would take for its own (auditor.Collect
+		// names any new permissions violation): have it arrive first.
+		if err := nc.FlushTimeout(flushTimeout); err != nil {
+			logger.Warn("could not confirm the event subscriptions", "err", err)
+		}
 		w.ping()
 	}
 	return w, nil
