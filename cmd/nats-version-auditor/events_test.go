@@ -48,12 +48,17 @@ func serverVersion(mfs map[string]*dto.MetricFamily, name string) string {
 	return ""
 }
 
-// eventServe starts serve on n1 with an hour-long --audit.min-interval: a
+// eventServe starts serve on n1 (eventServeOn: on server) with an hour-long --audit.min-interval: a
 // scrape then never audits, so only events can refresh what it shows. It
 // waits until the first audit is complete and events arrive.
 func eventServe(t *testing.T, sys *natstest.System, args ...string) *daemon {
 	t.Helper()
-	d := startServe(t, append(append(sysArgs(sys, "n1"), "--audit.min-interval", "1h", "--timeout", "2s"), args...)...)
+	return eventServeOn(t, sys, "n1", args...)
+}
+
+func eventServeOn(t *testing.T, sys *natstest.System, server string, args ...string) *daemon {
+	t.Helper()
+	d := startServe(t, append(append(sysArgs(sys, server), "--audit.min-interval", "1h", "--timeout", "2s"), args...)...)
 	err := natstest.Eventually(30*time.Second, func() error {
 		mfs := d.scrape(t)
 		if v := value(mfs, "nats_version_auditor_events_up"); v != 1 {
@@ -193,4 +198,53 @@ func TestEventFlappingServerIsRateLimited(t *testing.T) {
 	if n := strings.Count(d.stderr.String(), "audit requested"); float64(n) > limit {
 		t.Errorf("%d requested audits logged, over %v", n, limit)
 	}
+}
+
+func TestEventKilledServerShowsMissing(t *testing.T) {
+	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Floor))
+	d := eventServe(t, sys)
+	// A killed server says nothing; its peers' next heartbeats lose the
+	// route to it (after start they come at most 10 s apart).
+	sys.Kill("n3")
+	err := natstest.Eventually(40*time.Second, func() error {
+		if v := labelled(d.scrape(t), "nats_version_auditor_server_missing", "server_name=n3"); v != 1 {
+			return fmt.Errorf("server_missing{server_name=n3} = %v", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a killed server never showed as missing: %v\n%s", err, d.stderr)
+	}
+}
+
+func TestEventLeafnodeLinkComesAndGoes(t *testing.T) {
+	sys := natstest.Start(t,
+		natstest.Spec{Name: "hub", Version: natstest.Floor, LeafListen: true},
+		natstest.Spec{Name: "app-leaf", Version: natstest.Old, LeafRemotes: []natstest.Remote{{Hub: "hub", Accounts: []string{"APP"}}}},
+	)
+	d := eventServeOn(t, sys, "hub")
+	link := []string{"server_name=hub", "peer=app-leaf", "account=APP"}
+	wait := func(what string, want float64, event string) {
+		t.Helper()
+		err := natstest.Eventually(30*time.Second, func() error {
+			mfs := d.scrape(t)
+			if v := labelled(mfs, "nats_version_auditor_leafnode_unaudited", link...); v != want {
+				return fmt.Errorf("leafnode_unaudited{hub -> app-leaf} = %v, want %v", v, want)
+			}
+			if event != "" && labelled(mfs, "nats_version_auditor_events_received_total", "event="+event) < 1 {
+				return fmt.Errorf("no %s event counted", event)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, d.stderr)
+		}
+	}
+	wait("the link at start", 1, "")
+	if err := sys.Stop("app-leaf", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	wait("after the leaf stopped", -1, "leafnode_disconnect")
+	sys.Restart("app-leaf", "")
+	wait("after the leaf came back", 1, "leafnode_connect")
 }
