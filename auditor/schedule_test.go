@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,19 +83,29 @@ func TestSchedulerAfterIntervalAndOnCancel(t *testing.T) {
 }
 
 // requestClock records when each audit of a scheduler starts, on synctest's
-// fake clock; each audit takes took.
+// fake clock, and the most audits that ran at once. Each audit takes the
+// next of takes (the last one once they run out) and reports a server whose
+// version is its number ("1", "2", ...).
 type requestClock struct {
-	mu     sync.Mutex
-	starts []time.Time
+	mu          sync.Mutex
+	starts      []time.Time
+	now, maxNow int
 }
 
-func (c *requestClock) audit(took time.Duration) AuditFunc {
+func (c *requestClock) audit(takes ...time.Duration) AuditFunc {
 	return func(context.Context) *Report {
 		c.mu.Lock()
 		c.starts = append(c.starts, time.Now())
+		n := len(c.starts)
+		took := takes[min(n, len(takes))-1]
+		c.now++
+		c.maxNow = max(c.maxNow, c.now)
 		c.mu.Unlock()
 		time.Sleep(took)
-		return Evaluate(&Snapshot{Servers: []Server{{ID: "A", Name: "a", Version: "2.14.0"}}}, Policy{Floor: DefaultFloor})
+		c.mu.Lock()
+		c.now--
+		c.mu.Unlock()
+		return Evaluate(&Snapshot{Servers: []Server{{ID: "A", Name: "a", Version: fmt.Sprint(n)}}}, Policy{Floor: DefaultFloor})
 	}
 }
 
@@ -161,30 +172,54 @@ func TestSchedulerRequestRateLimit(t *testing.T) {
 	})
 }
 
-func TestSchedulerRequestDuringAuditRunsAnother(t *testing.T) {
+func TestSchedulerRequestDuringAuditOvertakesIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var c requestClock
-		s := NewScheduler(t.Context(), c.audit(3*time.Second), time.Hour, nil)
-		s.SetRequestInterval(time.Second)
+		// The first audit waits 10 s (a server that just went away); the
+		// others take 1 s.
+		s := NewScheduler(t.Context(), c.audit(10*time.Second, time.Second), time.Hour, nil)
+		s.SetRequestInterval(2 * time.Second)
 		go s.Get(t.Context())
 		synctest.Wait()
-		// The running audit may have missed what made the caller ask: a
-		// new one follows it, right when it ends (3 s > the interval).
 		time.Sleep(time.Second)
-		s.Request("during")
-		s.Request("during again")
-		time.Sleep(2*time.Second + time.Millisecond)
+		// The running audit may have missed what made the caller ask, and
+		// a new one does not wait for it: it starts once the interval
+		// since the last start has passed.
+		s.Request("server came back")
+		synctest.Wait()
+		if n := c.count(); n != 1 {
+			t.Fatalf("%d audits 1 s after the first started, want 1: the interval is 2 s", n)
+		}
+		time.Sleep(time.Second)
 		synctest.Wait()
 		if n := c.count(); n != 2 {
-			t.Fatalf("%d audits, want the running one and one after it", n)
+			t.Fatalf("%d audits, want the running one and one overtaking it", n)
 		}
-		if gap := c.starts[1].Sub(c.starts[0]); gap != 3*time.Second {
-			t.Fatalf("the requested audit started %s after the first, want 3s (when it ended)", gap)
+		if gap := c.starts[1].Sub(c.starts[0]); gap != 2*time.Second {
+			t.Fatalf("the requested audit started %s after the first, want 2s (the interval)", gap)
 		}
-		time.Sleep(10 * time.Second)
+		// Requests while two run: no third at once.
+		for range 20 {
+			s.Request("flap")
+			time.Sleep(100 * time.Millisecond)
+		}
 		synctest.Wait()
-		if n := c.count(); n != 2 {
-			t.Fatalf("%d audits, want 2: coalesced requests ran once", n)
+		if r := s.Latest(); r.Report == nil || r.Report.Servers[0].Version != "2" {
+			t.Fatalf("the overtaking audit's result is not the latest: %+v", r.Report)
+		}
+		// The first audit ends last: its older result does not replace the
+		// newer one's.
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		r := s.Latest()
+		if v := r.Report.Servers[0].Version; v == "1" {
+			t.Fatal("the audit that started first, and ended last, replaced a newer result")
+		}
+		if c.maxNow > 2 {
+			t.Fatalf("%d audits ran at once, want at most 2", c.maxNow)
+		}
+		if r.Audits != uint64(c.count()) {
+			t.Fatalf("Audits = %d, %d ran", r.Audits, c.count())
 		}
 	})
 }
