@@ -243,7 +243,9 @@ func (w *eventWatcher) onStatsz(m *nats.Msg) {
 	case k.version != s.Version:
 		reason = fmt.Sprintf("server %s runs %s, was %s", s.Name, s.Version, k.version)
 	case !slices.Equal(k.links, links):
-		reason = fmt.Sprintf("server %s's routes or gateways changed: %s", s.Name, strings.Join(linksDiff(k.links, links), ", "))
+		if d := w.linksDiff(k.links, links); len(d) > 0 {
+			reason = fmt.Sprintf("server %s's routes or gateways changed: %s", s.Name, strings.Join(d, ", "))
+		}
 	}
 	k.id, k.version, k.links, k.gone = s.ID, s.Version, links, false
 	w.mu.Unlock()
@@ -273,12 +275,19 @@ func (w *eventWatcher) firstHeard(s server.ServerInfo) string {
 	return fmt.Sprintf("server %s (%s) was not in the last audit", s.Name, s.Version)
 }
 
-func linksDiff(before, after []string) []string {
+// linksDiff names the links gained and lost, leaving out routes lost to
+// servers whose SHUTDOWN was heard: an audit was asked for then, and a
+// second one would only wait for the server as the first does. w.mu is held.
+func (w *eventWatcher) linksDiff(before, after []string) []string {
 	var d []string
 	for _, l := range before {
-		if !slices.Contains(after, l) {
-			d = append(d, "lost "+l)
+		if slices.Contains(after, l) {
+			continue
 		}
+		if name, ok := strings.CutPrefix(l, "route "); ok && w.known[name] != nil && w.known[name].gone {
+			continue
+		}
+		d = append(d, "lost "+l)
 	}
 	for _, l := range after {
 		if !slices.Contains(before, l) {

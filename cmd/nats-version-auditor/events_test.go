@@ -129,6 +129,27 @@ func TestEventGracefulStopShowsServerMissing(t *testing.T) {
 	if v := value(mfs, "nats_version_auditor_up"); v != 0 {
 		t.Errorf("up = %v with a server missing", v)
 	}
+
+	// The other servers' heartbeats now lack the route to n3: nothing new
+	// after its SHUTDOWN, so no second audit.
+	audits, heard := value(mfs, "nats_version_auditor_event_audits_total"), labelled(mfs, "nats_version_auditor_events_received_total", "event=statsz")
+	n1 := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
+	err = natstest.Eventually(30*time.Second, func() error {
+		if err := n1.Publish("$SYS.REQ.SERVER.PING", nil); err != nil {
+			return err
+		}
+		mfs = d.scrape(t)
+		if got := labelled(mfs, "nats_version_auditor_events_received_total", "event=statsz"); got < heard+4 {
+			return fmt.Errorf("%v heartbeats since, want 4", got-heard)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := value(mfs, "nats_version_auditor_event_audits_total"); v != audits {
+		t.Errorf("event_audits_total went from %v to %v on heartbeats that lost the route to a server known to have shut down\n%s", audits, v, d.stderr)
+	}
 }
 
 func TestEventSteadyHeartbeatsAuditNothing(t *testing.T) {
@@ -250,4 +271,13 @@ func TestEventLeafnodeLinkComesAndGoes(t *testing.T) {
 	wait("after the leaf stopped", -1, "leafnode_disconnect")
 	sys.Restart("app-leaf", "")
 	wait("after the leaf came back", 1, "leafnode_connect")
+}
+
+func TestEventMinIntervalMustBePositive(t *testing.T) {
+	for _, v := range []string{"0s", "-1s"} {
+		res := runCmd(t, "serve", "--web.listen-address", freeAddr(t), "--audit.event-min-interval="+v)
+		if res.code != exitUnknown || !strings.Contains(res.stderr, "--audit.event-min-interval "+v+": must be positive") {
+			t.Errorf("--audit.event-min-interval %s: exit %d, %q", v, res.code, res.stderr)
+		}
+	}
 }
