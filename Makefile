@@ -20,7 +20,7 @@ FUZZ_TARGETS := FuzzStatsz FuzzLeafz FuzzJSZ FuzzParseVersion
 
 SOAK        ?= 10m
 
-.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench soak stress clean
+.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench bench-freshness soak stress clean
 
 all: build
 
@@ -44,11 +44,16 @@ $(PROMTOOL):
 $(NATSCLI):
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/nats-io/natscli/nats@v0.5.0
 
-# Side-by-side measurements on a real mixed cluster (about 7 minutes);
+# Side-by-side measurements on a real mixed cluster (about 15 minutes);
 # writes the results into BENCHMARKS.md. Not part of `make test`.
 bench: servers build $(NATSCLI)
 	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics ./cmd/nats-version-auditor | tee .cache/gobench.txt
 	$(GO) run ./internal/bench -auditor $(BIN) -natscli $(NATSCLI) -gobench .cache/gobench.txt -out BENCHMARKS.md
+	$(GO) run ./internal/bench -freshness -auditor $(BIN) -out BENCHMARKS.md
+
+# Only the freshness measurement of BENCHMARKS.md (about 6 minutes).
+bench-freshness: servers build
+	$(GO) run ./internal/bench -freshness -auditor $(BIN) -out BENCHMARKS.md
 
 # serve under continuous scraping while servers restart and leaders move;
 # fails if goroutines, heap or open fds grow. Not part of `make test`.

@@ -2,9 +2,11 @@ package auditor
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -78,4 +80,185 @@ func TestSchedulerAfterIntervalAndOnCancel(t *testing.T) {
 	if n := audits.Load(); n != 2 {
 		t.Fatalf("%d audits, want 2", n)
 	}
+}
+
+// requestClock records when each audit of a scheduler starts, on synctest's
+// fake clock, and the most audits that ran at once. Each audit takes the
+// next of takes (the last one once they run out) and reports a server whose
+// version is its number ("1", "2", ...).
+type requestClock struct {
+	mu          sync.Mutex
+	starts      []time.Time
+	now, maxNow int
+}
+
+func (c *requestClock) audit(takes ...time.Duration) AuditFunc {
+	return func(context.Context) *Report {
+		c.mu.Lock()
+		c.starts = append(c.starts, time.Now())
+		n := len(c.starts)
+		took := takes[min(n, len(takes))-1]
+		c.now++
+		c.maxNow = max(c.maxNow, c.now)
+		c.mu.Unlock()
+		time.Sleep(took)
+		c.mu.Lock()
+		c.now--
+		c.mu.Unlock()
+		return Evaluate(&Snapshot{Servers: []Server{{ID: "A", Name: "a", Version: fmt.Sprint(n)}}}, Policy{Floor: DefaultFloor})
+	}
+}
+
+func (c *requestClock) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.starts)
+}
+
+func TestSchedulerRequestCoalescesABurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c requestClock
+		s := NewScheduler(t.Context(), c.audit(100*time.Millisecond), time.Hour, nil)
+		s.SetRequestInterval(time.Second)
+		asked := time.Now()
+		for range 50 {
+			s.Request("burst")
+		}
+		synctest.Wait()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := c.count(); n != 1 {
+			t.Fatalf("%d audits for a burst of 50 requests, want 1", n)
+		}
+		if c.starts[0].Before(asked) {
+			t.Fatal("the audit started before the requests")
+		}
+		if r := s.Latest(); r.RequestedAudits != 1 || r.Audits != 1 {
+			t.Fatalf("result %+v, want 1 audit, requested", r)
+		}
+		// The hour-long min-interval does not hold a request back.
+		s.Request("later")
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := c.count(); n != 2 {
+			t.Fatalf("%d audits after a second request, want 2", n)
+		}
+	})
+}
+
+func TestSchedulerRequestRateLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c requestClock
+		s := NewScheduler(t.Context(), c.audit(50*time.Millisecond), time.Hour, nil)
+		s.SetRequestInterval(time.Second)
+		// A flapping server: an event every 10 ms for a minute.
+		start := time.Now()
+		for time.Since(start) < time.Minute {
+			s.Request("flap")
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(2 * time.Second) // the last requested audit ends
+		synctest.Wait()
+		n := c.count()
+		if n > 61 || n < 55 {
+			t.Fatalf("%d audits in a minute of requests every 10 ms with a 1 s interval, want about 60 and at most 61", n)
+		}
+		for i := 1; i < n; i++ {
+			if gap := c.starts[i].Sub(c.starts[i-1]); gap < time.Second {
+				t.Fatalf("audits %d and %d started %s apart, under the 1 s interval", i-1, i, gap)
+			}
+		}
+	})
+}
+
+func TestSchedulerRequestDuringAuditOvertakesIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c requestClock
+		// The first audit waits 10 s (a server that just went away); the
+		// others take 1 s.
+		s := NewScheduler(t.Context(), c.audit(10*time.Second, time.Second), time.Hour, nil)
+		s.SetRequestInterval(2 * time.Second)
+		go s.Get(t.Context())
+		synctest.Wait()
+		time.Sleep(time.Second)
+		// The running audit may have missed what made the caller ask, and
+		// a new one does not wait for it: it starts once the interval
+		// since the last start has passed.
+		s.Request("server came back")
+		synctest.Wait()
+		if n := c.count(); n != 1 {
+			t.Fatalf("%d audits 1 s after the first started, want 1: the interval is 2 s", n)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := c.count(); n != 2 {
+			t.Fatalf("%d audits, want the running one and one overtaking it", n)
+		}
+		if gap := c.starts[1].Sub(c.starts[0]); gap != 2*time.Second {
+			t.Fatalf("the requested audit started %s after the first, want 2s (the interval)", gap)
+		}
+		// Requests while two run: no third at once.
+		for range 20 {
+			s.Request("flap")
+			time.Sleep(100 * time.Millisecond)
+		}
+		synctest.Wait()
+		if r := s.Latest(); r.Report == nil || r.Report.Servers[0].Version != "2" {
+			t.Fatalf("the overtaking audit's result is not the latest: %+v", r.Report)
+		}
+		// The first audit ends last: its older result does not replace the
+		// newer one's.
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		r := s.Latest()
+		if v := r.Report.Servers[0].Version; v == "1" {
+			t.Fatal("the audit that started first, and ended last, replaced a newer result")
+		}
+		if c.maxNow > 2 {
+			t.Fatalf("%d audits ran at once, want at most 2", c.maxNow)
+		}
+		if r.Audits != uint64(c.count()) {
+			t.Fatalf("Audits = %d, %d ran", r.Audits, c.count())
+		}
+	})
+}
+
+func TestSchedulerRequestServedByAScrape(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c requestClock
+		s := NewScheduler(t.Context(), c.audit(10*time.Millisecond), 0, nil)
+		s.SetRequestInterval(time.Minute)
+		s.Get(t.Context())
+		// The request waits for the interval; a scrape's audit starts first
+		// and serves it.
+		s.Request("event")
+		time.Sleep(time.Second)
+		s.Get(t.Context())
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if n := c.count(); n != 2 {
+			t.Fatalf("%d audits, want 2: the scrape's audit serves the pending request", n)
+		}
+		if r := s.Latest(); r.RequestedAudits != 0 {
+			t.Fatalf("RequestedAudits = %d, want 0", r.RequestedAudits)
+		}
+	})
+}
+
+func TestSchedulerRequestAfterCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c requestClock
+		ctx, cancel := context.WithCancel(t.Context())
+		s := NewScheduler(ctx, c.audit(10*time.Millisecond), time.Hour, nil)
+		s.SetRequestInterval(time.Second)
+		s.Request("before")
+		cancel()
+		s.Request("after")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := c.count(); n != 0 {
+			t.Fatalf("%d audits after the base context ended, want 0", n)
+		}
+	})
 }

@@ -42,6 +42,11 @@ type serveCommand struct {
 	minInterval    time.Duration
 	scope          string
 	maxAssetSeries int
+
+	events           bool
+	eventMinInterval time.Duration
+	// collectors are registered next to the report's.
+	collectors []prometheus.Collector
 }
 
 func addServeCommand(app *kingpin.Application) *serveCommand {
@@ -55,6 +60,10 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 	c.cmd.Flag("audit.min-interval", "Scrapes within this long of the last audit are served from it").Default("15s").DurationVar(&c.minInterval)
 	c.cmd.Flag("scope", "cluster: audit and export everything; server: a sidecar exporting only what concerns the server it is connected to").
 		Default(scopeCluster).EnumVar(&c.scope, scopeCluster, scopeServer)
+	c.cmd.Flag("audit.events", "Audit as soon as the servers' $SYS events say a server went away, came back or changed (--no-audit.events: on scrapes only)").
+		Default("true").BoolVar(&c.events)
+	c.cmd.Flag("audit.event-min-interval", "Least time between the start of any audit and one an event starts; bursts of events share one audit").
+		Default("1s").DurationVar(&c.eventMinInterval)
 	c.cmd.Flag("metrics.max-asset-series", "Most per-consumer series one scrape exposes").Default(fmt.Sprint(metrics.DefaultMaxAssetSeries)).IntVar(&c.maxAssetSeries)
 	return c
 }
@@ -70,12 +79,22 @@ func (c *serveCommand) run(ctx context.Context, conn *connFlags, logger *slog.Lo
 	if err := web.Validate(*c.web.WebConfigFile); err != nil {
 		return fail(stderr, fmt.Errorf("--web.config.file: %w", err))
 	}
+	if c.eventMinInterval <= 0 {
+		return fail(stderr, fmt.Errorf("--audit.event-min-interval %s: must be positive", c.eventMinInterval))
+	}
 	// Neither a missing credentials file nor an unreachable server stops
 	// serve: in a NATS pod that would hold NATS back. Each audit tries again.
 	lc := newLazyConn(conn, logger)
 	defer lc.Close()
 
 	sched := auditor.NewScheduler(ctx, c.auditFunc(lc, conn, pol, logger), c.minInterval, logger)
+	if c.events {
+		// Each connection lazyConn makes gets its watcher before its first
+		// audit runs on it.
+		ev := c.eventsFor(sched, logger)
+		lc.onConnect = ev.attach
+		defer ev.stop()
+	}
 	go sched.Get(ctx) // a first audit, so that /readyz can turn ready before any scrape
 
 	srv := &http.Server{Handler: c.handler(sched, logger), ReadHeaderTimeout: 10 * time.Second}
@@ -145,6 +164,7 @@ func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger) ht
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	reg.MustRegister(c.collectors...)
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
 
 	mux := http.NewServeMux()

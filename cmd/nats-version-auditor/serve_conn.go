@@ -17,6 +17,9 @@ import (
 type lazyConn struct {
 	flags  *connFlags
 	logger *slog.Logger
+	// onConnect, when set, runs on each new connection before any caller
+	// gets it.
+	onConnect func(*nats.Conn)
 
 	mu      sync.Mutex
 	nc      *nats.Conn
@@ -49,6 +52,9 @@ func (l *lazyConn) Conn(ctx context.Context) (*nats.Conn, error) {
 	}
 	l.nc, l.lastErr = nc, ""
 	l.logger.Info("connected to NATS", "server", nc.ConnectedServerName(), "version", nc.ConnectedServerVersion())
+	if l.onConnect != nil {
+		l.onConnect(nc)
+	}
 	return nc, nil
 }
 

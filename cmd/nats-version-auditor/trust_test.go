@@ -29,25 +29,34 @@ import (
 )
 
 // leastPrivilege is what README.md and deploy/ document as the smallest
-// permissions an auditing user needs.
+// permissions an auditing user needs: an audit needs the publish permissions
+// and the inbox (auditSubscribe); serve's event watching needs the rest
+// (eventSubscribe).
 var leastPrivilege = natstest.User{
 	Name: "auditor", Password: "auditor-secret",
 	Publish:   []string{"$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.*.LEAFZ", "$SYS.REQ.SERVER.*.JSZ"},
-	Subscribe: []string{"_INBOX.>"},
+	Subscribe: append([]string{auditSubscribe}, eventSubscribe...),
+}
+
+const auditSubscribe = "_INBOX.>"
+
+var eventSubscribe = []string{"$SYS.SERVER.*.STATSZ", "$SYS.SERVER.*.SHUTDOWN", "$SYS.SERVER.*.LAMEDUCK",
+	"$SYS.ACCOUNT.*.CONNECT", "$SYS.ACCOUNT.*.DISCONNECT"}
+
+// without returns leastPrivilege less one permission, named after it.
+func without(perm string) natstest.User {
+	u := leastPrivilege
+	u.Name = "without-" + strings.NewReplacer("$", "", ".", "-", "*", "x", ">", "all").Replace(perm)
+	u.Publish = slices.DeleteFunc(slices.Clone(u.Publish), func(p string) bool { return p == perm })
+	u.Subscribe = slices.DeleteFunc(slices.Clone(u.Subscribe), func(p string) bool { return p == perm })
+	return u
 }
 
 func TestLeastPrivilege(t *testing.T) {
 	var users []natstest.User
 	users = append(users, leastPrivilege)
-	for i := range append(leastPrivilege.Publish, leastPrivilege.Subscribe...) {
-		u := leastPrivilege
-		u.Name = fmt.Sprintf("without-%d", i)
-		if i < len(u.Publish) {
-			u.Publish = slices.Delete(slices.Clone(u.Publish), i, i+1)
-		} else {
-			u.Subscribe = []string{"_NOTHING.>"}
-		}
-		users = append(users, u)
+	for _, perm := range append(slices.Clone(leastPrivilege.Publish), auditSubscribe) {
+		users = append(users, without(perm))
 	}
 	spec := func(name string) natstest.Spec {
 		s := node(name, natstest.New)
@@ -88,6 +97,62 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 			if !named {
 				t.Errorf("no finding names the missing permission:%s", codes(out.Findings))
+			}
+		})
+	}
+}
+
+// TestLeastPrivilegeEvents proves each event subscription needed: serve with
+// exactly the documented permissions watches events; without any one of
+// them it still audits on scrapes (up 1) but reports events_up 0 and logs
+// which subscription is missing.
+func TestLeastPrivilegeEvents(t *testing.T) {
+	users := []natstest.User{leastPrivilege}
+	for _, perm := range eventSubscribe {
+		users = append(users, without(perm))
+	}
+	spec := func(name string) natstest.Spec {
+		s := node(name, natstest.Floor)
+		s.SysUsers = users
+		return s
+	}
+	sys := natstest.Start(t, spec("n1"), spec("n2"), spec("n3"))
+	serve := func(u natstest.User) *daemon {
+		return startServe(t, "-s", sys.URL("n1"), "--user", u.Name, "--password", u.Password, "--timeout", "2s", "--audit.min-interval", "1h")
+	}
+	full := serve(leastPrivilege)
+	err := natstest.Eventually(30*time.Second, func() error {
+		mfs := full.scrape(t)
+		if v := value(mfs, "nats_version_auditor_up"); v != 1 {
+			return fmt.Errorf("up = %v", v)
+		}
+		if v := value(mfs, "nats_version_auditor_events_up"); v != 1 {
+			return fmt.Errorf("events_up = %v", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("with exactly the documented permissions: %v\n%s", err, full.stderr)
+	}
+
+	for i, perm := range eventSubscribe {
+		t.Run(users[i+1].Name, func(t *testing.T) {
+			d := serve(users[i+1])
+			want := "allow the user to subscribe to " + perm
+			err := natstest.Eventually(30*time.Second, func() error {
+				if !strings.Contains(d.stderr.String(), want) {
+					return fmt.Errorf("no log line says %q", want)
+				}
+				if v := value(d.scrape(t), "nats_version_auditor_up"); v != 1 {
+					return fmt.Errorf("up = %v: a missing event permission must not stop audits", v)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, d.stderr)
+			}
+			if v := value(d.scrape(t), "nats_version_auditor_events_up"); v != 0 {
+				t.Errorf("events_up = %v without %s, want 0", v, perm)
 			}
 		})
 	}

@@ -41,9 +41,27 @@ func main() {
 	hold := flag.Bool("hold", false, "populate a cluster of the first size, print its URL and wait for SIGINT (for profiling)")
 	goBench := flag.String("gobench", "", "a file of `go test -bench` output to include in the results")
 	out := flag.String("out", "", "write the results table into this Markdown file, between the bench markers")
+	freshness := flag.Bool("freshness", false, "measure only how soon /metrics follows a restarted server, with and without events (see freshness.go)")
+	freshnessRestarts := flag.Int("freshness-restarts", 5, "restarts measured each way (the median is reported)")
+	flapFor := flag.Duration("freshness-flap", time.Minute, "how long a server restarts every second to count the audits it causes")
 	flag.Parse()
 
 	h := &natstest.Program{}
+	if *freshness {
+		code := h.Run(func() int {
+			table := runFreshness(h, freshnessConfig{auditor: *auditorBin, restarts: *freshnessRestarts,
+				scrapeInterval: 30 * time.Second, minInterval: 15 * time.Second, flapFor: *flapFor})
+			fmt.Print(table)
+			if *out != "" {
+				if err := writeBetween(*out, freshnessBegin, freshnessEnd, table); err != nil {
+					h.Fatal(err)
+				}
+			}
+			return 0
+		})
+		h.RunCleanups()
+		os.Exit(code)
+	}
 	code := h.Run(func() int {
 		var results []sizeResult
 		for _, f := range strings.Split(*sizes, ",") {
@@ -370,25 +388,7 @@ func scrapes(h *natstest.Program, cfg config, sys *natstest.System, res *sizeRes
 }
 
 func startServe(h *natstest.Program, bin, url, interval string) string {
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(h))
-	cmd := exec.Command(bin, "serve", "--web.listen-address", addr, "--audit.min-interval", interval, "--timeout", "30s",
-		"-s", url, "--user", natstest.SysUser, "--password", natstest.SysPassword)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		h.Fatal(err)
-	}
-	h.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	base := "http://" + addr
-	err := natstest.Eventually(10*time.Second, func() error {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err
-	})
-	if err != nil {
-		h.Fatal(err)
-	}
+	base, _ := startServeArgs(h, bin, url, "--audit.min-interval", interval, "--timeout", "30s")
 	return base
 }
 
@@ -519,15 +519,5 @@ const (
 // writeBetweenMarkers replaces what stands between the bench markers of a
 // Markdown file with table.
 func writeBetweenMarkers(path, table string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	doc := string(b)
-	i, j := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s has no %s ... %s markers", path, beginMarker, endMarker)
-	}
-	doc = doc[:i+len(beginMarker)] + "\n" + table + doc[j:]
-	return os.WriteFile(path, []byte(doc), 0o644)
+	return writeBetween(path, beginMarker, endMarker, table)
 }
