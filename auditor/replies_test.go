@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -23,6 +24,27 @@ func TestReplyProjectionsMatchServerTypes(t *testing.T) {
 		natstest.Spec{Name: "l2", Version: natstest.New, LeafRemotes: []natstest.Remote{{Hub: "n3", Accounts: []string{"APP", "SYS"}}}},
 	)
 	nc := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
+	// Start waits for the servers, not for every leafnode link.
+	err := natstest.Eventually(30*time.Second, func() error {
+		replies, err := natstest.Gather(nc, "$SYS.REQ.SERVER.PING.LEAFZ", []byte("{}"), 4, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		links := 0
+		for _, m := range replies {
+			var leafz server.ServerAPILeafzResponse
+			if err := json.Unmarshal(m.Data, &leafz); err == nil && leafz.Data != nil {
+				links += len(leafz.Data.Leafs)
+			}
+		}
+		if links < 5 { // l1-n1 in APP; l2-n3 in APP and SYS, seen from both ends
+			return fmt.Errorf("%d leafnode links up", links)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	replies, err := natstest.Gather(nc, "$SYS.REQ.SERVER.PING", []byte("{}"), 4, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -241,7 +241,7 @@ label_replace(max by (namespace, account, stream, consumer, server_name) (nats_v
 		WithPanel(timeseriesPanel("Missing servers", "Expected servers that did not answer the audit (an empty name: servers no other server could name). A rolling upgrade shows each server here in turn.").
 			WithTarget(query(`max by (namespace, server_name) (nats_version_auditor_server_missing{`+sel+`})`, "{{server_name}}")).
 			Min(0).Decimals(0)).
-		WithPanel(tablePanel("Leafnode gaps", "Leafnode links whose peer does not share the system account: its version cannot be audited.").
+		WithPanel(tablePanel("Leafnode gaps", "Leafnode links whose peer never answered the audit (no system account on the link, or a hung peer): its version is unknown.").
 			WithTarget(instant(`max by (namespace, server_name, peer, account) (nats_version_auditor_leafnode_unaudited{` + sel + `})`))).
 		WithPanel(timeseriesPanel("Findings by code", "Findings of the last audits, by code and severity.").
 			WithTarget(query(`sum by (code, severity) (nats_version_auditor_findings{`+sel+`}) > 0`, "{{code}} ({{severity}})")).
