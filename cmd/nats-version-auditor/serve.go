@@ -70,6 +70,10 @@ func (c *serveCommand) run(ctx context.Context, conn *connFlags, logger *slog.Lo
 	if err := web.Validate(*c.web.WebConfigFile); err != nil {
 		return fail(stderr, fmt.Errorf("--web.config.file: %w", err))
 	}
+	// A natscli context that cannot be loaded is a flag error, as in check.
+	if _, err := conn.natsContext(); err != nil {
+		return fail(stderr, err)
+	}
 	// Neither a missing credentials file nor an unreachable server stops
 	// serve: in a NATS pod that would hold NATS back. Each audit tries again.
 	lc := newLazyConn(conn, logger)
