@@ -82,6 +82,10 @@ func (c *serveCommand) run(ctx context.Context, conn *connFlags, logger *slog.Lo
 	if c.eventMinInterval <= 0 {
 		return fail(stderr, fmt.Errorf("--audit.event-min-interval %s: must be positive", c.eventMinInterval))
 	}
+	// A natscli context that cannot be loaded is a flag error, as in check.
+	if _, err := conn.natsContext(); err != nil {
+		return fail(stderr, err)
+	}
 	// Neither a missing credentials file nor an unreachable server stops
 	// serve: in a NATS pod that would hold NATS back. Each audit tries again.
 	lc := newLazyConn(conn, logger)
