@@ -20,7 +20,7 @@ FUZZ_TARGETS := FuzzStatsz FuzzLeafz FuzzJSZ FuzzParseVersion
 
 SOAK        ?= 10m
 
-.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench bench-freshness soak stress clean
+.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench bench-freshness soak stress generate clean
 
 all: build
 
@@ -84,6 +84,11 @@ fuzz:
 # Re-records the fuzz seeds from real servers of every version the tests run.
 fuzz-seeds: servers
 	$(GO) run ./internal/recordseeds auditor/testdata/fuzz
+
+# Rewrites the generated files under deploy/ (alert rules and their copies,
+# the Grafana dashboard); the deploy tests fail when they are out of date.
+generate:
+	$(GO) generate ./deploy/...
 
 clean:
 	rm -rf bin .cache
