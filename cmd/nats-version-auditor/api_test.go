@@ -10,15 +10,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
@@ -228,16 +225,7 @@ func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
 	})
 
 	t.Run("client through TLS and basic auth", func(t *testing.T) {
-		dir := t.TempDir()
-		certPath, keyPath, pool := selfSigned(t, dir)
-		hash, err := bcrypt.GenerateFromPassword([]byte("app-pass"), bcrypt.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		webConfig := filepath.Join(dir, "web.yml")
-		if err := os.WriteFile(webConfig, fmt.Appendf(nil, "tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  orders-app: %s\n", certPath, keyPath, hash), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		webConfig, pool := tlsWebConfig(t, "orders-app", "app-pass")
 		addr := freeAddr(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan int, 1)
@@ -249,7 +237,7 @@ func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
 		c := &client.Client{BaseURL: "https://" + addr, HTTPClient: hc}
 		var se *client.StatusError
-		err = natstest.Eventually(10*time.Second, func() error {
+		err := natstest.Eventually(10*time.Second, func() error {
 			_, err := c.ConsumerReset(context.Background(), "APP", "SAFE", "all-new")
 			if errors.As(err, &se) {
 				return nil

@@ -244,16 +244,28 @@ func selfSigned(t *testing.T, dir string) (certPath, keyPath string, pool *x509.
 	return certPath, keyPath, pool
 }
 
-func TestMetricsBehindTLSAndBasicAuth(t *testing.T) {
-	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
+// tlsWebConfig writes an exporter-toolkit web config that serves TLS with a
+// self-signed certificate and lets in one basic-auth user; it returns the
+// file and the pool that trusts the certificate.
+func tlsWebConfig(t *testing.T, user, password string) (string, *x509.CertPool) {
+	t.Helper()
 	dir := t.TempDir()
 	certPath, keyPath, pool := selfSigned(t, dir)
-	hash, err := bcrypt.GenerateFromPassword([]byte("scrape-pass"), bcrypt.MinCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
 	}
 	webConfig := filepath.Join(dir, "web.yml")
-	os.WriteFile(webConfig, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: %s\n", certPath, keyPath, hash)), 0o600)
+	if err := os.WriteFile(webConfig, fmt.Appendf(nil, "tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  %s: %s\n",
+		certPath, keyPath, user, hash), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return webConfig, pool
+}
+
+func TestMetricsBehindTLSAndBasicAuth(t *testing.T) {
+	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
+	webConfig, pool := tlsWebConfig(t, "prometheus", "scrape-pass")
 
 	addr := freeAddr(t)
 	d := &daemon{base: "https://" + addr, done: make(chan int, 1), stderr: &lockedBuffer{}}
@@ -279,6 +291,7 @@ func TestMetricsBehindTLSAndBasicAuth(t *testing.T) {
 		return resp.StatusCode, string(b), nil
 	}
 	var code int
+	var err error
 	err = natstest.Eventually(10*time.Second, func() error {
 		code, _, err = get("", "")
 		return err
