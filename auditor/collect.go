@@ -202,11 +202,17 @@ func (c *collection) signal() {
 // complete reports whether every server the audit knows to expect answered
 // and was fully asked. Callers hold c.mu.
 func (c *collection) complete() bool {
-	if len(c.seen) == 0 || c.inflight > 0 || len(c.seen) < c.snap.ExpectedCount {
+	if len(c.seen) == 0 || c.inflight > 0 {
+		return false
+	}
+	// The servers' own counts, unless a server that just came back explains
+	// the surplus as Evaluate does (then waiting longer would only delay the
+	// same verdict); never the caller's Expect.
+	if n := len(c.seen); n < c.opts.Expect || (n < c.snap.ExpectedCount && !staleCount(c.snap.Servers)) {
 		return false
 	}
 	for name := range c.snap.ExpectedNames {
-		if !c.names[name] {
+		if !c.names[name] && !c.answeredAsPeer(name) {
 			return false
 		}
 	}
@@ -215,7 +221,27 @@ func (c *collection) complete() bool {
 			return false
 		}
 	}
+	for _, g := range c.merged.meta {
+		if g.Size > answeredIn(c.snap.Servers, g.Domain) {
+			return false
+		}
+	}
 	return true
+}
+
+// answeredAsPeer reports whether name is a RAFT peer known only by its id
+// and that peer answered under its own name. Callers hold c.mu.
+func (c *collection) answeredAsPeer(name string) bool {
+	id, ok := unknownPeerID(name)
+	if !ok {
+		return false
+	}
+	for n := range c.names {
+		if peerID(n) == id {
+			return true
+		}
+	}
+	return false
 }
 
 // expect records that namer named name as a peer. Callers hold c.mu.
