@@ -12,27 +12,26 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/alecthomas/units"
 	"github.com/nats-io/jsm.go/natscontext"
 	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
-// connFlags are the connection flags, spelled as natscli spells them.
+// connFlags are the connection flags, spelled as natscli spells them, and
+// the audit's own (flags.go) that every command shares.
 type connFlags struct {
 	server, user, password, token, creds, nkey string
 	tlsCert, tlsKey, tlsCA, context            string
 	tlsFirst                                   bool
 	timeout                                    time.Duration
-	expect                                     int
-	maxReplyBytes                              units.Base2Bytes
-	compress                                   bool
+	audit                                      auditFlags
 }
 
 // auditOptions are the auditor.Options the flags ask for.
 func (c *connFlags) auditOptions(logger *slog.Logger) auditor.Options {
-	return auditor.Options{Timeout: c.timeout, Expect: c.expect, MaxReplyBytes: int(c.maxReplyBytes), Compress: c.compress, Logger: logger}
+	return auditor.Options{Timeout: c.timeout, Expect: c.audit.expect, MaxReplyBytes: int(c.audit.maxReplyBytes),
+		Compress: c.audit.compress, Logger: logger}
 }
 
 func addConnFlags(app *kingpin.Application) *connFlags {
@@ -49,9 +48,7 @@ func addConnFlags(app *kingpin.Application) *connFlags {
 	app.Flag("tlsfirst", "Perform the TLS handshake before the NATS INFO exchange").BoolVar(&c.tlsFirst)
 	app.Flag("context", "natscli context to connect with; explicit flags win over it").Envar("NATS_CONTEXT").StringVar(&c.context)
 	app.Flag("timeout", "How long one audit may wait for the servers' answers").Envar("NATS_TIMEOUT").Default(auditor.DefaultTimeout.String()).DurationVar(&c.timeout)
-	app.Flag("expect", "Number of servers that must answer, at least (0: derive it from what the servers report)").Default("0").IntVar(&c.expect)
-	app.Flag("compress", "Ask servers for snappy-compressed replies (worth it where replies cross a leafnode or a slow link)").BoolVar(&c.compress)
-	app.Flag("max-reply-bytes", "Replies larger than this are dropped as AUDIT_INCOMPLETE instead of decoded").Default("64MiB").BytesVar(&c.maxReplyBytes)
+	addAuditFlags(app, &c.audit)
 	return c
 }
 

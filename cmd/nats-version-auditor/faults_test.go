@@ -324,7 +324,7 @@ func TestFaultOversizedReply(t *testing.T) {
 		addStreamAndConsumer(t, app, "ORDERS", fmt.Sprintf("w%02d", i), 3)
 	}
 	// STATSZ and LEAFZ replies are a few KiB; JSZ with 31 consumers is more.
-	res, out := checkJSONOf(t, sys, "n1", "--max-reply-bytes", "8KiB")
+	res, out := checkJSONOf(t, sys, "n1", "--audit.max-reply-bytes", "8KiB")
 	if res.code != exitUnknown {
 		t.Fatalf("exit %d, want 3:%s", res.code, codes(out.Findings))
 	}
@@ -340,13 +340,13 @@ func TestFaultOversizedReply(t *testing.T) {
 	}
 
 	// Compressed replies are held to the limit once inflated.
-	res, out = checkJSONOf(t, sys, "n1", "--max-reply-bytes", "8KiB", "--compress")
+	res, out = checkJSONOf(t, sys, "n1", "--audit.max-reply-bytes", "8KiB", "--audit.compress")
 	if res.code != exitUnknown || len(withCode(out.Findings, auditor.AuditIncomplete)) != len(dropped) {
 		t.Fatalf("with --compress: exit %d:%s", res.code, codes(out.Findings))
 	}
 	// And, within the limit, read the same as plain ones.
 	_, plain := checkJSONOf(t, sys, "n1")
-	_, compressed := checkJSONOf(t, sys, "n1", "--compress")
+	_, compressed := checkJSONOf(t, sys, "n1", "--audit.compress")
 	if plain.Status != auditor.OK || compressed.Status != plain.Status || compressed.Audit.ServersResponded != 3 {
 		t.Fatalf("plain %s, compressed %s (%d servers):%s", plain.Status, compressed.Status, compressed.Audit.ServersResponded, codes(compressed.Findings))
 	}
