@@ -18,9 +18,9 @@ import (
 // required levels of every stream and consumer.
 func TestJSZProjectionMatchesServerTypes(t *testing.T) {
 	sys := natstest.Start(t,
-		natstest.Spec{Name: "n1", Version: natstest.Floor, Cluster: "c1", JetStream: true, Tags: []string{"node:n1"}},
-		natstest.Spec{Name: "n2", Version: natstest.New, Cluster: "c1", JetStream: true, Tags: []string{"node:n2"}},
-		natstest.Spec{Name: "n3", Version: natstest.Old, Cluster: "c1", JetStream: true, Tags: []string{"node:n3"}},
+		natstest.Node("n1", natstest.Floor, "c1"),
+		natstest.Node("n2", natstest.New, "c1"),
+		natstest.Node("n3", natstest.Old, "c1"),
 	)
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
 	if err := natstest.MoveMetaLeader(sysConn, "n1"); err != nil {

@@ -17,7 +17,9 @@ import (
 // the audit's projections, and compares what the audit reads.
 func TestReplyProjectionsMatchServerTypes(t *testing.T) {
 	spec := func(name, version string) natstest.Spec {
-		return natstest.Spec{Name: name, Version: version, Cluster: "c1", JetStream: true, Tags: []string{"node:" + name}, LeafListen: true}
+		s := natstest.Node(name, version, "c1")
+		s.LeafListen = true
+		return s
 	}
 	sys := natstest.Start(t, spec("n1", natstest.Floor), spec("n2", natstest.New), spec("n3", natstest.Old),
 		natstest.Spec{Name: "l1", Version: natstest.Old, LeafRemotes: []natstest.Remote{{Hub: "n1", Accounts: []string{"APP"}}}},

@@ -18,9 +18,7 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-func node(name, version string) natstest.Spec {
-	return natstest.Spec{Name: name, Version: version, Cluster: "c1", JetStream: true, Tags: []string{"node:" + name}}
-}
+func node(name, version string) natstest.Spec { return natstest.Node(name, version, "c1") }
 
 func addStreamAndConsumer(t *testing.T, nc *nats.Conn, stream, consumer string, replicas int, tags ...string) {
 	t.Helper()
@@ -150,7 +148,7 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 		t.Errorf("each cluster runs one version, yet: %+v", mixed)
 	}
 
-	conn := []string{"-s", sys.URL("west1"), "--user", natstest.SysUser, "--password", natstest.SysPassword}
+	conn := sys.SysArgs("west1")
 	rep := runCmd(t, append([]string{"report", "--format", "json"}, conn...)...)
 	var inv reportOutput
 	if err := json.Unmarshal([]byte(rep.stdout), &inv); err != nil || rep.code != exitOK {

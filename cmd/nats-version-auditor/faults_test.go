@@ -67,8 +67,7 @@ func TestFaultServerKilledMidAudit(t *testing.T) {
 	start := time.Now()
 	done := make(chan int, 1)
 	go func() {
-		done <- run(t.Context(), []string{"check", "--format", "json", "--log.level", "debug", "--timeout", faultTimeout.String(),
-			"-s", sys.URL("n1"), "--user", natstest.SysUser, "--password", natstest.SysPassword}, &stdout, &stderr)
+		done <- run(t.Context(), append([]string{"check", "--format", "json", "--log.level", "debug", "--timeout", faultTimeout.String()}, sys.SysArgs("n1")...), &stdout, &stderr)
 	}()
 	// The audit is under way once the servers that still answer have
 	// replied to their own requests.
@@ -133,8 +132,7 @@ func TestFaultServerAnsweredThenDied(t *testing.T) {
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(t.Context(), []string{"check", "--format", "json", "--log.level", "debug", "--timeout", "30s",
-			"-s", sys.URL("n1"), "--user", natstest.SysUser, "--password", natstest.SysPassword}, &stdout, &stderr)
+		done <- run(t.Context(), append([]string{"check", "--format", "json", "--log.level", "debug", "--timeout", "30s"}, sys.SysArgs("n1")...), &stdout, &stderr)
 	}()
 	waitLog := func(what string, lines ...string) {
 		t.Helper()

@@ -32,7 +32,7 @@ func runCmd(t *testing.T, args ...string) result {
 // checkJSONOf runs `check --format json` as the system user of the named server.
 func checkJSONOf(t *testing.T, sys *natstest.System, server string, extra ...string) (result, checkOutput) {
 	t.Helper()
-	return runCheckJSON(t, append([]string{"-s", sys.URL(server), "--user", natstest.SysUser, "--password", natstest.SysPassword}, extra...)...)
+	return runCheckJSON(t, append(sys.SysArgs(server), extra...)...)
 }
 
 // runCheckJSON runs `check --format json` with args.

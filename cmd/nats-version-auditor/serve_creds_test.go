@@ -83,7 +83,7 @@ func TestServeWaitsForCredentials(t *testing.T) {
 		}},
 		// The server's certificate is verified against this CA alone.
 		{"tlsca", caPEM, func(missing string) []string {
-			return []string{"-s", url, "--user", natstest.SysUser, "--password", natstest.SysPassword, "--tlsca", missing}
+			return append(natstest.SysArgs(url), "--tlsca", missing)
 		}},
 	}
 	for _, tc := range cases {

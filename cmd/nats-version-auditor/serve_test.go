@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -27,15 +26,7 @@ type daemon struct {
 	stderr *lockedBuffer
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return natstest.FreeAddr(t) }
 
 // startServe runs `serve` with args and waits until it answers /healthz.
 func startServe(t *testing.T, args ...string) *daemon {
@@ -131,7 +122,7 @@ func value(mfs map[string]*dto.MetricFamily, name string) float64 {
 }
 
 func sysArgs(sys *natstest.System, server string) []string {
-	return []string{"-s", sys.URL(server), "--user", natstest.SysUser, "--password", natstest.SysPassword}
+	return sys.SysArgs(server)
 }
 
 // TestServeScopes runs the daemon against a real mixed cluster: once for the

@@ -146,8 +146,7 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 	t.Run("rolling upgrade", func(t *testing.T) {
 		// The gate connects only to n3, the server being upgraded: while it
 		// is down the gate cannot connect at all, and must keep waiting.
-		b := startCheck(t, "--wait", "3m", "--audit.min-interval", "100ms", "--timeout", "2s",
-			"-s", sys.URL("n3"), "--user", natstest.SysUser, "--password", natstest.SysPassword)
+		b := startCheck(t, append([]string{"--wait", "3m", "--audit.min-interval", "100ms", "--timeout", "2s"}, sys.SysArgs("n3")...)...)
 		b.waitFor(t, 20*time.Second, criticalPicture)
 		if err := sys.Stop("n3", 20*time.Second); err != nil {
 			t.Fatal(err)

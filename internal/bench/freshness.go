@@ -254,9 +254,8 @@ func waitFor(h *natstest.Program, base string, cond func(metricsView) bool) time
 // startServeArgs runs `serve` against url with args and returns its base URL
 // and a function that stops it.
 func startServeArgs(h *natstest.Program, bin, url string, args ...string) (string, func()) {
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(h))
-	cmd := exec.Command(bin, append([]string{"serve", "--web.listen-address", addr,
-		"-s", url, "--user", natstest.SysUser, "--password", natstest.SysPassword}, args...)...)
+	addr := natstest.FreeAddr(h)
+	cmd := exec.Command(bin, append(append([]string{"serve", "--web.listen-address", addr}, natstest.SysArgs(url)...), args...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		h.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -300,7 +299,7 @@ func rawJSZ(h *natstest.Program, nc *nats.Conn, ids []string) (time.Duration, ui
 }
 
 func runCheck(h *natstest.Program, bin, url string) (time.Duration, int64, int) {
-	cmd := exec.Command(bin, "check", "--format", "json", "--timeout", "30s", "-s", url, "--user", natstest.SysUser, "--password", natstest.SysPassword)
+	cmd := exec.Command(bin, append([]string{"check", "--format", "json", "--timeout", "30s"}, natstest.SysArgs(url)...)...)
 	cmd.Stdout = io.Discard
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -419,15 +418,6 @@ func natscliReport(h *natstest.Program, bin string, sys *natstest.System, stream
 		}
 	}
 	return time.Since(start)
-}
-
-func freePort(h *natstest.Program) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		h.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func median(ds []time.Duration) time.Duration {

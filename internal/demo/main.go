@@ -29,10 +29,7 @@ func main() {
 
 func demo(h *natstest.Program, auditorBin string) int {
 	fmt.Printf("Building (once) and starting nats-server %s, %s and %s on loopback...\n", natstest.Floor, natstest.Floor, natstest.Old)
-	node := func(name, version string) natstest.Spec {
-		return natstest.Spec{Name: name, Version: version, Cluster: "demo", JetStream: true, Tags: []string{"node:" + name}}
-	}
-	sys := natstest.Start(h, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
+	sys := natstest.Start(h, natstest.Node("n1", natstest.Floor, "demo"), natstest.Node("n2", natstest.Floor, "demo"), natstest.Node("n3", natstest.Old, "demo"))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 	must(h, natstest.AddStream(app, server.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: server.FileStorage}))
 	must(h, natstest.AddConsumer(app, "ORDERS", server.ConsumerConfig{Durable: "worker", AckPolicy: server.AckExplicit, Replicas: 3}))
@@ -49,7 +46,7 @@ func demo(h *natstest.Program, auditorBin string) int {
 	}
 
 	fmt.Printf("\nWhat the auditor sees (nats-version-auditor check -s %s --user sys ...):\n\n", sys.URL("n1"))
-	cmd := exec.Command(auditorBin, "check", "-s", sys.URL("n1"), "--user", natstest.SysUser, "--password", natstest.SysPassword)
+	cmd := exec.Command(auditorBin, append([]string{"check"}, sys.SysArgs("n1")...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	err = cmd.Run()
 	var exit *exec.ExitError

@@ -124,7 +124,7 @@ func Start(t TB, specs ...Spec) *System {
 
 func (sys *System) start() error {
 	for _, s := range sys.servers {
-		s.ClientPort, s.ClusterPort, s.GatewayPort, s.LeafPort = freePort(sys.t), freePort(sys.t), freePort(sys.t), freePort(sys.t)
+		s.ClientPort, s.ClusterPort, s.GatewayPort, s.LeafPort = FreePort(sys.t), FreePort(sys.t), FreePort(sys.t), FreePort(sys.t)
 		_ = os.Remove(s.log)
 	}
 	for _, s := range sys.servers {
@@ -202,7 +202,8 @@ func Gather(nc *nats.Conn, subject string, body []byte, want int, wait time.Dura
 	return msgs, nil
 }
 
-func freePort(t TB) int {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -210,6 +211,30 @@ func freePort(t TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// FreeAddr is FreePort as a listen address.
+func FreeAddr(t TB) string {
+	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+}
+
+// Node is a JetStream server of cluster, tagged node:<name> so that tests
+// can place assets on it.
+func Node(name, version, cluster string) Spec {
+	return Spec{Name: name, Version: version, Cluster: cluster, JetStream: true, Tags: []string{"node:" + name}}
+}
+
+// SysArgs are the auditor's command-line arguments to connect to url as the
+// system-account user.
+func SysArgs(url string) []string {
+	return []string{"-s", url, "--user", SysUser, "--password", SysPassword}
+}
+
+// SysArgs are the auditor's arguments to connect to the named server as the
+// system-account user.
+func (sys *System) SysArgs(name string) []string {
+	return SysArgs(sys.URL(name))
 }
 
 // Server returns the server named name.

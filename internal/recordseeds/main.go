@@ -32,7 +32,9 @@ func main() {
 
 func record(p *natstest.Program, dir string) {
 	node := func(name, version string) natstest.Spec {
-		return natstest.Spec{Name: name, Version: version, Cluster: "c1", JetStream: true, Tags: []string{"node:" + name}, LeafListen: name == "n1"}
+		s := natstest.Node(name, version, "c1")
+		s.LeafListen = name == "n1"
+		return s
 	}
 	sys := natstest.Start(p,
 		node("n1", natstest.Floor), node("n2", natstest.New), node("n3", natstest.Old),

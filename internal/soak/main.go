@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,17 +53,12 @@ func soak(p *natstest.Program, bin string, duration time.Duration) int {
 		}
 	}
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		p.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := natstest.FreeAddr(p)
 	// The daemon talks to n1 and n2, so that restarting one of them makes
 	// it reconnect to the other.
 	url := sys.URL("n1") + "," + sys.URL("n2")
-	cmd := exec.Command(bin, "serve", "--web.listen-address", addr, "--audit.min-interval", "1s", "--timeout", "2s",
-		"-s", url, "--user", natstest.SysUser, "--password", natstest.SysPassword, "--log.level", "warn")
+	cmd := exec.Command(bin, append([]string{"serve", "--web.listen-address", addr, "--audit.min-interval", "1s", "--timeout", "2s",
+		"--log.level", "warn"}, natstest.SysArgs(url)...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		p.Fatal(err)
