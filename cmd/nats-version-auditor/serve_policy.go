@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 
 	"sigs.k8s.io/yaml"
@@ -109,9 +108,9 @@ func (s *policySource) Current() (auditor.Policy, error) {
 	}
 	switch {
 	case s.floor == "":
-		s.logger.Info("policy read", "file", s.file, "floor", strings.TrimPrefix(pol.Floor, "v"))
+		s.logger.Info("policy read", "file", s.file, "floor", auditor.Display(pol.Floor))
 	case pol.Floor != s.floor:
-		s.logger.Info("policy floor changed", "file", s.file, "from", strings.TrimPrefix(s.floor, "v"), "to", strings.TrimPrefix(pol.Floor, "v"))
+		s.logger.Info("policy floor changed", "file", s.file, "from", auditor.Display(s.floor), "to", auditor.Display(pol.Floor))
 	}
 	s.floor = pol.Floor
 	return pol, nil

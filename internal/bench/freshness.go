@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -156,7 +157,7 @@ func runFreshness(h *natstest.Program, cfg freshnessConfig) string {
 	return renderFreshness(cfg, graceful, events, before, flaps)
 }
 
-func trim(v string) string { return strings.TrimPrefix(v, "v") }
+func trim(v string) string { return auditor.Display(v) }
 
 func renderFreshness(cfg freshnessConfig, graceful, events, before []restartTiming, flaps []flapResult) string {
 	var b strings.Builder
