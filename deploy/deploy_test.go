@@ -8,8 +8,6 @@
 package deploy_test
 
 import (
-	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
-
 	"bytes"
 	"cmp"
 	"errors"
@@ -29,6 +27,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
+	"github.com/natsaudit/nats-version-auditor/internal/modroot"
 )
 
 const (
@@ -38,25 +39,6 @@ const (
 	readyzPath    = "/readyz"
 	monitoringAPI = "monitoring.coreos.com/v1"
 )
-
-// moduleRoot is the directory holding go.mod, above the test's working directory (deploy/).
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // path joins a slash-separated path relative to the module root.
 func path(t testing.TB, rel string) string {
@@ -561,4 +543,14 @@ func TestStrictDecodingRejectsUnknownFields(t *testing.T) {
 	if newObject("v1", "Secret") != nil {
 		t.Error("deploy/ must not ship Secrets")
 	}
+}
+
+// moduleRoot is the directory holding go.mod, above the test's working directory (deploy/).
+func moduleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := modroot.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

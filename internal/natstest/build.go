@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"github.com/natsaudit/nats-version-auditor/internal/modroot"
 )
 
 // The server versions the tests run side by side. Old is below the default
@@ -31,20 +33,11 @@ func CacheDir() (string, error) {
 	if d := os.Getenv("NATS_SERVER_CACHE"); d != "" {
 		return d, nil
 	}
-	dir, err := os.Getwd()
+	root, err := modroot.Dir()
 	if err != nil {
 		return "", err
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, ".cache", "nats-server"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return filepath.Join(root, ".cache", "nats-server"), nil
 }
 
 // TB is the part of testing.TB the harness uses, so that the demo can drive

@@ -15,7 +15,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,6 +28,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+
+	"github.com/natsaudit/nats-version-auditor/internal/modroot"
 )
 
 // Paths relative to the module root.
@@ -53,7 +54,7 @@ func main() {
 func run(root string, check bool) error {
 	if root == "" {
 		var err error
-		if root, err = moduleRoot(); err != nil {
+		if root, err = modroot.Dir(); err != nil {
 			return err
 		}
 	}
@@ -78,23 +79,6 @@ func run(root string, check bool) error {
 		return fmt.Errorf("out of date: %s (run: go generate ./deploy/grafana/gen)", strings.Join(stale, ", "))
 	}
 	return nil
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory; pass -root")
-		}
-		dir = parent
-	}
 }
 
 // JSON returns the dashboard as the JSON written to the files, indented, ending in a newline.

@@ -16,12 +16,13 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/modroot"
 	"github.com/natsaudit/nats-version-auditor/metrics"
 )
 
 func root(t *testing.T) string {
 	t.Helper()
-	r, err := moduleRoot()
+	r, err := modroot.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,6 @@ package main
 //go:generate go run .
 
 import (
-	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
-
 	"bytes"
 	"errors"
 	"flag"
@@ -24,6 +22,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
+	"github.com/natsaudit/nats-version-auditor/internal/modroot"
 )
 
 // Paths relative to the module root.
@@ -77,7 +78,7 @@ func main() {
 func run(root string, check bool) error {
 	if root == "" {
 		var err error
-		if root, err = moduleRoot(); err != nil {
+		if root, err = modroot.Dir(); err != nil {
 			return err
 		}
 	}
@@ -103,24 +104,6 @@ func run(root string, check bool) error {
 		return fmt.Errorf("out of date with %s: %s (run: go generate ./deploy/prometheus/gen)", sourcePath, strings.Join(stale, ", "))
 	}
 	return nil
-}
-
-// moduleRoot walks up from the working directory to the directory holding go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory; pass -root")
-		}
-		dir = parent
-	}
 }
 
 // generate returns the generated files for the module at root, from its rules source.

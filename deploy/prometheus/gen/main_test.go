@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
-
 	"bytes"
 	"os"
 	"path/filepath"
@@ -10,11 +8,14 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
+	"github.com/natsaudit/nats-version-auditor/internal/modroot"
 )
 
 func root(t *testing.T) string {
 	t.Helper()
-	r, err := moduleRoot()
+	r, err := modroot.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
