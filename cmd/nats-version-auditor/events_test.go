@@ -36,16 +36,7 @@ func labelled(mfs map[string]*dto.MetricFamily, name string, want ...string) flo
 
 // serverVersion is the version server_info gives the named server, or "".
 func serverVersion(mfs map[string]*dto.MetricFamily, name string) string {
-	for _, m := range mfs["nats_version_auditor_server_info"].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		if have["server_name"] == name {
-			return have["server_version"]
-		}
-	}
-	return ""
+	return natstest.Metrics(mfs).ServerVersion(name)
 }
 
 // eventServe starts serve on n1 (eventServeOn: on server) with an hour-long --audit.min-interval: a

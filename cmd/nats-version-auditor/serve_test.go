@@ -111,14 +111,7 @@ func series(mfs map[string]*dto.MetricFamily, name string) []string {
 }
 
 func value(mfs map[string]*dto.MetricFamily, name string) float64 {
-	ms := mfs[name].GetMetric()
-	if len(ms) != 1 {
-		return -1
-	}
-	if c := ms[0].GetCounter(); c != nil {
-		return c.GetValue()
-	}
-	return ms[0].GetGauge().GetValue()
+	return natstest.Metrics(mfs).Value(name)
 }
 
 func sysArgs(sys *natstest.System, server string) []string {

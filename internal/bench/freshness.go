@@ -11,10 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
@@ -88,13 +84,13 @@ func runFreshness(h *natstest.Program, cfg freshnessConfig) string {
 		fmt.Fprintf(os.Stderr, "   events on, graceful %v: polling /metrics every 50 ms\n", graceful)
 		base, stop := startServeArgs(h, cfg.auditor, sys.URL("n1"), append(timeout, "--audit.min-interval", "1h")...)
 		defer stop()
-		waitFor(h, base, func(m metricsView) bool {
-			return m.value("nats_version_auditor_events_up") == 1 && m.version("n3") == trim(version)
+		waitFor(h, base, func(m natstest.Metrics) bool {
+			return m.Value("nats_version_auditor_events_up") == 1 && m.ServerVersion("n3") == trim(version)
 		})
 		var ts []restartTiming
 		for range cfg.restarts {
 			want, kill, ready := restartOnce(graceful)
-			shown := waitFor(h, base, func(m metricsView) bool { return m.version("n3") == want })
+			shown := waitFor(h, base, func(m natstest.Metrics) bool { return m.ServerVersion("n3") == want })
 			ts = append(ts, restartTiming{shown.Sub(kill), shown.Sub(ready)})
 			fmt.Fprintf(os.Stderr, "   n3 on %s: shown %s after the stop\n", want, shown.Sub(kill).Round(time.Millisecond))
 			time.Sleep(2 * time.Second) // let the restart's other events settle
@@ -109,7 +105,7 @@ func runFreshness(h *natstest.Program, cfg freshnessConfig) string {
 	for _, interval := range []string{"1s", "1ms"} {
 		fmt.Fprintf(os.Stderr, "   n3 restarting every second for %s, --audit.event-min-interval %s\n", cfg.flapFor, interval)
 		base, stop := startServeArgs(h, cfg.auditor, sys.URL("n1"), append(timeout, "--audit.min-interval", "1h", "--audit.event-min-interval", interval)...)
-		waitFor(h, base, func(m metricsView) bool { return m.value("nats_version_auditor_events_up") == 1 })
+		waitFor(h, base, func(m natstest.Metrics) bool { return m.Value("nats_version_auditor_events_up") == 1 })
 		m0 := scrapeOnce(h, base)
 		start := time.Now()
 		res := flapResult{interval: interval}
@@ -123,8 +119,8 @@ func runFreshness(h *natstest.Program, cfg freshnessConfig) string {
 		}
 		m1 := scrapeOnce(h, base)
 		res.elapsed = time.Since(start)
-		res.audits = int(m1.value("nats_version_auditor_audits_total") - m0.value("nats_version_auditor_audits_total"))
-		res.eventAudits = int(m1.value("nats_version_auditor_event_audits_total") - m0.value("nats_version_auditor_event_audits_total"))
+		res.audits = int(m1.Value("nats_version_auditor_audits_total") - m0.Value("nats_version_auditor_audits_total"))
+		res.eventAudits = int(m1.Value("nats_version_auditor_event_audits_total") - m0.Value("nats_version_auditor_event_audits_total"))
 		flaps = append(flaps, res)
 		stop()
 	}
@@ -136,7 +132,7 @@ func runFreshness(h *natstest.Program, cfg freshnessConfig) string {
 	// minInterval. Restarts are spread over the scrape cycle.
 	fmt.Fprintf(os.Stderr, "   events off: scraped every %s, --audit.min-interval %s\n", cfg.scrapeInterval, cfg.minInterval)
 	base, stop := startServeArgs(h, cfg.auditor, sys.URL("n1"), append(timeout, "--no-audit.events", "--audit.min-interval", cfg.minInterval.String())...)
-	waitFor(h, base, func(m metricsView) bool { return m.version("n3") == trim(version) })
+	waitFor(h, base, func(m natstest.Metrics) bool { return m.ServerVersion("n3") == trim(version) })
 	var before []restartTiming
 	for i := range cfg.restarts {
 		lastScrape := time.Now()
@@ -145,7 +141,7 @@ func runFreshness(h *natstest.Program, cfg freshnessConfig) string {
 		want, kill, ready := restartOnce(false)
 		for tick := lastScrape.Add(cfg.scrapeInterval); ; tick = tick.Add(cfg.scrapeInterval) {
 			time.Sleep(time.Until(tick))
-			if scrapeOnce(h, base).version("n3") == want {
+			if scrapeOnce(h, base).ServerVersion("n3") == want {
 				shown := time.Now()
 				before = append(before, restartTiming{shown.Sub(kill), shown.Sub(ready)})
 				fmt.Fprintf(os.Stderr, "   n3 on %s: shown %s after the kill\n", want, shown.Sub(kill).Round(time.Millisecond))
@@ -193,34 +189,7 @@ func renderFreshness(cfg freshnessConfig, graceful, events, before []restartTimi
 	return b.String()
 }
 
-// metricsView is one parsed /metrics page.
-type metricsView map[string]*dto.MetricFamily
-
-func (m metricsView) value(name string) float64 {
-	ms := m[name].GetMetric()
-	if len(ms) != 1 {
-		return -1
-	}
-	if c := ms[0].GetCounter(); c != nil {
-		return c.GetValue()
-	}
-	return ms[0].GetGauge().GetValue()
-}
-
-func (m metricsView) version(server string) string {
-	for _, s := range m["nats_version_auditor_server_info"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range s.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if labels["server_name"] == server {
-			return labels["server_version"]
-		}
-	}
-	return ""
-}
-
-func scrapeOnce(h *natstest.Program, base string) metricsView {
+func scrapeOnce(h *natstest.Program, base string) natstest.Metrics {
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		h.Fatal(err)
@@ -230,8 +199,7 @@ func scrapeOnce(h *natstest.Program, base string) metricsView {
 	if err != nil {
 		h.Fatal(err)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	mfs, err := natstest.ParseMetrics(string(body))
 	if err != nil {
 		h.Fatal(err)
 	}
@@ -239,7 +207,7 @@ func scrapeOnce(h *natstest.Program, base string) metricsView {
 }
 
 // waitFor polls /metrics until cond holds and returns when it first did.
-func waitFor(h *natstest.Program, base string, cond func(metricsView) bool) time.Time {
+func waitFor(h *natstest.Program, base string, cond func(natstest.Metrics) bool) time.Time {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if cond(scrapeOnce(h, base)) {
