@@ -13,13 +13,7 @@ package main
 //go:generate go run .
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
@@ -29,7 +23,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 
-	"github.com/natsaudit/nats-version-auditor/internal/modroot"
+	"github.com/natsaudit/nats-version-auditor/internal/genfiles"
 )
 
 // Paths relative to the module root.
@@ -42,43 +36,21 @@ const (
 const UID = "nats-version-auditor"
 
 func main() {
-	check := flag.Bool("check", false, "do not write: exit 1 if a generated file differs from what would be written")
-	root := flag.String("root", "", "module root (default: the nearest directory above the working directory with a go.mod)")
-	flag.Parse()
-	if err := run(*root, *check); err != nil {
-		fmt.Fprintln(os.Stderr, "gen:", err)
-		os.Exit(1)
-	}
+	genfiles.Main(generate, "go generate ./deploy/grafana/gen")
 }
 
+// run writes, or with check compares, the generated files.
 func run(root string, check bool) error {
-	if root == "" {
-		var err error
-		if root, err = modroot.Dir(); err != nil {
-			return err
-		}
-	}
+	return genfiles.Run(root, check, generate, "go generate ./deploy/grafana/gen")
+}
+
+// generate is the dashboard, in deploy/ and in the chart.
+func generate(string) ([]genfiles.File, error) {
 	js, err := JSON()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var stale []string
-	for _, p := range []string{dashboardPath, chartDashboardPath} {
-		path := filepath.Join(root, filepath.FromSlash(p))
-		if check {
-			if have, err := os.ReadFile(path); err != nil || !bytes.Equal(have, js) {
-				stale = append(stale, p)
-			}
-			continue
-		}
-		if err := os.WriteFile(path, js, 0o644); err != nil {
-			return err
-		}
-	}
-	if len(stale) > 0 {
-		return fmt.Errorf("out of date: %s (run: go generate ./deploy/grafana/gen)", strings.Join(stale, ", "))
-	}
-	return nil
+	return []genfiles.File{{Path: dashboardPath, Content: js}, {Path: chartDashboardPath, Content: js}}, nil
 }
 
 // JSON returns the dashboard as the JSON written to the files, indented, ending in a newline.
