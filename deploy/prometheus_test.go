@@ -213,7 +213,7 @@ var (
 // name and label they use, every finding code and severity they match.
 func TestRulesUseTheCollectorsNames(t *testing.T) {
 	ch := make(chan *prometheus.Desc, 64)
-	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, "2.14.0", 0).Describe(ch)
+	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, 0).Describe(ch)
 	close(ch)
 	names := map[string]bool{}
 	labelNames := map[string]bool{"namespace": true, "job": true, "instance": true}

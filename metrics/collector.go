@@ -24,7 +24,7 @@ var (
 	lastAuditDesc   = desc("last_audit_timestamp_seconds", "When the last audit finished, complete or not, in seconds since the epoch (0: never).")
 	durationDesc    = desc("audit_duration_seconds", "How long the last audit took.")
 	auditsDesc      = desc("audits_total", "Audits run since the auditor started.")
-	floorDesc       = desc("floor_info", "The version floor servers are held against.", "floor")
+	floorDesc       = desc("floor_info", "The version floor the last audit held the servers against.", "floor")
 	statusDesc      = desc("status", "Overall status of the last audit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
 	findingsDesc    = desc("findings", "Findings of the last audit by code.", "code", "severity")
 	serverInfoDesc  = desc("server_info", "A server that answered the last audit.",
@@ -46,18 +46,17 @@ var (
 // It keeps no state of its own: every scrape reflects the result it is given.
 type Collector struct {
 	latest         func() auditor.Result
-	floor          string
 	maxAssetSeries int
 }
 
-// NewCollector returns a collector of the results latest returns. floor is
-// the policy's floor as operators write it; maxAssetSeries caps the
-// per-consumer series (0 or less: DefaultMaxAssetSeries).
-func NewCollector(latest func() auditor.Result, floor string, maxAssetSeries int) *Collector {
+// NewCollector returns a collector of the results latest returns;
+// maxAssetSeries caps the per-consumer series (0 or less:
+// DefaultMaxAssetSeries).
+func NewCollector(latest func() auditor.Result, maxAssetSeries int) *Collector {
 	if maxAssetSeries <= 0 {
 		maxAssetSeries = DefaultMaxAssetSeries
 	}
-	return &Collector{latest: latest, floor: floor, maxAssetSeries: maxAssetSeries}
+	return &Collector{latest: latest, maxAssetSeries: maxAssetSeries}
 }
 
 // Describe sends the descriptors of every metric the collector may send.
@@ -101,7 +100,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(ch, lastSuccessDesc, unixSeconds(res, false))
 	gauge(ch, lastAuditDesc, unixSeconds(res, true))
 	ch <- prometheus.MustNewConstMetric(auditsDesc, prometheus.CounterValue, float64(res.Audits))
-	gauge(ch, floorDesc, 1, c.floor)
 
 	counts := map[auditor.Code]int{}
 	if r != nil {
@@ -114,6 +112,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if r == nil {
 		return
+	}
+	// The floor the report was judged against: it can change between audits
+	// (--policy.file), and an audit without a policy has none to show.
+	if r.Floor != "" {
+		gauge(ch, floorDesc, 1, r.Floor)
 	}
 	gauge(ch, durationDesc, r.Snapshot.Duration.Seconds())
 

@@ -25,7 +25,7 @@ func BenchmarkCollect(b *testing.B) {
 			Consumer: fmt.Sprintf("C%d", i), Leader: fmt.Sprintf("n%d", (i%5)*10), Peers: []string{fmt.Sprintf("n%d", (i%5)*10)}})
 	}
 	res := auditor.Result{Report: auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})}
-	c := NewCollector(func() auditor.Result { return res }, "2.14.0", 0)
+	c := NewCollector(func() auditor.Result { return res }, 0)
 	series := 0
 	for b.Loop() {
 		ch := make(chan prometheus.Metric, 1024)

@@ -34,7 +34,7 @@ nats_version_auditor_audits_total 3
 # HELP nats_version_auditor_audit_duration_seconds How long the last audit took.
 # TYPE nats_version_auditor_audit_duration_seconds gauge
 nats_version_auditor_audit_duration_seconds 0.25
-# HELP nats_version_auditor_floor_info The version floor servers are held against.
+# HELP nats_version_auditor_floor_info The version floor the last audit held the servers against.
 # TYPE nats_version_auditor_floor_info gauge
 nats_version_auditor_floor_info{floor="2.14.0"} 1
 # HELP nats_version_auditor_findings Findings of the last audit by code.
@@ -93,7 +93,7 @@ nats_version_auditor_asset_series_dropped 0
 
 func TestCollectorExposition(t *testing.T) {
 	res := mixedResult()
-	c := NewCollector(func() auditor.Result { return res }, "2.14.0", 0)
+	c := NewCollector(func() auditor.Result { return res }, 0)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(mixedExposition)); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestCollectorExposition(t *testing.T) {
 
 func TestCollectorCapsAssetSeries(t *testing.T) {
 	res := mixedResult()
-	c := NewCollector(func() auditor.Result { return res }, "2.14.0", 1)
+	c := NewCollector(func() auditor.Result { return res }, 1)
 	want := `
 # HELP nats_version_auditor_asset_series_dropped Per-consumer series left out of this scrape by --metrics.max-asset-series.
 # TYPE nats_version_auditor_asset_series_dropped gauge
@@ -125,7 +125,7 @@ nats_version_auditor_consumer_leader_below_floor{account="APP",consumer="a",serv
 }
 
 func TestCollectorBeforeFirstAudit(t *testing.T) {
-	c := NewCollector(func() auditor.Result { return auditor.Result{} }, "2.14.0", 0)
+	c := NewCollector(func() auditor.Result { return auditor.Result{} }, 0)
 	want := `
 # HELP nats_version_auditor_up 1 if the last audit reached every expected server and read every reply, else 0.
 # TYPE nats_version_auditor_up gauge
@@ -142,7 +142,31 @@ nats_version_auditor_last_success_timestamp_seconds 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 6+len(auditor.Codes) {
-		t.Errorf("%d series before the first audit, want the %d fixed ones", n, 6+len(auditor.Codes))
+	// up, status, the two timestamps, audits_total and a findings count per
+	// code; no floor_info before an audit has held anything against one.
+	if n := testutil.CollectAndCount(c); n != 5+len(auditor.Codes) {
+		t.Errorf("%d series before the first audit, want the %d fixed ones", n, 5+len(auditor.Codes))
+	}
+	if n := testutil.CollectAndCount(c, "nats_version_auditor_floor_info"); n != 0 {
+		t.Errorf("floor_info before the first audit")
+	}
+}
+
+// A report without a floor (an audit that had no policy to apply: an
+// unreadable --policy.file) exports no floor_info; one with a floor
+// exports its own, not one fixed at start.
+func TestCollectorFloorFollowsTheReport(t *testing.T) {
+	for _, floor := range []string{"", "v2.12.0", "v2.15.0"} {
+		res := auditor.Result{Report: auditor.Evaluate(&auditor.Snapshot{}, auditor.Policy{Floor: floor})}
+		c := NewCollector(func() auditor.Result { return res }, 0)
+		want := ""
+		if floor != "" {
+			want = "# HELP nats_version_auditor_floor_info The version floor the last audit held the servers against.\n" +
+				"# TYPE nats_version_auditor_floor_info gauge\n" +
+				"nats_version_auditor_floor_info{floor=\"" + auditor.Display(floor) + "\"} 1\n"
+		}
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nats_version_auditor_floor_info"); err != nil {
+			t.Errorf("floor %q: %v", floor, err)
+		}
 	}
 }

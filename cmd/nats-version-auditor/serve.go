@@ -163,7 +163,7 @@ func (c *serveCommand) auditFunc(lc *lazyConn, conn *connFlags, pols *policySour
 func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		newReportFloorCollector(sched.Latest, c.maxAssetSeries),
+		metrics.NewCollector(sched.Latest, c.maxAssetSeries),
 		versioncollector.NewCollector("nats_version_auditor"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -59,7 +59,7 @@ func exporterNames(t *testing.T) (names, labelNames map[string]bool) {
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	varLabels := regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
 	ch := make(chan *prometheus.Desc, 64)
-	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, "2.14.0", 0).Describe(ch)
+	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, 0).Describe(ch)
 	close(ch)
 	names = map[string]bool{}
 	// Target labels Prometheus Operator adds to every scraped series.
