@@ -198,6 +198,7 @@ func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger) ht
 			{Address: c.telemetryPath, Text: "Metrics"},
 			{Address: "/healthz", Text: "Liveness"},
 			{Address: "/readyz", Text: "Readiness (last audit complete)"},
+			{Address: "/api/v1/report", Text: "The last report (JSON API)"},
 		},
 	})
 	if err != nil {
