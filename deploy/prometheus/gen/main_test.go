@@ -26,22 +26,8 @@ func root(t *testing.T) string {
 // would write now: edit deploy/prometheus/rules.yml, then run go generate ./deploy/prometheus/gen.
 func TestGeneratedFilesUpToDate(t *testing.T) {
 	r := root(t)
-	outs, err := generate(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(outs) != 3 {
-		t.Fatalf("generator writes %d files, want 3", len(outs))
-	}
-	for _, o := range outs {
-		have, err := os.ReadFile(filepath.Join(r, filepath.FromSlash(o.Path)))
-		if err != nil {
-			t.Errorf("%s: %v (run: go generate ./deploy/prometheus/gen)", o.Path, err)
-			continue
-		}
-		if !bytes.Equal(have, o.Content) {
-			t.Errorf("%s is out of date with %s (run: go generate ./deploy/prometheus/gen)", o.Path, sourcePath)
-		}
+	if outs, err := generate(r); err != nil || len(outs) != 3 {
+		t.Fatalf("generator writes %d files (%v), want 3", len(outs), err)
 	}
 	if err := run(r, true); err != nil {
 		t.Errorf("gen -check: %v", err)
