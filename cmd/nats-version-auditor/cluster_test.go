@@ -174,15 +174,11 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 	// it, or the count below is the system's own undercount.
 	sysConn := sys.Connect("east1", natstest.SysUser, natstest.SysPassword)
 	err := natstest.Eventually(30*time.Second, func() error {
-		replies, err := natstest.Gather(sysConn, "$SYS.REQ.SERVER.PING", []byte("{}"), 4, 5*time.Second)
+		stats, err := natstest.Statsz(sysConn, 4, 5*time.Second)
 		if err != nil {
 			return err
 		}
-		for _, m := range replies {
-			var st server.ServerStatsMsg
-			if err := json.Unmarshal(m.Data, &st); err != nil {
-				return err
-			}
+		for _, st := range stats {
 			if st.Stats.ActiveServers != 4 {
 				return fmt.Errorf("%s counts %d servers", st.Server.Name, st.Stats.ActiveServers)
 			}

@@ -293,15 +293,11 @@ func TestFactLameDuck(t *testing.T) {
 
 	ids := map[string]string{}
 	err := natstest.Eventually(10*time.Second, func() error {
-		msgs, err := natstest.Gather(sysConn, "$SYS.REQ.SERVER.PING", nil, 4, 2*time.Second)
+		stats, err := natstest.Statsz(sysConn, 4, 2*time.Second)
 		if err != nil {
 			return err
 		}
-		for _, m := range msgs {
-			var sm server.ServerStatsMsg
-			if err := json.Unmarshal(m.Data, &sm); err != nil {
-				return err
-			}
+		for _, sm := range stats {
 			ids[sm.Server.Name] = sm.Server.ID
 		}
 		if len(ids) != 4 {

@@ -181,3 +181,19 @@ func MoveMetaLeader(sysConn *nats.Conn, preferred string) error {
 		return fmt.Errorf("meta leader is not %s yet", preferred)
 	})
 }
+
+// Statsz pings every server reachable from nc, a system-account
+// connection, and decodes the STATSZ replies of want of them.
+func Statsz(nc *nats.Conn, want int, wait time.Duration) ([]server.ServerStatsMsg, error) {
+	msgs, err := Gather(nc, "$SYS.REQ.SERVER.PING", []byte("{}"), want, wait)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]server.ServerStatsMsg, len(msgs))
+	for i, m := range msgs {
+		if err := json.Unmarshal(m.Data, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
