@@ -4,17 +4,6 @@ import (
 	"slices"
 )
 
-// Complete reports whether the audit behind the report reached every server
-// it expected and read every reply.
-func (r *Report) Complete() bool {
-	for _, f := range r.Findings {
-		if f.Code == ServerMissing || f.Code == AuditIncomplete {
-			return false
-		}
-	}
-	return true
-}
-
 // Owner names the server whose sidecar reports a finding when every server
 // runs its own auditor with --scope server: the server the finding is about,
 // the leader for an asset's findings, and for findings about no single server
