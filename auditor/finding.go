@@ -108,19 +108,24 @@ func SeverityOf(c Code) Severity {
 // Finding is one thing the audit found wrong. Only the fields that apply to
 // its code are set.
 type Finding struct {
-	Code          Code     `json:"code"`
-	Severity      Severity `json:"severity"`
-	Message       string   `json:"message"`
-	Server        string   `json:"server,omitempty"`
-	Cluster       string   `json:"cluster,omitempty"`
-	Version       string   `json:"version,omitempty"`
-	Versions      []string `json:"versions,omitempty"`
-	Peer          string   `json:"peer,omitempty"`
-	Account       string   `json:"account,omitempty"`
-	Stream        string   `json:"stream,omitempty"`
-	Consumer      string   `json:"consumer,omitempty"`
-	RequiredLevel int      `json:"required_level,omitempty"`
-	ServerLevel   *int     `json:"server_level,omitempty"`
+	Code     Code     `json:"code"`
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+	Server   string   `json:"server,omitempty"`
+	Cluster  string   `json:"cluster,omitempty"`
+	Version  string   `json:"version,omitempty"`
+	Versions []string `json:"versions,omitempty"`
+	// Peer is the other server of a finding about two: for
+	// CONSUMER_REPLICA_BELOW_FLOOR the consumer's leader (Server is the
+	// follower; Peer is empty while the consumer has no leader), for
+	// LEAFNODE_UNAUDITED the far end of the leafnode link (Server is the
+	// server whose LEAFZ listed it). Other codes leave it empty.
+	Peer          string `json:"peer,omitempty"`
+	Account       string `json:"account,omitempty"`
+	Stream        string `json:"stream,omitempty"`
+	Consumer      string `json:"consumer,omitempty"`
+	RequiredLevel int    `json:"required_level,omitempty"`
+	ServerLevel   *int   `json:"server_level,omitempty"`
 	// Count is how many servers a SERVER_MISSING finding stands for when it
 	// cannot name them one by one.
 	Count int `json:"count,omitempty"`

@@ -8,9 +8,10 @@ import (
 // The $SYS replies an audit reads, projected onto the fields it uses. The
 // JSON names are nats-server's own (events.go, monitor.go,
 // jetstream_errors.go); the projection tests decode live replies of every
-// version both ways and compare. Keeping them here, rather than decoding
-// into nats-server's types, keeps that 140,000-line package out of the
-// binary.
+// version both ways and compare. Nothing of ours outside the tests imports
+// nats-server: decoding into its types would tie every reply to that
+// 140,000-line package's release. The binary still links it, through
+// jsm.go's natscontext, which reads natscli's contexts.
 
 // serverInfo is server.ServerInfo: who sent a reply.
 type serverInfo struct {
