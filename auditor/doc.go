@@ -22,6 +22,7 @@
 //     scope.go: a report narrowed to one server.
 //   - reset.go: what $JS.API.CONSUMER.RESET does to a consumer; index.go:
 //     the consumer index that answers it per consumer.
-//   - schedule.go and memory.go: when audits run and what earlier ones
-//     saw.
+//   - heartbeats.go: what the servers' $SYS events say changed since the
+//     last audit; schedule.go and memory.go: when audits run and what
+//     earlier ones saw.
 package auditor

@@ -94,3 +94,18 @@ type apiError struct {
 func (e *apiError) Error() string {
 	return fmt.Sprintf("%s (%d)", e.Description, e.ErrCode)
 }
+
+// connectEvent is server.ConnectEventMsg and server.DisconnectEventMsg: a
+// connection that came or went on a server.
+type connectEvent struct {
+	Server serverInfo `json:"server"`
+	Client clientInfo `json:"client"`
+}
+
+// clientInfo is server.ClientInfo.
+type clientInfo struct {
+	Name    string `json:"name,omitempty"`
+	Account string `json:"acc,omitempty"`
+	// Kind is "Client", "Leafnode", ... (kindStringMap in client.go).
+	Kind string `json:"kind,omitempty"`
+}
