@@ -17,7 +17,8 @@
 //     snapshot.go: what Collect returns.
 //   - expected.go: who the audit expects, used by Collect to know when to
 //     stop waiting and by Evaluate to report whom it waited for in vain.
-//   - finding.go: Finding, Severity and the finding codes.
+//   - codes.go: the registry of finding codes (severity, owner under
+//     --scope server, description); finding.go: Finding and Severity.
 //   - evaluate.go: Evaluate and its rules; report.go: the Report it returns;
 //     scope.go: a report narrowed to one server.
 //   - reset.go: what $JS.API.CONSUMER.RESET does to a consumer; index.go:
