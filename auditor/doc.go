@@ -16,11 +16,13 @@
 //     server); merge.go folds the replicas' reports of each asset into one;
 //     snapshot.go: what Collect returns.
 //   - expected.go: who the audit expects, used by Collect to know when to
-//     stop waiting and by Evaluate to report whom it waited for in vain.
+//     stop waiting and by Evaluate to report whom it waited for in vain;
+//     peerid.go: the RAFT peer ids by which servers name each other.
 //   - codes.go: the registry of finding codes (severity, owner under
 //     --scope server, description); finding.go: Finding and Severity.
-//   - evaluate.go: Evaluate and its rules; report.go: the Report it returns;
-//     scope.go: a report narrowed to one server.
+//   - evaluate.go: Evaluate and its rules (SERVER_MISSING's is in
+//     expected.go); version.go: versions and the floor; report.go: the
+//     Report it returns; scope.go: a report narrowed to one server.
 //   - reset.go: what $JS.API.CONSUMER.RESET does to a consumer; index.go:
 //     the consumer index that answers it per consumer.
 //   - heartbeats.go: what the servers' $SYS events say changed since the
