@@ -23,12 +23,6 @@ import (
 // audit connected as is not in the system account.
 var ErrNotSystemAccount = errors.New("$SYS requests get no responders: the user is not in the system account")
 
-// Subjects the audit sends requests to.
-const (
-	subjectPing   = "$SYS.REQ.SERVER.PING"
-	subjectServer = "$SYS.REQ.SERVER.%s.%s" // server id, endpoint
-)
-
 // concurrency is how many servers are asked for LEAFZ and JSZ at once.
 const concurrency = 16
 
@@ -99,12 +93,9 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 		return nil, fmt.Errorf("subscribe for STATSZ replies: %w", err)
 	}
 	defer sub.Unsubscribe() //nolint:errcheck // also unsubscribed below; a second call only errors
-	ping := nats.NewMsg(subjectPing)
-	ping.Reply = inbox
-	ping.Data = []byte("{}")
 	c.requests.Add(1)
-	if err := nc.PublishMsg(ping); err != nil {
-		return nil, fmt.Errorf("publish %s: %w", subjectPing, err)
+	if err := nc.PublishMsg(pingRequest(inbox)); err != nil {
+		return nil, fmt.Errorf("publish %s: %w", PingSubject, err)
 	}
 
 wait:
@@ -408,8 +399,7 @@ func (c *collection) jsz(srv Server) {
 	accounts := map[string]bool{}
 	total := 0
 	for offset := 0; ; {
-		req := jszRequest{Accounts: true, Streams: true, Consumer: true, Config: true, Offset: offset, Limit: page}
-		data, err := c.request(srv, "JSZ", req)
+		data, err := c.request(srv, "JSZ", jszPage(offset, page))
 		if err != nil {
 			c.problem(srv.Name, "JSZ", err)
 			return
@@ -446,14 +436,9 @@ func (c *collection) jsz(srv Server) {
 
 // request asks one server and returns its reply, unless it is too large.
 func (c *collection) request(srv Server, endpoint string, body any) ([]byte, error) {
-	req, err := json.Marshal(body)
+	msg, err := serverRequest(srv.ID, endpoint, body, c.opts.Compress)
 	if err != nil {
 		return nil, err
-	}
-	msg := nats.NewMsg(fmt.Sprintf(subjectServer, srv.ID, endpoint))
-	msg.Data = req
-	if c.opts.Compress {
-		msg.Header.Set("Accept-Encoding", "snappy")
 	}
 	c.requests.Add(1)
 	start := time.Now()

@@ -2,10 +2,30 @@
 // $SYS and holds them, and the leaders and peers of every JetStream asset,
 // against a version floor.
 //
-// An audit has two halves that never mix: Collect asks the servers
-// (collect.go: one STATSZ ping, then LEAFZ and JSZ to each server; merge.go
-// folds the replicas' reports of each asset into one) and returns a plain
+// An audit has two halves: Collect asks the servers and returns a plain
 // Snapshot; Evaluate, pure, holds a Snapshot against a Policy and returns a
-// Report of findings. The package knows nothing of Prometheus or of the
-// command line.
+// Report of findings. Evaluate never touches NATS and Collect never judges;
+// both count the servers the audit expects by the same rules (expected.go).
+// The package knows nothing of Prometheus or of the command line.
+//
+// Its files, in the order an audit runs:
+//
+//   - requests.go: the $SYS subjects and the requests the audit sends;
+//     replies.go and jsz.go: the projections of the replies it reads.
+//   - collect.go: Collect (one STATSZ ping, then LEAFZ and JSZ to each
+//     server); merge.go folds the replicas' reports of each asset into one;
+//     snapshot.go: what Collect returns.
+//   - expected.go: who the audit expects, used by Collect to know when to
+//     stop waiting and by Evaluate to report whom it waited for in vain;
+//     peerid.go: the RAFT peer ids by which servers name each other.
+//   - codes.go: the registry of finding codes (severity, owner under
+//     --scope server, description); finding.go: Finding and Severity.
+//   - evaluate.go: Evaluate and its rules (SERVER_MISSING's is in
+//     expected.go); version.go: versions and the floor; report.go: the
+//     Report it returns; scope.go: a report narrowed to one server.
+//   - reset.go: what $JS.API.CONSUMER.RESET does to a consumer; index.go:
+//     the consumer index that answers it per consumer.
+//   - heartbeats.go: what the servers' $SYS events say changed since the
+//     last audit; schedule.go and memory.go: when audits run and what
+//     earlier ones saw.
 package auditor

@@ -6,7 +6,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Policy is what Evaluate holds a snapshot against.
@@ -19,36 +18,6 @@ type Policy struct {
 	Accounts  []string
 	Streams   []string
 	Consumers []string
-}
-
-// Report is the outcome of Evaluate.
-type Report struct {
-	Status Severity
-	// Floor is the policy's floor as operators write it ("2.14.0").
-	Floor string
-	// ServersExpected is how many servers the audit expected: at least those
-	// that answered plus every missing one it could name.
-	ServersExpected int
-	Findings        []Finding
-	Servers         []ServerReport
-	Clusters        []ClusterReport
-	Leafnodes       []LeafLink
-	Snapshot        *Snapshot
-}
-
-// ServerReport is a server with its verdict and what it leads.
-type ServerReport struct {
-	Server
-	Verdict      Verdict `json:"verdict"`
-	StreamsLed   int     `json:"streams_led"`
-	ConsumersLed int     `json:"consumers_led"`
-}
-
-// ClusterReport is one cluster and the versions its servers run.
-type ClusterReport struct {
-	Name     string   `json:"name"`
-	Servers  int      `json:"servers"`
-	Versions []string `json:"versions"`
 }
 
 // Evaluate holds a snapshot against a policy. It is pure: the same snapshot
@@ -154,149 +123,6 @@ func (e *evaluation) clusters(servers []ServerReport) []ClusterReport {
 	return out
 }
 
-// missing adds a finding for every expected server that did not answer and
-// returns how many there are.
-func (e *evaluation) missing(snap *Snapshot) int {
-	namedMissing := 0
-	known := knownPeerIDs(snap)
-	for _, name := range sortedKeys(snap.ExpectedNames) {
-		if _, ok := e.byName[name]; ok {
-			continue
-		}
-		if id, ok := unknownPeerID(name); ok {
-			if known[id] {
-				continue // the same server, answering or named elsewhere
-			}
-			namedMissing++
-			e.add(Finding{Code: ServerMissing, Count: 1,
-				Message: fmt.Sprintf("a server known only by its RAFT peer id %s did not answer; %s named it as a peer", id, joinSorted(snap.ExpectedNames[name]))})
-			continue
-		}
-		namedMissing++
-		f := Finding{Code: ServerMissing, Server: name, Count: 1,
-			Message: fmt.Sprintf("server %s did not answer; %s named it as a peer", name, joinSorted(snap.ExpectedNames[name]))}
-		if last, ok := snap.LastSeen[name]; ok {
-			level := last.APILevel
-			f.Cluster, f.Version, f.ServerLevel = last.Cluster, last.Version, &level
-			f.Message += fmt.Sprintf("; last seen running %s (JetStream API level %d)", last.Version, last.APILevel)
-		}
-		e.add(f)
-	}
-	clusters := map[string]bool{}
-	for _, s := range snap.Servers {
-		clusters[s.Cluster] = true
-	}
-	// A cluster nobody of which answered stands for at least one server, but
-	// the servers named above may be that one (a name says nothing of its
-	// cluster): count it only when no server could be named.
-	serversNamed := namedMissing
-	for _, name := range sortedKeys(snap.ExpectedClusters) {
-		if clusters[name] {
-			continue
-		}
-		count := 0
-		if serversNamed == 0 {
-			count = 1
-		}
-		namedMissing += count
-		e.add(Finding{Code: ServerMissing, Cluster: name, Count: count,
-			Message: fmt.Sprintf("no server of cluster %s answered; %s named it as a gateway", name, joinSorted(snap.ExpectedClusters[name]))})
-	}
-
-	unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing
-	if unnamed > 0 && namedMissing == 0 && staleCount(snap.Servers) {
-		// Only the servers' own counts can hold a stale id; a shortfall
-		// against the caller's Expect stays.
-		unnamed -= min(unnamed, maxActive(snap.Servers)-len(snap.Servers))
-	}
-	message := fmt.Sprintf("%d of %d expected servers answered; %d missing servers were never named",
-		len(snap.Servers), snap.ExpectedCount, unnamed)
-	// The meta group keeps every peer, gracefully stopped or long dead, until
-	// it is removed: the one count that neither a clean shutdown nor the
-	// servers' forgetting a silent peer lowers.
-	for _, m := range snap.Meta {
-		short := m.Size - answeredIn(snap.Servers, m.Domain) - namedMissing
-		if short > unnamed {
-			unnamed = short
-			message = fmt.Sprintf("the JetStream meta group%s has %d peers and %d of its servers answered; %d missing servers were never named",
-				domainSuffix(m.Domain), m.Size, m.Size-namedMissing-short, short)
-		}
-	}
-	if unnamed > 0 {
-		e.add(Finding{Code: ServerMissing, Count: unnamed, Message: message})
-		return namedMissing + unnamed
-	}
-	return namedMissing
-}
-
-// knownPeerIDs are the RAFT peer ids of every server the audit can name.
-func knownPeerIDs(snap *Snapshot) map[string]bool {
-	ids := map[string]bool{}
-	for _, s := range snap.Servers {
-		ids[peerID(s.Name)] = true
-	}
-	for name := range snap.ExpectedNames {
-		if _, unknown := unknownPeerID(name); !unknown {
-			ids[peerID(name)] = true
-		}
-	}
-	return ids
-}
-
-// answeredIn counts the JetStream servers of a domain that answered: the
-// members of its meta group.
-func answeredIn(servers []Server, domain string) int {
-	n := 0
-	for _, s := range servers {
-		if s.JetStream && s.Domain == domain {
-			n++
-		}
-	}
-	return n
-}
-
-func domainSuffix(domain string) string {
-	if domain == "" {
-		return ""
-	}
-	return " of domain " + domain
-}
-
-// StaleRegistration is how long a server that died without a clean shutdown
-// stays counted in the others' active_servers: nats-server forgets a silent
-// server after 150 s, checked every 90 s.
-const StaleRegistration = 240 * time.Second
-
-// staleCount reports whether an unnamed surplus in the active-server count is
-// what a crash-restart leaves behind: the server that came back under its
-// name (with a new server id) started within StaleRegistration, and at least
-// a second after some other server that still counts more than answered,
-// while it counts exactly the servers that answered. Servers of a system that
-// started together do not qualify: a surplus there is a server missing.
-// Without this, every crash-restart would hold the gate at UNKNOWN for four
-// minutes after the system had recovered.
-func staleCount(servers []Server) bool {
-	for _, young := range servers {
-		if young.Uptime <= 0 || young.Uptime >= StaleRegistration || young.ActiveServers != len(servers) {
-			continue
-		}
-		for _, old := range servers {
-			if old.Uptime > young.Uptime+time.Second && old.ActiveServers > len(servers) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func maxActive(servers []Server) int {
-	n := 0
-	for _, s := range servers {
-		n = max(n, s.ActiveServers)
-	}
-	return n
-}
-
 func (e *evaluation) meta(m MetaGroup) {
 	if m.Leader == "" {
 		return
@@ -325,6 +151,8 @@ func (e *evaluation) selected(a Asset) bool {
 	return a.Kind != KindConsumer || match(e.p.Consumers, a.Consumer)
 }
 
+// asset judges one stream or consumer: who leads it, who follows it, and
+// whether every peer can run it.
 func (e *evaluation) asset(a Asset) {
 	leader, hasLeader := e.byName[a.Leader]
 	if hasLeader {
@@ -338,11 +166,25 @@ func (e *evaluation) asset(a Asset) {
 		return
 	}
 	base := Finding{Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}
-	name := a.name()
+	e.assetLeader(a, base, leader)
+	for _, peer := range a.Peers {
+		s, ok := e.byName[peer]
+		if !ok {
+			continue // a peer that did not answer is a SERVER_MISSING finding
+		}
+		if a.Kind == KindConsumer && peer != a.Leader {
+			e.consumerFollower(a, base, leader, s)
+		}
+		e.apiLevel(a, base, s)
+	}
+}
 
-	leaderBelow := hasLeader && leader.Verdict == VerdictBelow
+// assetLeader judges an asset's leader (nil when it did not answer or there
+// is none): below the floor, or missing where a consumer needs one.
+func (e *evaluation) assetLeader(a Asset, base Finding, leader *ServerReport) {
+	name := a.name()
 	switch {
-	case leaderBelow && a.Kind == KindConsumer:
+	case leader != nil && leader.Verdict == VerdictBelow && a.Kind == KindConsumer:
 		f := base
 		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		f.Message = fmt.Sprintf("consumer %s is led by %s running %s, below the floor %s", name, leader.Name, leader.Version, e.floor())
@@ -350,7 +192,7 @@ func (e *evaluation) asset(a Asset) {
 			f.Message = fmt.Sprintf("consumer %s is led by %s running %s: RESET (first in 2.14.0) to it goes unanswered", name, leader.Name, leader.Version)
 		}
 		e.add(f)
-	case leaderBelow:
+	case leader != nil && leader.Verdict == VerdictBelow:
 		f := base
 		f.Code, f.Server, f.Cluster, f.Version = StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		f.Message = fmt.Sprintf("stream %s is led by %s running %s, below the floor %s", name, leader.Name, leader.Version, e.floor())
@@ -361,45 +203,50 @@ func (e *evaluation) asset(a Asset) {
 		f.Message = fmt.Sprintf("consumer %s (R%d) has no leader", name, a.Replicas)
 		e.add(f)
 	}
+}
 
+// consumerFollower judges follower s of a consumer led by leader (nil when
+// it did not answer or there is none).
+func (e *evaluation) consumerFollower(a Asset, base Finding, leader, s *ServerReport) {
 	// A follower is at risk while its leader would accept a RESET; a leader
 	// that does not know RESET never replicates one. A leaderless consumer
 	// may get a new leader that does.
-	resetReachesFollowers := !hasLeader || answersReset(leader.Version)
-	for _, peer := range a.Peers {
-		s, ok := e.byName[peer]
-		if !ok {
-			continue // a peer that did not answer is a SERVER_MISSING finding
-		}
-		if a.Kind == KindConsumer && resetReachesFollowers && peer != a.Leader && s.Verdict == VerdictBelow {
-			f := base
-			f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
-			f.Message = fmt.Sprintf("consumer %s has follower %s running %s, below the floor %s", name, s.Name, s.Version, e.floor())
-			if !answersReset(s.Version) {
-				f.Message = fmt.Sprintf("consumer %s has follower %s running %s: a RESET answered by a leader at 2.14.0 or later crashes it", name, s.Name, s.Version)
-			}
-			e.add(f)
-		}
-		// A 2.10 server knows no API levels and no level metadata: an
-		// unreadable level means nothing to it.
-		if a.RequiredLevel > s.APILevel && (a.RequiredLevel != LevelUnreadable || s.APILevel > 0) {
-			level := s.APILevel
-			f := base
-			f.Code, f.Server, f.Cluster, f.Version = AssetAPILevelUnsupported, s.Name, s.Cluster, s.Version
-			f.RequiredLevel, f.ServerLevel = a.RequiredLevel, &level
-			f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: it holds the %s offline",
-				a.Kind, name, a.RequiredLevel, s.Name, level, a.Kind)
-			switch {
-			case a.RequiredLevel == LevelUnreadable:
-				f.Message = fmt.Sprintf("%s %s has a _nats.req.level that is not a number: peer %s, like every server from 2.11 on, holds the %s offline",
-					a.Kind, name, s.Name, a.Kind)
-			case level == 0:
-				f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s runs %s, from before API levels: it runs the %s online, ignoring what it does not know, and its copy diverges",
-					a.Kind, name, a.RequiredLevel, s.Name, s.Version, a.Kind)
-			}
-			e.add(f)
-		}
+	if s.Verdict != VerdictBelow || (leader != nil && !answersReset(leader.Version)) {
+		return
 	}
+	name := a.name()
+	f := base
+	f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
+	f.Message = fmt.Sprintf("consumer %s has follower %s running %s, below the floor %s", name, s.Name, s.Version, e.floor())
+	if !answersReset(s.Version) {
+		f.Message = fmt.Sprintf("consumer %s has follower %s running %s: a RESET answered by a leader at 2.14.0 or later crashes it", name, s.Name, s.Version)
+	}
+	e.add(f)
+}
+
+// apiLevel judges whether peer s supports the asset's required API level.
+func (e *evaluation) apiLevel(a Asset, base Finding, s *ServerReport) {
+	// A 2.10 server knows no API levels and no level metadata: an
+	// unreadable level means nothing to it.
+	if a.RequiredLevel <= s.APILevel || (a.RequiredLevel == LevelUnreadable && s.APILevel <= 0) {
+		return
+	}
+	name := a.name()
+	level := s.APILevel
+	f := base
+	f.Code, f.Server, f.Cluster, f.Version = AssetAPILevelUnsupported, s.Name, s.Cluster, s.Version
+	f.RequiredLevel, f.ServerLevel = a.RequiredLevel, &level
+	f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: it holds the %s offline",
+		a.Kind, name, a.RequiredLevel, s.Name, level, a.Kind)
+	switch {
+	case a.RequiredLevel == LevelUnreadable:
+		f.Message = fmt.Sprintf("%s %s has a _nats.req.level that is not a number: peer %s, like every server from 2.11 on, holds the %s offline",
+			a.Kind, name, s.Name, a.Kind)
+	case level == 0:
+		f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s runs %s, from before API levels: it runs the %s online, ignoring what it does not know, and its copy diverges",
+			a.Kind, name, a.RequiredLevel, s.Name, s.Version, a.Kind)
+	}
+	e.add(f)
 }
 
 func (a Asset) name() string {

@@ -11,17 +11,6 @@ import (
 // uses and skips the rest. The JSON names are the server's:
 // TestJSZProjectionMatchesServerTypes decodes live replies both ways and
 // compares.
-// jszRequest is server.JSzOptions: every account with its streams,
-// consumers and their configs, a page of accounts at a time.
-type jszRequest struct {
-	Accounts bool `json:"accounts,omitempty"`
-	Streams  bool `json:"streams,omitempty"`
-	Consumer bool `json:"consumer,omitempty"`
-	Config   bool `json:"config,omitempty"`
-	Offset   int  `json:"offset,omitempty"`
-	Limit    int  `json:"limit,omitempty"`
-}
-
 type jszReply struct {
 	Data  *jszData  `json:"data,omitempty"`
 	Error *apiError `json:"error,omitempty"`

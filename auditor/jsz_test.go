@@ -63,7 +63,7 @@ func TestJSZProjectionMatchesServerTypes(t *testing.T) {
 	}
 	want := map[string]view{}
 	for _, s := range snap.Servers {
-		msg, err := sysConn.Request("$SYS.REQ.SERVER."+s.ID+".JSZ", req, 5*time.Second)
+		msg, err := sysConn.Request(auditor.ServerSubject(s.ID, "JSZ"), req, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,9 +8,10 @@ import (
 // The $SYS replies an audit reads, projected onto the fields it uses. The
 // JSON names are nats-server's own (events.go, monitor.go,
 // jetstream_errors.go); the projection tests decode live replies of every
-// version both ways and compare. Keeping them here, rather than decoding
-// into nats-server's types, keeps that 140,000-line package out of the
-// binary.
+// version both ways and compare. Nothing of ours outside the tests imports
+// nats-server: decoding into its types would tie every reply to that
+// 140,000-line package's release. The binary still links it, through
+// jsm.go's natscontext, which reads natscli's contexts.
 
 // serverInfo is server.ServerInfo: who sent a reply.
 type serverInfo struct {
@@ -92,4 +93,19 @@ type apiError struct {
 // Error reads as server.ApiError's does.
 func (e *apiError) Error() string {
 	return fmt.Sprintf("%s (%d)", e.Description, e.ErrCode)
+}
+
+// connectEvent is server.ConnectEventMsg and server.DisconnectEventMsg: a
+// connection that came or went on a server.
+type connectEvent struct {
+	Server serverInfo `json:"server"`
+	Client clientInfo `json:"client"`
+}
+
+// clientInfo is server.ClientInfo.
+type clientInfo struct {
+	Name    string `json:"name,omitempty"`
+	Account string `json:"acc,omitempty"`
+	// Kind is "Client", "Leafnode", ... (kindStringMap in client.go).
+	Kind string `json:"kind,omitempty"`
 }

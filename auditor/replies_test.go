@@ -28,7 +28,7 @@ func TestReplyProjectionsMatchServerTypes(t *testing.T) {
 	nc := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
 	// Start waits for the servers, not for every leafnode link.
 	err := natstest.Eventually(30*time.Second, func() error {
-		replies, err := natstest.Gather(nc, "$SYS.REQ.SERVER.PING.LEAFZ", []byte("{}"), 4, 10*time.Second)
+		replies, err := natstest.Gather(nc, PingEndpointSubject("LEAFZ"), []byte("{}"), 4, 10*time.Second)
 		if err != nil {
 			return err
 		}
@@ -47,7 +47,7 @@ func TestReplyProjectionsMatchServerTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replies, err := natstest.Gather(nc, "$SYS.REQ.SERVER.PING", []byte("{}"), 4, 10*time.Second)
+	replies, err := natstest.Gather(nc, PingSubject, []byte("{}"), 4, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestReplyProjectionsMatchServerTypes(t *testing.T) {
 			t.Errorf("STATSZ of %s: routes %v gateways %v, server types %v %v", si.Name, routes, gateways, wantRoutes, wantGateways)
 		}
 
-		msg, err := nc.Request("$SYS.REQ.SERVER."+si.ID+".LEAFZ", []byte("{}"), 5*time.Second)
+		msg, err := nc.Request(ServerSubject(si.ID, "LEAFZ"), []byte("{}"), 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

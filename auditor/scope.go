@@ -4,56 +4,61 @@ import (
 	"slices"
 )
 
-// Complete reports whether the audit behind the report reached every server
-// it expected and read every reply.
-func (r *Report) Complete() bool {
-	for _, f := range r.Findings {
-		if f.Code == ServerMissing || f.Code == AuditIncomplete {
-			return false
-		}
-	}
-	return true
-}
-
 // Owner names the server whose sidecar reports a finding when every server
 // runs its own auditor with --scope server: the server the finding is about,
 // the leader for an asset's findings, and for findings about no single server
 // (a mixed cluster, a leaderless consumer, a server nobody can name) the
 // first-named server that answered among those concerned. Every sidecar sees
 // the same census, so each finding has exactly one owner. Empty means the
-// finding belongs to every auditor (a request of its own that failed).
+// finding belongs to every auditor (a request of its own that failed). Each
+// code's registration in Codes says which.
 func (r *Report) Owner(f Finding) string {
-	switch f.Code {
-	case ConsumerReplicaBelowFloor:
-		if f.Peer != "" {
-			return f.Peer
-		}
-		return f.Server
-	case ConsumerNoLeader:
-		for _, a := range r.Snapshot.Consumers {
-			if a.Account == f.Account && a.Stream == f.Stream && a.Consumer == f.Consumer {
-				return r.firstAnswered(a.Peers)
-			}
-		}
-		return ""
-	case ClusterMixedVersions:
-		var names []string
-		for _, s := range r.Servers {
-			if s.Cluster == f.Cluster {
-				names = append(names, s.Name)
-			}
-		}
-		return r.firstAnswered(names)
-	case ServerMissing:
-		var names []string
-		for _, s := range r.Servers {
-			names = append(names, s.Name)
-		}
-		return r.firstAnswered(names)
-	case AuditIncomplete:
-		return f.Server
+	if k, ok := Info(f.Code); ok && k.owner != nil {
+		return k.owner(r, f)
 	}
 	return f.Server
+}
+
+// ownedByLeader: a follower's finding belongs to the consumer's leader, and
+// to the follower while there is no leader.
+func ownedByLeader(_ *Report, f Finding) string {
+	if f.Peer != "" {
+		return f.Peer
+	}
+	return f.Server
+}
+
+// ownedByConsumerPeers: a leaderless consumer's finding belongs to the
+// first-named of its peers that answered.
+func ownedByConsumerPeers(r *Report, f Finding) string {
+	for _, a := range r.Snapshot.Consumers {
+		if a.Account == f.Account && a.Stream == f.Stream && a.Consumer == f.Consumer {
+			return r.firstAnswered(a.Peers)
+		}
+	}
+	return ""
+}
+
+// ownedByCluster: a cluster's finding belongs to the first-named of its
+// servers that answered.
+func ownedByCluster(r *Report, f Finding) string {
+	var names []string
+	for _, s := range r.Servers {
+		if s.Cluster == f.Cluster {
+			names = append(names, s.Name)
+		}
+	}
+	return r.firstAnswered(names)
+}
+
+// ownedByAnyAnswered: a finding about the system as a whole belongs to the
+// first-named server that answered.
+func ownedByAnyAnswered(r *Report, _ Finding) string {
+	var names []string
+	for _, s := range r.Servers {
+		names = append(names, s.Name)
+	}
+	return r.firstAnswered(names)
 }
 
 func (r *Report) firstAnswered(names []string) string {

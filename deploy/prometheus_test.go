@@ -305,6 +305,46 @@ func TestRunbookCoversEveryAlert(t *testing.T) {
 				t.Errorf("%s: the runbook section lacks %s", a.Alert, want)
 			}
 		}
+		codes, _, err := rulefile.FindingCodes(a.Expr)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Alert, err)
+		}
+		for _, k := range codes {
+			if !strings.Contains(body, "`"+string(k.Code)+"` ("+k.Severity.String()+"): "+k.Description) {
+				t.Errorf("%s reports %s, which its runbook section does not list with its words", a.Alert, k.Code)
+			}
+		}
+	}
+}
+
+// TestEveryFindingCodeAlerts holds the rules to the registry of finding codes: a finding of
+// every code alerts, once, by a catch-all alert on its severity unless that alert leaves it to
+// an alert of its own.
+func TestEveryFindingCodeAlerts(t *testing.T) {
+	reportedBy := map[auditor.Code][]string{}
+	leftOut := map[auditor.Code]bool{}
+	for _, a := range alerts(sourceRules(t)) {
+		selected, excluded, err := rulefile.FindingCodes(a.Expr)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Alert, err)
+		}
+		for _, k := range selected {
+			reportedBy[k.Code] = append(reportedBy[k.Code], a.Alert)
+		}
+		for _, k := range excluded {
+			leftOut[k.Code] = true
+		}
+	}
+	if len(reportedBy) == 0 || len(leftOut) == 0 {
+		t.Fatalf("no catch-all alert read: reported %v, left out %v", reportedBy, leftOut)
+	}
+	for _, k := range auditor.Codes {
+		switch by := reportedBy[k.Code]; {
+		case len(by) > 1:
+			t.Errorf("%s alerts twice: %v", k.Code, by)
+		case len(by) == 0 && !leftOut[k.Code]:
+			t.Errorf("%s (%s) never alerts: no alert on %s selects it", k.Code, k.Severity, rulefile.FindingsMetric)
+		}
 	}
 }
 

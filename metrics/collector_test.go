@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 // and an unaudited leafnode link.
 func mixedResult() auditor.Result { return fixture.Result() }
 
-const mixedExposition = `
+var mixedExposition = `
 # HELP nats_version_auditor_up 1 if the last audit reached every expected server and read every reply, else 0.
 # TYPE nats_version_auditor_up gauge
 nats_version_auditor_up 0
@@ -39,19 +40,7 @@ nats_version_auditor_audit_duration_seconds 0.25
 nats_version_auditor_floor_info{floor="2.14.0"} 1
 # HELP nats_version_auditor_findings Findings of the last audit by code.
 # TYPE nats_version_auditor_findings gauge
-nats_version_auditor_findings{code="ASSET_API_LEVEL_UNSUPPORTED",severity="CRITICAL"} 0
-nats_version_auditor_findings{code="AUDIT_INCOMPLETE",severity="UNKNOWN"} 0
-nats_version_auditor_findings{code="CLUSTER_MIXED_VERSIONS",severity="WARNING"} 1
-nats_version_auditor_findings{code="CONSUMER_LEADER_BELOW_FLOOR",severity="CRITICAL"} 1
-nats_version_auditor_findings{code="CONSUMER_NO_LEADER",severity="WARNING"} 0
-nats_version_auditor_findings{code="CONSUMER_REPLICA_BELOW_FLOOR",severity="CRITICAL"} 1
-nats_version_auditor_findings{code="LEAFNODE_UNAUDITED",severity="WARNING"} 1
-nats_version_auditor_findings{code="META_LEADER_BELOW_FLOOR",severity="WARNING"} 0
-nats_version_auditor_findings{code="SERVER_BELOW_FLOOR",severity="CRITICAL"} 1
-nats_version_auditor_findings{code="SERVER_MISSING",severity="UNKNOWN"} 1
-nats_version_auditor_findings{code="STREAM_LEADER_BELOW_FLOOR",severity="WARNING"} 0
-nats_version_auditor_findings{code="VERSION_UNPARSEABLE",severity="UNKNOWN"} 0
-# HELP nats_version_auditor_server_info A server that answered the last audit.
+` + mixedFindings() + `# HELP nats_version_auditor_server_info A server that answered the last audit.
 # TYPE nats_version_auditor_server_info gauge
 nats_version_auditor_server_info{api_level="3",server_cluster="c1",server_domain="",server_id="ID3",server_name="n3",server_version="2.12.15"} 1
 nats_version_auditor_server_info{api_level="4",server_cluster="c1",server_domain="",server_id="ID1",server_name="n1",server_version="2.14.0"} 1
@@ -90,6 +79,18 @@ nats_version_auditor_leafnode_unaudited{account="APP",peer="edge",server_name="n
 # TYPE nats_version_auditor_asset_series_dropped gauge
 nats_version_auditor_asset_series_dropped 0
 `
+
+// mixedFindings is the findings gauge of the fixture: one series per
+// registered code, 0 but for the fixture's findings.
+func mixedFindings() string {
+	found := map[auditor.Code]int{auditor.ServerBelowFloor: 1, auditor.ClusterMixedVersions: 1, auditor.ConsumerLeaderBelowFloor: 1,
+		auditor.ConsumerReplicaBelowFloor: 1, auditor.LeafnodeUnaudited: 1, auditor.ServerMissing: 1}
+	var b strings.Builder
+	for _, k := range auditor.Codes {
+		fmt.Fprintf(&b, "nats_version_auditor_findings{code=%q,severity=%q} %d\n", k.Code, k.Severity, found[k.Code])
+	}
+	return b.String()
+}
 
 func TestCollectorExposition(t *testing.T) {
 	res := mixedResult()

@@ -258,7 +258,7 @@ func serverIDs(h *natstest.Program, nc *nats.Conn) []string {
 		h.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	if err := nc.PublishRequest("$SYS.REQ.SERVER.PING", inbox, nil); err != nil {
+	if err := nc.PublishRequest(auditor.PingSubject, inbox, nil); err != nil {
 		h.Fatal(err)
 	}
 	var ids []string
@@ -287,7 +287,7 @@ func rawJSZ(h *natstest.Program, nc *nats.Conn, ids []string) (time.Duration, ui
 		Consumer: true, Config: true, Limit: auditor.DefaultJSZPageSize}})
 	for _, id := range ids {
 		wg.Go(func() {
-			m, err := nc.Request("$SYS.REQ.SERVER."+id+".JSZ", req, 30*time.Second)
+			m, err := nc.Request(auditor.ServerSubject(id, "JSZ"), req, 30*time.Second)
 			if err != nil {
 				h.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -66,7 +67,7 @@ func record(p *natstest.Program, dir string) {
 				Accounts: true, Streams: true, Consumer: true, Config: true, Limit: 1024}}},
 		} {
 			body, _ := json.Marshal(ask.body)
-			msg, err := nc.Request(fmt.Sprintf("$SYS.REQ.SERVER.%s.%s", id, ask.endpoint), body, 5*time.Second)
+			msg, err := nc.Request(auditor.ServerSubject(id, ask.endpoint), body, 5*time.Second)
 			if err != nil {
 				p.Fatal(err)
 			}
@@ -76,7 +77,7 @@ func record(p *natstest.Program, dir string) {
 }
 
 func serverID(p *natstest.Program, nc *nats.Conn, name string) string {
-	msg, err := nc.Request("$SYS.REQ.SERVER.PING", []byte(fmt.Sprintf(`{"server_name":%q,"exact_match":true}`, name)), 5*time.Second)
+	msg, err := nc.Request(auditor.PingSubject, []byte(fmt.Sprintf(`{"server_name":%q,"exact_match":true}`, name)), 5*time.Second)
 	if err != nil {
 		p.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 
+	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/genfiles"
 )
 
@@ -179,8 +180,8 @@ max by (namespace, server_cluster, server_name) (nats_version_auditor_server_bel
 			Min(0).Decimals(0)).
 		WithRow(dashboard.NewRowBuilder("Consumers: the rollout's progress")).
 		WithPanel(timeseriesPanel("Consumers led below the floor, and with a follower below it", "Led below the floor: a RESET ($JS.API.CONSUMER.RESET, first in 2.14) of such a consumer goes unanswered. With a follower below it: a RESET would crash that follower. Both fall to zero as a rolling upgrade completes. Counted from the findings, so --metrics.max-asset-series does not cap them.").
-			WithTarget(query(`sum(nats_version_auditor_findings{`+sel+`, code="CONSUMER_LEADER_BELOW_FLOOR"})`, "led below the floor")).
-			WithTarget(query(`sum(nats_version_auditor_findings{`+sel+`, code="CONSUMER_REPLICA_BELOW_FLOOR"})`, "follower below the floor")).
+			WithTarget(query(`sum(nats_version_auditor_findings{`+sel+`, code="`+string(auditor.ConsumerLeaderBelowFloor)+`"})`, "led below the floor")).
+			WithTarget(query(`sum(nats_version_auditor_findings{`+sel+`, code="`+string(auditor.ConsumerReplicaBelowFloor)+`"})`, "follower below the floor")).
 			Min(0).Decimals(0)).
 		WithPanel(timeseriesPanel("Consumers and streams led, per server", "Leadership moves away from a server in lame duck and back as the rollout goes on.").
 			WithTarget(query(`max by (namespace, server_name) (nats_version_auditor_consumer_leaders{`+sel+`})`, "{{server_name}} consumers")).

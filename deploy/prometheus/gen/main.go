@@ -2,7 +2,8 @@
 // rules: the PrometheusRule of the kustomize base, the rules file the Helm chart wraps in its
 // own PrometheusRule (a chart cannot read files outside its directory), and the PrometheusRule
 // entry that ends the extraResources of deploy/helm/nats-sidecar-values.yaml (everything after
-// its marker line).
+// its marker line). It also writes, into each runbook section of an alert on finding codes,
+// the list of the codes it reports, from the registry auditor.Codes.
 //
 //	go generate ./deploy/prometheus/gen   # or: go run ./deploy/prometheus/gen
 //	go run ./deploy/prometheus/gen -check # exit 1 if a copy is out of date
@@ -32,6 +33,14 @@ const (
 	prometheusRulePath = "deploy/kubernetes/prometheusrule.yaml"
 	chartRulesPath     = "deploy/helm/nats-version-auditor/files/rules.yml"
 	sidecarValuesPath  = "deploy/helm/nats-sidecar-values.yaml"
+	runbookPath        = "deploy/RUNBOOK.md"
+)
+
+// The runbook's generated lists of codes: from a line "<!-- codes of ALERT: ... -->" to the
+// line codesEnd.
+const (
+	codesStart = "<!-- codes of "
+	codesEnd   = "<!-- end of codes -->\n"
 )
 
 // sidecarMarker ends the hand-written part of the sidecar values; the generator owns the rest.
@@ -113,11 +122,78 @@ spec:
 	sidecar.WriteString(sidecarRule)
 	sidecar.Write(indent(body, "      "))
 
+	runbookSrc, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(runbookPath)))
+	if err != nil {
+		return nil, err
+	}
+	runbook, err := runbookCodes(runbookSrc, src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", runbookPath, err)
+	}
+
 	return []genfiles.File{
 		{Path: prometheusRulePath, Content: rule.Bytes()},
 		{Path: chartRulesPath, Content: chart.Bytes()},
 		{Path: sidecarValuesPath, Content: sidecar.Bytes()},
+		{Path: runbookPath, Content: runbook},
 	}, nil
+}
+
+// runbookCodes rewrites the runbook's lists of codes: each alert of rules that reports finding
+// codes has one, listing every code it reports with its severity and description.
+func runbookCodes(runbook, rules []byte) ([]byte, error) {
+	f, err := rulefile.Parse(rules)
+	if err != nil {
+		return nil, err
+	}
+	lists := map[string]string{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			codes, _, err := rulefile.FindingCodes(r.Expr)
+			if err != nil {
+				return nil, fmt.Errorf("alert %s: %w", r.Alert, err)
+			}
+			if len(codes) == 0 {
+				continue
+			}
+			var b strings.Builder
+			for _, k := range codes {
+				fmt.Fprintf(&b, "- `%s` (%s): %s.\n", k.Code, k.Severity, k.Description)
+			}
+			lists[r.Alert] = b.String()
+		}
+	}
+	var out strings.Builder
+	rest := string(runbook)
+	for {
+		before, after, ok := strings.Cut(rest, codesStart)
+		if !ok {
+			out.WriteString(rest)
+			break
+		}
+		start, body, ok := strings.Cut(after, "\n")
+		if !ok {
+			return nil, fmt.Errorf("%s%s: no end of line", codesStart, start)
+		}
+		alert, _, _ := strings.Cut(start, ":")
+		list, ok := lists[alert]
+		if !ok {
+			return nil, fmt.Errorf("a list of the codes of %s, which reports none", alert)
+		}
+		delete(lists, alert)
+		_, rest, ok = strings.Cut(body, codesEnd)
+		if !ok {
+			return nil, fmt.Errorf("the codes of %s: no line %q", alert, strings.TrimSpace(codesEnd))
+		}
+		out.WriteString(before + codesStart + start + "\n" + list + codesEnd)
+	}
+	for alert := range lists {
+		return nil, fmt.Errorf("no list of the codes %s reports (a line %q)", alert, codesStart+alert+": ...")
+	}
+	return []byte(out.String()), nil
 }
 
 // validate decodes the rules file strictly and holds every alert to the conventions the

@@ -26,8 +26,8 @@ func root(t *testing.T) string {
 // would write now: edit deploy/prometheus/rules.yml, then run go generate ./deploy/prometheus/gen.
 func TestGeneratedFilesUpToDate(t *testing.T) {
 	r := root(t)
-	if outs, err := generate(r); err != nil || len(outs) != 3 {
-		t.Fatalf("generator writes %d files (%v), want 3", len(outs), err)
+	if outs, err := generate(r); err != nil || len(outs) != 4 {
+		t.Fatalf("generator writes %d files (%v), want 4", len(outs), err)
 	}
 	if err := run(r, true); err != nil {
 		t.Errorf("gen -check: %v", err)
@@ -51,6 +51,9 @@ func TestGeneratedCopiesCarryTheSourceGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range outs {
+		if o.Path == runbookPath {
+			continue // TestRunbookCodes
+		}
 		if o.Path != sidecarValuesPath && !bytes.HasPrefix(o.Content, []byte(header)) {
 			t.Errorf("%s does not start with the generated-file header", o.Path)
 		}
@@ -130,5 +133,32 @@ func TestIndentAndStrip(t *testing.T) {
 	want := "  groups:\n    - name: g\n      rules:\n        - expr: |\n            a\n\n            b\n"
 	if got != want {
 		t.Fatalf("indent:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestRunbookCodes: each alert on finding codes gets the list of the codes it reports in its
+// runbook section, and a list without its alert, or an alert without its list, is an error.
+func TestRunbookCodes(t *testing.T) {
+	rules := []byte("groups:\n- name: g\n  rules:\n" +
+		"  - alert: Crit\n    expr: sum(nats_version_auditor_findings{severity=\"CRITICAL\", code!~\"SERVER_BELOW_FLOOR|CONSUMER_.*\"}) > 0\n" +
+		"  - alert: Other\n    expr: up == 0\n")
+	start := "<!-- codes of Crit: generated -->\n"
+	got, err := runbookCodes([]byte("# R\n\n"+start+"- stale\n"+codesEnd+"after\n"), rules)
+	want := "# R\n\n" + start +
+		"- `ASSET_API_LEVEL_UNSUPPORTED` (CRITICAL): a stream's or consumer's _nats.req.level is above the API level of a server in its peer set.\n" +
+		codesEnd + "after\n"
+	if err != nil || string(got) != want {
+		t.Errorf("runbookCodes: %v\n%s\nwant\n%s", err, got, want)
+	}
+	for name, runbook := range map[string]string{
+		"no list":            "# R\n",
+		"no end":             "# R\n" + start + "- x\n",
+		"list of no codes":   "# R\n" + start + codesEnd + "<!-- codes of Other: x -->\n" + codesEnd,
+		"list of no alert":   "# R\n" + start + codesEnd + "<!-- codes of Gone: x -->\n" + codesEnd,
+		"start without line": "# R\n<!-- codes of Crit",
+	} {
+		if _, err := runbookCodes([]byte(runbook), rules); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

@@ -3,7 +3,13 @@
 // Decoding is strict, so a misspelt key fails before it reaches Prometheus.
 package rulefile
 
-import "sigs.k8s.io/yaml"
+import (
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+	"sigs.k8s.io/yaml"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+)
 
 // File is a Prometheus rules file.
 type File struct {
@@ -34,4 +40,53 @@ func Parse(data []byte) (File, error) {
 	var f File
 	err := yaml.UnmarshalStrict(data, &f)
 	return f, err
+}
+
+// FindingsMetric is the series of finding counts by code and severity that
+// the catch-all alerts select on.
+const FindingsMetric = "nats_version_auditor_findings"
+
+// FindingCodes reads which registered finding codes expr alerts on: selected
+// are those whose FindingsMetric series a selector of expr matches (by its
+// code and severity matchers); excluded are those only a negative code
+// matcher keeps out, the codes with alerts of their own. Both come in the
+// order of auditor.Codes.
+func FindingCodes(expr string) (selected, excluded []auditor.CodeInfo, err error) {
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+	if err != nil {
+		return nil, nil, err
+	}
+	var selectors [][]*labels.Matcher
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok && vs.Name == FindingsMetric {
+			selectors = append(selectors, vs.LabelMatchers)
+		}
+		return nil
+	})
+	for _, k := range auditor.Codes {
+		sel, excl := false, false
+		for _, ms := range selectors {
+			severity, code, negated := true, true, false
+			for _, m := range ms {
+				switch m.Name {
+				case "severity":
+					severity = severity && m.Matches(k.Severity.String())
+				case "code":
+					if !m.Matches(string(k.Code)) {
+						code = false
+						negated = negated || m.Type == labels.MatchNotEqual || m.Type == labels.MatchNotRegexp
+					}
+				}
+			}
+			sel = sel || (severity && code)
+			excl = excl || (severity && negated)
+		}
+		switch {
+		case sel:
+			selected = append(selected, k)
+		case excl:
+			excluded = append(excluded, k)
+		}
+	}
+	return selected, excluded, nil
 }

@@ -1,0 +1,85 @@
+package auditor
+
+// Code names a kind of finding.
+type Code string
+
+// The finding codes, each registered in Codes.
+const (
+	ServerBelowFloor          Code = "SERVER_BELOW_FLOOR"
+	ClusterMixedVersions      Code = "CLUSTER_MIXED_VERSIONS"
+	ConsumerLeaderBelowFloor  Code = "CONSUMER_LEADER_BELOW_FLOOR"
+	ConsumerReplicaBelowFloor Code = "CONSUMER_REPLICA_BELOW_FLOOR"
+	ConsumerNoLeader          Code = "CONSUMER_NO_LEADER"
+	StreamLeaderBelowFloor    Code = "STREAM_LEADER_BELOW_FLOOR"
+	MetaLeaderBelowFloor      Code = "META_LEADER_BELOW_FLOOR"
+	AssetAPILevelUnsupported  Code = "ASSET_API_LEVEL_UNSUPPORTED"
+	LeafnodeUnaudited         Code = "LEAFNODE_UNAUDITED"
+	ServerMissing             Code = "SERVER_MISSING"
+	VersionUnparseable        Code = "VERSION_UNPARSEABLE"
+	AuditIncomplete           Code = "AUDIT_INCOMPLETE"
+)
+
+// CodeInfo registers a finding code: all there is to know of it but the
+// rule of Evaluate that finds it.
+type CodeInfo struct {
+	Code     Code
+	Severity Severity
+	// Description says in one line when the code is found; the runbook's
+	// lists of findings are generated from it.
+	Description string
+	// owner names the server whose sidecar reports a finding of the code
+	// under --scope server (see Report.Owner); nil is the server the
+	// finding is about, Finding.Server.
+	owner func(r *Report, f Finding) string
+}
+
+// Codes registers every finding code, in the order a report lists findings
+// of the same severity. Adding a code is adding it here and a rule to
+// Evaluate; metrics, the wait summary, the alert generator and the
+// runbook's checks read it from here.
+var Codes = []CodeInfo{
+	{Code: ServerBelowFloor, Severity: Critical,
+		Description: "a server runs below the floor"},
+	{Code: ClusterMixedVersions, Severity: Warning, owner: ownedByCluster,
+		Description: "a cluster runs more than one version"},
+	{Code: ConsumerLeaderBelowFloor, Severity: Critical,
+		Description: "a consumer's leader is below the floor: a leader before 2.14.0 leaves RESET unanswered"},
+	{Code: ConsumerReplicaBelowFloor, Severity: Critical, owner: ownedByLeader,
+		Description: "a consumer's follower is below the floor while its leader knows RESET or it has none: a follower before 2.14.0 crashes on a RESET its leader replicates"},
+	{Code: ConsumerNoLeader, Severity: Warning, owner: ownedByConsumerPeers,
+		Description: "a replicated consumer has no leader at audit time"},
+	{Code: StreamLeaderBelowFloor, Severity: Warning,
+		Description: "a stream's leader is below the floor"},
+	{Code: MetaLeaderBelowFloor, Severity: Warning,
+		Description: "the JetStream meta leader is below the floor"},
+	{Code: AssetAPILevelUnsupported, Severity: Critical,
+		Description: "a stream's or consumer's _nats.req.level is above the API level of a server in its peer set"},
+	{Code: LeafnodeUnaudited, Severity: Warning,
+		Description: "a leafnode peer never answered the audit: it does not share the system account, or it is not answering"},
+	{Code: ServerMissing, Severity: Unknown, owner: ownedByAnyAnswered,
+		Description: "an expected server did not answer the audit"},
+	{Code: VersionUnparseable, Severity: Unknown,
+		Description: "a server's version is not a version"},
+	{Code: AuditIncomplete, Severity: Unknown,
+		Description: "a request failed, or a reply was too large or could not be understood"},
+}
+
+// Info returns the registration of code c, and false for a code that is
+// not registered.
+func Info(c Code) (CodeInfo, bool) {
+	for _, k := range Codes {
+		if k.Code == c {
+			return k, true
+		}
+	}
+	return CodeInfo{}, false
+}
+
+// SeverityOf returns the severity findings of code c carry (Unknown for a
+// code that is not registered).
+func SeverityOf(c Code) Severity {
+	if k, ok := Info(c); ok {
+		return k.Severity
+	}
+	return Unknown
+}

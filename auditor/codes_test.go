@@ -1,0 +1,58 @@
+package auditor
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestCodesRegistry: every code is registered once, with a severity that is
+// not OK and words to say when it is found.
+func TestCodesRegistry(t *testing.T) {
+	seen := map[Code]bool{}
+	for _, k := range Codes {
+		if seen[k.Code] {
+			t.Errorf("%s registered twice", k.Code)
+		}
+		seen[k.Code] = true
+		if k.Severity == OK || k.Severity.String() != strings.ToUpper(k.Severity.String()) {
+			t.Errorf("%s: severity %s", k.Code, k.Severity)
+		}
+		if d := k.Description; d == "" || strings.HasSuffix(d, ".") || strings.Contains(d, "\n") {
+			t.Errorf("%s: description %q, want one line without a final period", k.Code, d)
+		}
+		if got, ok := Info(k.Code); !ok || got.Code != k.Code || SeverityOf(k.Code) != k.Severity {
+			t.Errorf("Info(%s) = %+v, %v", k.Code, got, ok)
+		}
+	}
+	if _, ok := Info("NO_SUCH_CODE"); ok || SeverityOf("NO_SUCH_CODE") != Unknown {
+		t.Error("an unregistered code has a registration")
+	}
+}
+
+// TestReadmeListsEveryCode holds the README's table of findings to the
+// registry: one row per code, in its order, with its severity.
+func TestReadmeListsEveryCode(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "\n### Findings\n")
+	if !ok {
+		t.Fatal("README.md has no section ### Findings")
+	}
+	table, _, _ = strings.Cut(table, "\n\n#")
+	var rows []string
+	for _, line := range strings.Split(table, "\n") {
+		if cells := strings.Split(line, " | "); len(cells) > 2 && strings.HasPrefix(cells[0], "| `") {
+			rows = append(rows, strings.Trim(cells[0], "| `")+" "+cells[1])
+		}
+	}
+	var want []string
+	for _, k := range Codes {
+		want = append(want, string(k.Code)+" "+k.Severity.String())
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("README.md's findings:\n%s\nthe registry:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,153 @@
+package auditor
+
+import (
+	"fmt"
+	"time"
+)
+
+// Who an audit expects to answer, and who of them did not: Collect waits for
+// them (collection.complete) and Evaluate reports those it waited for in
+// vain (SERVER_MISSING), by the same arithmetic.
+
+// missing adds a finding for every expected server that did not answer and
+// returns how many there are.
+func (e *evaluation) missing(snap *Snapshot) int {
+	namedMissing := 0
+	known := knownPeerIDs(snap)
+	for _, name := range sortedKeys(snap.ExpectedNames) {
+		if _, ok := e.byName[name]; ok {
+			continue
+		}
+		if id, ok := unknownPeerID(name); ok {
+			if known[id] {
+				continue // the same server, answering or named elsewhere
+			}
+			namedMissing++
+			e.add(Finding{Code: ServerMissing, Count: 1,
+				Message: fmt.Sprintf("a server known only by its RAFT peer id %s did not answer; %s named it as a peer", id, joinSorted(snap.ExpectedNames[name]))})
+			continue
+		}
+		namedMissing++
+		f := Finding{Code: ServerMissing, Server: name, Count: 1,
+			Message: fmt.Sprintf("server %s did not answer; %s named it as a peer", name, joinSorted(snap.ExpectedNames[name]))}
+		if last, ok := snap.LastSeen[name]; ok {
+			level := last.APILevel
+			f.Cluster, f.Version, f.ServerLevel = last.Cluster, last.Version, &level
+			f.Message += fmt.Sprintf("; last seen running %s (JetStream API level %d)", last.Version, last.APILevel)
+		}
+		e.add(f)
+	}
+	clusters := map[string]bool{}
+	for _, s := range snap.Servers {
+		clusters[s.Cluster] = true
+	}
+	// A cluster nobody of which answered stands for at least one server, but
+	// the servers named above may be that one (a name says nothing of its
+	// cluster): count it only when no server could be named.
+	serversNamed := namedMissing
+	for _, name := range sortedKeys(snap.ExpectedClusters) {
+		if clusters[name] {
+			continue
+		}
+		count := 0
+		if serversNamed == 0 {
+			count = 1
+		}
+		namedMissing += count
+		e.add(Finding{Code: ServerMissing, Cluster: name, Count: count,
+			Message: fmt.Sprintf("no server of cluster %s answered; %s named it as a gateway", name, joinSorted(snap.ExpectedClusters[name]))})
+	}
+
+	unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing
+	if unnamed > 0 && namedMissing == 0 && staleCount(snap.Servers) {
+		// Only the servers' own counts can hold a stale id; a shortfall
+		// against the caller's Expect stays.
+		unnamed -= min(unnamed, maxActive(snap.Servers)-len(snap.Servers))
+	}
+	message := fmt.Sprintf("%d of %d expected servers answered; %d missing servers were never named",
+		len(snap.Servers), snap.ExpectedCount, unnamed)
+	// The meta group keeps every peer, gracefully stopped or long dead, until
+	// it is removed: the one count that neither a clean shutdown nor the
+	// servers' forgetting a silent peer lowers.
+	for _, m := range snap.Meta {
+		short := m.Size - answeredIn(snap.Servers, m.Domain) - namedMissing
+		if short > unnamed {
+			unnamed = short
+			message = fmt.Sprintf("the JetStream meta group%s has %d peers and %d of its servers answered; %d missing servers were never named",
+				domainSuffix(m.Domain), m.Size, m.Size-namedMissing-short, short)
+		}
+	}
+	if unnamed > 0 {
+		e.add(Finding{Code: ServerMissing, Count: unnamed, Message: message})
+		return namedMissing + unnamed
+	}
+	return namedMissing
+}
+
+// knownPeerIDs are the RAFT peer ids of every server the audit can name.
+func knownPeerIDs(snap *Snapshot) map[string]bool {
+	ids := map[string]bool{}
+	for _, s := range snap.Servers {
+		ids[peerID(s.Name)] = true
+	}
+	for name := range snap.ExpectedNames {
+		if _, unknown := unknownPeerID(name); !unknown {
+			ids[peerID(name)] = true
+		}
+	}
+	return ids
+}
+
+// answeredIn counts the JetStream servers of a domain that answered: the
+// members of its meta group.
+func answeredIn(servers []Server, domain string) int {
+	n := 0
+	for _, s := range servers {
+		if s.JetStream && s.Domain == domain {
+			n++
+		}
+	}
+	return n
+}
+
+func domainSuffix(domain string) string {
+	if domain == "" {
+		return ""
+	}
+	return " of domain " + domain
+}
+
+// StaleRegistration is how long a server that died without a clean shutdown
+// stays counted in the others' active_servers: nats-server forgets a silent
+// server after 150 s, checked every 90 s.
+const StaleRegistration = 240 * time.Second
+
+// staleCount reports whether an unnamed surplus in the active-server count is
+// what a crash-restart leaves behind: the server that came back under its
+// name (with a new server id) started within StaleRegistration, and at least
+// a second after some other server that still counts more than answered,
+// while it counts exactly the servers that answered. Servers of a system that
+// started together do not qualify: a surplus there is a server missing.
+// Without this, every crash-restart would hold the gate at UNKNOWN for four
+// minutes after the system had recovered.
+func staleCount(servers []Server) bool {
+	for _, young := range servers {
+		if young.Uptime <= 0 || young.Uptime >= StaleRegistration || young.ActiveServers != len(servers) {
+			continue
+		}
+		for _, old := range servers {
+			if old.Uptime > young.Uptime+time.Second && old.ActiveServers > len(servers) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func maxActive(servers []Server) int {
+	n := 0
+	for _, s := range servers {
+		n = max(n, s.ActiveServers)
+	}
+	return n
+}

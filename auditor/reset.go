@@ -1,0 +1,105 @@
+package auditor
+
+import (
+	"fmt"
+	"strings"
+
+	"golang.org/x/mod/semver"
+)
+
+// ResetVerdict says what $JS.API.CONSUMER.RESET would do to one consumer.
+// It is about the RESET API itself, not the configured floor: RESET first
+// exists in ResetVersion.
+type ResetVerdict string
+
+// The verdicts of JudgeReset.
+const (
+	// ResetSafe: the leader and every peer run ResetVersion or later; the
+	// leader answers and every follower applies the replicated reset.
+	ResetSafe ResetVerdict = "safe"
+	// ResetUnanswered: the leader runs an older version and does not
+	// subscribe to RESET; the request times out.
+	ResetUnanswered ResetVerdict = "unanswered"
+	// ResetCrashesFollower: the leader answers, but a follower runs an older
+	// version and panics on the replicated reset entry, taking its whole
+	// server down.
+	ResetCrashesFollower ResetVerdict = "crashes_follower"
+	// ResetUnknown: the audit cannot tell; do not send RESET.
+	ResetUnknown ResetVerdict = "unknown"
+)
+
+// ResetVerdicts lists every ResetVerdict.
+var ResetVerdicts = []ResetVerdict{ResetSafe, ResetUnanswered, ResetCrashesFollower, ResetUnknown}
+
+// ResetVersion is the first nats-server release that answers
+// $JS.API.CONSUMER.RESET (and the first that knows its replicated entry).
+const ResetVersion = "v2.14.0"
+
+// Peer is one member of a consumer's RAFT group as the audit saw it.
+type Peer struct {
+	Name string `json:"name"`
+	// Answered is false for a peer some server named but which did not
+	// answer the audit: its version is not known.
+	Answered bool   `json:"answered"`
+	Version  string `json:"version,omitempty"`
+	// APILevel is the highest JetStream API level the peer supports (0 when
+	// it reports none, as 2.10 does).
+	APILevel int  `json:"api_level"`
+	Leader   bool `json:"leader"`
+	// Incomplete is set when a request of the audit to this peer failed, so
+	// what it hosts may not have been read.
+	Incomplete bool `json:"incomplete,omitempty"`
+}
+
+// JudgeReset decides what RESET would do to a consumer led by leader (a
+// server name, empty when there is none) whose RAFT group is peers, leader
+// included. It is unknown whenever anything it needs is missing. incomplete
+// says that the audit could not read everything about the consumer.
+func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, string) {
+	if incomplete {
+		return ResetUnknown, "the last audit did not read every server's reply about this consumer"
+	}
+	if leader == "" {
+		return ResetUnknown, "the consumer has no leader"
+	}
+	var lead *Peer
+	for i := range peers {
+		p := &peers[i]
+		if p.Name == leader {
+			lead = p
+		}
+		if !p.Answered {
+			return ResetUnknown, fmt.Sprintf("peer %s did not answer the audit", p.Name)
+		}
+		if p.Incomplete {
+			return ResetUnknown, fmt.Sprintf("the audit could not read all of peer %s's replies", p.Name)
+		}
+		if _, err := ParseVersion(p.Version); err != nil {
+			return ResetUnknown, fmt.Sprintf("peer %s reports version %q, which is not a version", p.Name, p.Version)
+		}
+	}
+	if lead == nil {
+		return ResetUnknown, fmt.Sprintf("leader %s is not among the consumer's peers", leader)
+	}
+	if !answersReset(lead.Version) {
+		return ResetUnanswered, fmt.Sprintf("leader %s runs %s, below %s: it does not answer RESET", lead.Name, lead.Version, Display(ResetVersion))
+	}
+	var old []string
+	for _, p := range peers {
+		if !answersReset(p.Version) {
+			old = append(old, p.Name+" ("+p.Version+")")
+		}
+	}
+	if len(old) > 0 {
+		return ResetCrashesFollower, fmt.Sprintf("leader %s runs %s and answers RESET, but follower %s would crash on the replicated reset",
+			lead.Name, lead.Version, strings.Join(old, ", "))
+	}
+	return ResetSafe, fmt.Sprintf("leader %s and every peer run %s or later", lead.Name, Display(ResetVersion))
+}
+
+// answersReset reports whether a server of version v knows RESET. A
+// pre-release of ResetVersion counts as below it.
+func answersReset(v string) bool {
+	c, err := ParseVersion(v)
+	return err == nil && semver.Compare(c, ResetVersion) >= 0
+}

@@ -1,0 +1,39 @@
+package rulefile
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+)
+
+func TestFindingCodes(t *testing.T) {
+	codes := func(ks []auditor.CodeInfo) []auditor.Code {
+		var out []auditor.Code
+		for _, k := range ks {
+			out = append(out, k.Code)
+		}
+		return out
+	}
+	tests := []struct {
+		expr               string
+		selected, excluded []auditor.Code
+	}{
+		{`sum by (code) (nats_version_auditor_findings{severity="CRITICAL", code!~"SERVER_BELOW_FLOOR|CONSUMER_.*"}) > 0`,
+			[]auditor.Code{auditor.AssetAPILevelUnsupported},
+			[]auditor.Code{auditor.ServerBelowFloor, auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor}},
+		{`nats_version_auditor_findings{code="SERVER_MISSING"} > 0`, []auditor.Code{auditor.ServerMissing}, nil},
+		{`nats_version_auditor_findings{severity="UNKNOWN", code!="AUDIT_INCOMPLETE", namespace="x"}`,
+			[]auditor.Code{auditor.ServerMissing, auditor.VersionUnparseable}, []auditor.Code{auditor.AuditIncomplete}},
+		{`max(nats_version_auditor_server_missing) > 0`, nil, nil},
+	}
+	for _, tc := range tests {
+		selected, excluded, err := FindingCodes(tc.expr)
+		if err != nil || !slices.Equal(codes(selected), tc.selected) || !slices.Equal(codes(excluded), tc.excluded) {
+			t.Errorf("%s: %v %v (%v), want %v %v", tc.expr, codes(selected), codes(excluded), err, tc.selected, tc.excluded)
+		}
+	}
+	if _, _, err := FindingCodes(`sum(`); err == nil {
+		t.Error("a broken expression parsed")
+	}
+}
