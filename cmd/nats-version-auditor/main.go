@@ -35,8 +35,6 @@ const (
 	exitUnknown = int(auditor.Unknown)
 )
 
-const appName = "nats-version-auditor"
-
 // run parses args, runs the chosen command and returns the process exit code.
 // It is the only place that decides exit codes.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
