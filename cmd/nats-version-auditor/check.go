@@ -11,26 +11,6 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
-// policyFlags are the flags that choose what an audit is held against.
-type policyFlags struct {
-	floor                        string
-	accounts, streams, consumers []string
-}
-
-func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) *kingpin.FlagClause {
-	f := cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(auditor.Display(auditor.DefaultFloor))
-	f.StringVar(&p.floor)
-	return f
-}
-
-func (p *policyFlags) policy() (auditor.Policy, error) {
-	floor, err := auditor.ParseVersion(p.floor)
-	if err != nil {
-		return auditor.Policy{}, fmt.Errorf("--floor: %w", err)
-	}
-	return auditor.Policy{Floor: floor, Accounts: p.accounts, Streams: p.streams, Consumers: p.consumers}, nil
-}
-
 type checkCommand struct {
 	cmd    *kingpin.CmdClause
 	pol    policyFlags
@@ -43,9 +23,7 @@ func addCheckCommand(app *kingpin.Application) *checkCommand {
 	c.cmd = app.Command("check", "Audit the whole system once, print the findings and exit with the Nagios status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
 	addFloorFlag(c.cmd, &c.pol)
 	c.cmd.Flag("format", "Output format").Default("text").EnumVar(&c.format, "text", "json", "nagios")
-	c.cmd.Flag("account", "Only report asset findings of accounts matching this glob (repeatable)").StringsVar(&c.pol.accounts)
-	c.cmd.Flag("stream", "Only report asset findings of streams matching this glob (repeatable)").StringsVar(&c.pol.streams)
-	c.cmd.Flag("consumer", "Only report consumer findings of consumers matching this glob (repeatable)").StringsVar(&c.pol.consumers)
+	addAssetFilterFlags(c.cmd, &c.pol)
 	addWaitFlags(c.cmd, &c.wait)
 	return c
 }
