@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
@@ -130,25 +126,6 @@ func auditUnlessInterrupted(ctx context.Context, conn *connFlags, pol auditor.Po
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-// worthWaiting reports whether another audit may succeed where err failed:
-// not when the credentials, the TLS setup or the account are wrong.
-func worthWaiting(err error) bool {
-	var (
-		unknownCA *x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		certErr   *tls.CertificateVerificationError
-		pathErr   *fs.PathError
-	)
-	switch {
-	case errors.Is(err, auditor.ErrNotSystemAccount),
-		errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
-		strings.Contains(strings.ToLower(err.Error()), "authorization violation"),
-		errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &certErr), errors.As(err, &pathErr):
-		return false
-	}
-	return true
 }
 
 // progressLine sums up an audit in one line: the status, how many servers
