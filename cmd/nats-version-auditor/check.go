@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -28,29 +28,40 @@ func addCheckCommand(app *kingpin.Application) *checkCommand {
 	return c
 }
 
-func (c *checkCommand) run(ctx context.Context, conn *connFlags, logger *slog.Logger, stdout, stderr io.Writer) int {
+// run audits once, or with --wait until the status is good enough, prints
+// the outcome and returns the status to exit with.
+func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Writer) (auditor.Severity, error) {
 	pol, err := c.pol.policy()
 	if err != nil {
-		return fail(stderr, err)
+		return auditor.Unknown, err
 	}
 	if err := c.wait.validate(); err != nil {
-		return fail(stderr, err)
+		return auditor.Unknown, err
 	}
-	if c.wait.wait > 0 {
-		return c.runWait(ctx, conn, pol, logger, stdout, stderr)
+	p := a.once(pol)
+	if c.wait.wait == 0 {
+		r, err := p.audit(ctx)
+		return c.output(r, err, stdout)
 	}
-	r, err := audit(ctx, conn, pol, logger)
-	return c.output(r, err, stdout, stderr)
+	// A natscli context that cannot be loaded is a flag error: no wait mends it.
+	if _, err := a.conn.natsContext(); err != nil {
+		return auditor.Unknown, err
+	}
+	r, err := c.wait.until(ctx, p.audit, stderr)
+	if errors.Is(err, errWaitInterrupted) {
+		return auditor.Unknown, nil // said, and no report: the wait did not end
+	}
+	return c.output(r, err, stdout)
 }
 
-// output prints the outcome of an audit as check does and returns the exit
-// code: the report's status, or UNKNOWN when the audit could not run.
-func (c *checkCommand) output(r *auditor.Report, err error, stdout, stderr io.Writer) int {
+// output prints the outcome of an audit in --format: the report, or, for
+// an audit that could not run, its error (which run prints).
+func (c *checkCommand) output(r *auditor.Report, err error, stdout io.Writer) (auditor.Severity, error) {
 	if err != nil {
 		if c.format == "nagios" {
 			writeNagiosUnknown(stdout, err)
 		}
-		return fail(stderr, err)
+		return auditor.Unknown, err
 	}
 	switch c.format {
 	case "json":
@@ -61,7 +72,7 @@ func (c *checkCommand) output(r *auditor.Report, err error, stdout, stderr io.Wr
 		err = writeCheckText(stdout, r)
 	}
 	if err != nil {
-		return fail(stderr, fmt.Errorf("write output: %w", err))
+		return auditor.Unknown, fmt.Errorf("write output: %w", err)
 	}
-	return int(r.Status)
+	return r.Status, nil
 }

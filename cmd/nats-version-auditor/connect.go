@@ -14,20 +14,12 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
-// connFlags are the connection flags, spelled as natscli spells them, and
-// the audit's own (flags.go) that every command shares.
+// connFlags are the connection flags, spelled as natscli spells them.
 type connFlags struct {
 	server, user, password, token, creds, nkey string
 	tlsCert, tlsKey, tlsCA, context            string
 	tlsFirst                                   bool
 	timeout                                    time.Duration
-	audit                                      auditFlags
-}
-
-// auditOptions are the auditor.Options the flags ask for.
-func (c *connFlags) auditOptions(logger *slog.Logger) auditor.Options {
-	return auditor.Options{Timeout: c.timeout, Expect: c.audit.expect, MaxReplyBytes: int(c.audit.maxReplyBytes),
-		Compress: c.audit.compress, Logger: logger}
 }
 
 func addConnFlags(app *kingpin.Application) *connFlags {
@@ -44,7 +36,6 @@ func addConnFlags(app *kingpin.Application) *connFlags {
 	app.Flag("tlsfirst", "Perform the TLS handshake before the NATS INFO exchange").BoolVar(&c.tlsFirst)
 	app.Flag("context", "natscli context to connect with; explicit flags win over it").Envar("NATS_CONTEXT").StringVar(&c.context)
 	app.Flag("timeout", "How long one audit may wait for the servers' answers").Envar("NATS_TIMEOUT").Default(auditor.DefaultTimeout.String()).DurationVar(&c.timeout)
-	addAuditFlags(app, &c.audit)
 	return c
 }
 

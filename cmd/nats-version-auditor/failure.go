@@ -14,7 +14,7 @@ import (
 )
 
 // failure is the kind of an audit's failure. One classifier answers both
-// questions asked of one: what to say (connectError) and
+// questions asked of one: what to say (connectError, collectError) and
 // whether another audit may succeed where it failed (worthWaiting), so
 // that the two answers cannot drift apart.
 type failure int
@@ -89,4 +89,12 @@ func connectError(target string, err error) error {
 		return fmt.Errorf("cannot reach NATS at %s: %w", target, err)
 	}
 	return fmt.Errorf("cannot connect to NATS at %s: %w", target, err)
+}
+
+// collectError says what a failure of auditor.Collect was.
+func collectError(err error) error {
+	if classify(err) == failNotSystemAccount {
+		return fmt.Errorf("not a system account user: %w", err)
+	}
+	return err
 }

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
 type reportCommand struct {
@@ -23,14 +24,16 @@ func addReportCommand(app *kingpin.Application) *reportCommand {
 	return c
 }
 
-func (c *reportCommand) run(ctx context.Context, conn *connFlags, logger *slog.Logger, stdout, stderr io.Writer) int {
+// run audits once and prints the inventory. What the audit found is for
+// check to judge: report exits OK whenever it could print.
+func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (auditor.Severity, error) {
 	pol, err := c.pol.policy()
 	if err != nil {
-		return fail(stderr, err)
+		return auditor.Unknown, err
 	}
-	r, err := audit(ctx, conn, pol, logger)
+	r, err := a.once(pol).audit(ctx)
 	if err != nil {
-		return fail(stderr, err)
+		return auditor.Unknown, err
 	}
 	out := reportOf(r)
 	if c.format == "json" {
@@ -39,7 +42,7 @@ func (c *reportCommand) run(ctx context.Context, conn *connFlags, logger *slog.L
 		err = writeReportText(stdout, out, r)
 	}
 	if err != nil {
-		return fail(stderr, fmt.Errorf("write output: %w", err))
+		return auditor.Unknown, fmt.Errorf("write output: %w", err)
 	}
-	return exitOK
+	return auditor.OK, nil
 }
