@@ -18,22 +18,6 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-func node(name, version string) natstest.Spec { return natstest.Node(name, version, "c1") }
-
-func addStreamAndConsumer(t *testing.T, nc *nats.Conn, stream, consumer string, replicas int, tags ...string) {
-	t.Helper()
-	cfg := server.StreamConfig{Name: stream, Subjects: []string{strings.ToLower(stream) + ".>"}, Replicas: replicas, Storage: server.FileStorage}
-	if len(tags) > 0 {
-		cfg.Placement = &server.Placement{Tags: tags}
-	}
-	if err := natstest.AddStream(nc, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := natstest.AddConsumer(nc, stream, server.ConsumerConfig{Durable: consumer, AckPolicy: server.AckExplicit, Replicas: replicas}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestConsumerResetAgainstMixedCluster reproduces both hazards of
 // NATS-FACTS.md on one 2.14/2.14/2.12 cluster and shows that check sees each
 // before it happens.
