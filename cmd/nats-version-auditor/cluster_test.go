@@ -19,8 +19,13 @@ import (
 )
 
 // TestConsumerResetAgainstMixedCluster reproduces both hazards of
-// NATS-FACTS.md on one 2.14/2.14/2.12 cluster and shows that check sees each
-// before it happens.
+// $JS.API.CONSUMER.RESET on one 2.14/2.14/2.12 cluster and shows that check
+// sees each before it happens. nats-server v2.14.0 answers RESET only on the
+// consumer's leader (consumer.go setLeader subscribes processResetReq), which
+// a 2.12 leader has no handler for: the request times out. A 2.14 leader
+// replicates it as resetSeqOp, entry op 18 (jetstream_cluster.go), which a
+// 2.12.15 follower does not know: applyConsumerEntries panics "JetStream
+// Cluster Unknown group entry op type: 18" and the server exits.
 func TestConsumerResetAgainstMixedCluster(t *testing.T) {
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
