@@ -22,38 +22,6 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-// consumerAt asks the daemon about APP's consumer and decodes the answer
-// into the client package's type.
-func (d *daemon) consumerAt(t *testing.T, stream, consumer, query string) (int, client.Consumer, string) {
-	t.Helper()
-	code, body := d.get(t, "/api/v1/consumers/APP/"+stream+"/"+consumer+query)
-	var c client.Consumer
-	dec := json.NewDecoder(strings.NewReader(body))
-	if code == http.StatusOK {
-		// The client package must know every field the API sends.
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(&c); err != nil {
-		t.Fatalf("%s/%s: %d, not the client's JSON: %v\n%s", stream, consumer, code, err, body)
-	}
-	return code, c, body
-}
-
-func peersOf(c client.Consumer) string {
-	var out []string
-	for _, p := range c.Peers {
-		s := p.Name + "=" + p.Version + "/" + fmt.Sprint(p.APILevel)
-		if p.Leader {
-			s += "*"
-		}
-		if !p.Answered {
-			s += "(silent)"
-		}
-		out = append(out, s)
-	}
-	return strings.Join(out, " ")
-}
-
 // TestAPIResetVerdictsAgainstRealReset holds the API's verdicts for the
 // consumers of a 2.15.3/2.14.0/2.12.15 cluster against what RESET really
 // does to them, and the client package against the API.
@@ -77,7 +45,7 @@ func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
 	}
 	// --audit.min-interval 0s: every request that asks for a fresher
 	// audit than the last gets one.
-	d := startServe(t, append(sysArgs(sys, "n1"), "--audit.min-interval", "0s", "--timeout", "3s")...)
+	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "0s", "--timeout", "3s")...)
 
 	t.Run("verdicts", func(t *testing.T) {
 		for _, tt := range []struct {
@@ -198,7 +166,7 @@ func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
 
 		// An auditor that audits at most once an hour cannot meet a
 		// max_age shorter than the age of its first audit.
-		stale := startServe(t, append(sysArgs(sys, "n1"), "--audit.min-interval", "1h")...)
+		stale := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "1h")...)
 		if code, _ := stale.get(t, "/api/v1/report"); code != http.StatusOK {
 			t.Fatalf("first audit: %d", code)
 		}
@@ -226,12 +194,12 @@ func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
 
 	t.Run("client through TLS and basic auth", func(t *testing.T) {
 		webConfig, pool := tlsWebConfig(t, "orders-app", "app-pass")
-		addr := freeAddr(t)
+		addr := natstest.FreeAddr(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan int, 1)
 		stderr := &lockedBuffer{}
 		go func() {
-			done <- run(ctx, append([]string{"serve", "--web.listen-address", addr, "--web.config.file", webConfig}, sysArgs(sys, "n1")...), io.Discard, stderr)
+			done <- run(ctx, append([]string{"serve", "--web.listen-address", addr, "--web.config.file", webConfig}, sys.SysArgs("n1")...), io.Discard, stderr)
 		}()
 		defer func() { cancel(); <-done }()
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}

@@ -18,25 +18,14 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-func node(name, version string) natstest.Spec { return natstest.Node(name, version, "c1") }
-
-func addStreamAndConsumer(t *testing.T, nc *nats.Conn, stream, consumer string, replicas int, tags ...string) {
-	t.Helper()
-	cfg := server.StreamConfig{Name: stream, Subjects: []string{strings.ToLower(stream) + ".>"}, Replicas: replicas, Storage: server.FileStorage}
-	if len(tags) > 0 {
-		cfg.Placement = &server.Placement{Tags: tags}
-	}
-	if err := natstest.AddStream(nc, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := natstest.AddConsumer(nc, stream, server.ConsumerConfig{Durable: consumer, AckPolicy: server.AckExplicit, Replicas: replicas}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestConsumerResetAgainstMixedCluster reproduces both hazards of
-// NATS-FACTS.md on one 2.14/2.14/2.12 cluster and shows that check sees each
-// before it happens.
+// $JS.API.CONSUMER.RESET on one 2.14/2.14/2.12 cluster and shows that check
+// sees each before it happens. nats-server v2.14.0 answers RESET only on the
+// consumer's leader (consumer.go setLeader subscribes processResetReq), which
+// a 2.12 leader has no handler for: the request times out. A 2.14 leader
+// replicates it as resetSeqOp, entry op 18 (jetstream_cluster.go), which a
+// 2.12.15 follower does not know: applyConsumerEntries panics "JetStream
+// Cluster Unknown group entry op type: 18" and the server exits.
 func TestConsumerResetAgainstMixedCluster(t *testing.T) {
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -18,20 +14,12 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
-// connFlags are the connection flags, spelled as natscli spells them, and
-// the audit's own (flags.go) that every command shares.
+// connFlags are the connection flags, spelled as natscli spells them.
 type connFlags struct {
 	server, user, password, token, creds, nkey string
 	tlsCert, tlsKey, tlsCA, context            string
 	tlsFirst                                   bool
 	timeout                                    time.Duration
-	audit                                      auditFlags
-}
-
-// auditOptions are the auditor.Options the flags ask for.
-func (c *connFlags) auditOptions(logger *slog.Logger) auditor.Options {
-	return auditor.Options{Timeout: c.timeout, Expect: c.audit.expect, MaxReplyBytes: int(c.audit.maxReplyBytes),
-		Compress: c.audit.compress, Logger: logger}
 }
 
 func addConnFlags(app *kingpin.Application) *connFlags {
@@ -48,7 +36,6 @@ func addConnFlags(app *kingpin.Application) *connFlags {
 	app.Flag("tlsfirst", "Perform the TLS handshake before the NATS INFO exchange").BoolVar(&c.tlsFirst)
 	app.Flag("context", "natscli context to connect with; explicit flags win over it").Envar("NATS_CONTEXT").StringVar(&c.context)
 	app.Flag("timeout", "How long one audit may wait for the servers' answers").Envar("NATS_TIMEOUT").Default(auditor.DefaultTimeout.String()).DurationVar(&c.timeout)
-	addAuditFlags(app, &c.audit)
 	return c
 }
 
@@ -114,33 +101,9 @@ func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, er
 	target := redactURLs(nctx.ServerURL())
 	nc, err := nats.Connect(nctx.ServerURL(), opts...)
 	if err != nil {
-		return nil, classifyConnectError(target, err)
+		return nil, connectError(target, err)
 	}
 	return nc, nil
-}
-
-// classifyConnectError names which of the usual connection failures err is.
-func classifyConnectError(target string, err error) error {
-	var (
-		unknownCA *x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		certErr   *tls.CertificateVerificationError
-		recordErr tls.RecordHeaderError
-		pathErr   *fs.PathError
-	)
-	switch {
-	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
-		strings.Contains(strings.ToLower(err.Error()), "authorization violation"):
-		return fmt.Errorf("authentication failed at %s: the server rejected the credentials: %w", target, err)
-	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &certErr), errors.As(err, &recordErr),
-		errors.Is(err, nats.ErrSecureConnRequired), errors.Is(err, nats.ErrSecureConnWanted), errors.Is(err, nats.ErrClientCertOrRootCAsRequired):
-		return fmt.Errorf("TLS failure connecting to %s: %w", target, err)
-	case errors.As(err, &pathErr):
-		return fmt.Errorf("cannot read %s: %w", pathErr.Path, err)
-	case errors.Is(err, nats.ErrNoServers):
-		return fmt.Errorf("cannot reach NATS at %s: %w", target, err)
-	}
-	return fmt.Errorf("cannot connect to NATS at %s: %w", target, err)
 }
 
 // redactURLs drops user information (passwords, tokens) from a

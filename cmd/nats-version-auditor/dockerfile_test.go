@@ -6,7 +6,6 @@ import (
 	"debug/elf"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,36 +14,6 @@ import (
 // No Docker engine runs where the tests run: the Dockerfile's shape is
 // checked here, and its build step, `make build`, is run for real, for the
 // host and cross-compiled as a multi-arch build runs it.
-
-// stage is one FROM of a Dockerfile and the instructions up to the next.
-type stage struct {
-	platform, image string
-	body            string // continuation lines joined
-}
-
-func dockerfileStages(t *testing.T) []stage {
-	t.Helper()
-	b, err := os.ReadFile("../../Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.ReplaceAll(string(b), "\\\n", " ")
-	from := regexp.MustCompile(`(?m)^FROM\s+(?:--platform=(\S+)\s+)?(\S+)`)
-	locs := from.FindAllStringSubmatchIndex(text, -1)
-	var stages []stage
-	for i, l := range locs {
-		end := len(text)
-		if i+1 < len(locs) {
-			end = locs[i+1][0]
-		}
-		st := stage{image: text[l[4]:l[5]], body: text[l[1]:end]}
-		if l[2] >= 0 {
-			st.platform = text[l[2]:l[3]]
-		}
-		stages = append(stages, st)
-	}
-	return stages
-}
 
 func TestDockerfileShape(t *testing.T) {
 	stages := dockerfileStages(t)
@@ -74,23 +43,6 @@ func TestDockerfileShape(t *testing.T) {
 	if !strings.Contains(string(mk), "BIN         := bin/nats-version-auditor") {
 		t.Error("Makefile's BIN is not bin/nats-version-auditor, which the Dockerfile copies")
 	}
-}
-
-// declaresArgs reports whether body declares every ARG in names: an ARG is
-// scoped to its stage, and one not declared there expands to nothing.
-func declaresArgs(body string, names ...string) bool {
-	declared := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^ARG\s+(.+)$`).FindAllStringSubmatch(body, -1) {
-		for _, f := range strings.Fields(m[1]) {
-			declared[strings.SplitN(f, "=", 2)[0]] = true
-		}
-	}
-	for _, n := range names {
-		if !declared[n] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestDockerfileCrossCompiles: the build stage runs on the build machine's
@@ -148,38 +100,6 @@ func TestDockerfileLabels(t *testing.T) {
 	if !strings.HasPrefix(string(mod), "module github.com/natsaudit/nats-version-auditor\n") {
 		t.Error("go.mod's module path is not the repository the source label names")
 	}
-}
-
-// makeBuild runs `make build` with env added and returns the binary.
-func makeBuild(t *testing.T, env []string, args ...string) string {
-	t.Helper()
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Fatal("make is not installed")
-	}
-	bin := filepath.Join(t.TempDir(), "nats-version-auditor")
-	cmd := exec.Command("make", append([]string{"-C", "../..", "build", "BIN=" + bin}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s make build: %v\n%s", strings.Join(env, " "), err, out)
-	}
-	return bin
-}
-
-// openStatic opens bin as ELF and fails unless it is statically linked:
-// distroless static has no dynamic loader and no libc.
-func openStatic(t *testing.T, bin string) *elf.File {
-	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
-			t.Fatalf("make build wrote a dynamically linked binary (%s): distroless static cannot run it", p.Type)
-		}
-	}
-	return f
 }
 
 func TestMakeBuildIsStatic(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/metrics"
@@ -225,12 +226,16 @@ type serveEvents struct {
 	w  *eventWatcher
 }
 
-// eventsFor makes the event watching of serve and registers its metrics.
-func (c *serveCommand) eventsFor(sched *auditor.Scheduler, logger *slog.Logger) *serveEvents {
-	sched.SetRequestInterval(c.eventMinInterval)
-	e := &serveEvents{sched: sched, logger: logger}
-	c.collectors = append(c.collectors, metrics.NewEventCollector(e.stats))
-	return e
+// newServeEvents makes the event watching of serve: an audit an event asks
+// for starts no sooner than minInterval after the last one started.
+func newServeEvents(sched *auditor.Scheduler, minInterval time.Duration, logger *slog.Logger) *serveEvents {
+	sched.SetRequestInterval(minInterval)
+	return &serveEvents{sched: sched, logger: logger}
+}
+
+// collector exports what the watchers of every connection heard.
+func (e *serveEvents) collector() prometheus.Collector {
+	return metrics.NewEventCollector(e.stats)
 }
 
 // attach watches the events on nc, in place of any earlier connection's.

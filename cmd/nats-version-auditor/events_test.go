@@ -11,61 +11,6 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-// labelled returns the value of the series of family name whose labels
-// include every label=value of want, or -1 when there is none.
-func labelled(mfs map[string]*dto.MetricFamily, name string, want ...string) float64 {
-	for _, m := range mfs[name].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for _, w := range want {
-			k, v, _ := strings.Cut(w, "=")
-			match = match && have[k] == v
-		}
-		if match {
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return -1
-}
-
-// serverVersion is the version server_info gives the named server, or "".
-func serverVersion(mfs map[string]*dto.MetricFamily, name string) string {
-	return natstest.Metrics(mfs).ServerVersion(name)
-}
-
-// eventServe starts serve on n1 (eventServeOn: on server) with an hour-long --audit.min-interval: a
-// scrape then never audits, so only events can refresh what it shows. It
-// waits until the first audit is complete and events arrive.
-func eventServe(t *testing.T, sys *natstest.System, args ...string) *daemon {
-	t.Helper()
-	return eventServeOn(t, sys, "n1", args...)
-}
-
-func eventServeOn(t *testing.T, sys *natstest.System, server string, args ...string) *daemon {
-	t.Helper()
-	d := startServe(t, append(append(sysArgs(sys, server), "--audit.min-interval", "1h", "--timeout", "2s"), args...)...)
-	err := natstest.Eventually(30*time.Second, func() error {
-		mfs := d.scrape(t)
-		if v := value(mfs, "nats_version_auditor_events_up"); v != 1 {
-			return fmt.Errorf("events_up = %v", v)
-		}
-		if v := value(mfs, "nats_version_auditor_audits_total"); v < 1 {
-			return fmt.Errorf("no audit yet")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, d.stderr)
-	}
-	return d
-}
-
 func TestEventRestartOnNewVersionShowsWithoutWaiting(t *testing.T) {
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
 	d := eventServe(t, sys)
@@ -266,7 +211,7 @@ func TestEventLeafnodeLinkComesAndGoes(t *testing.T) {
 
 func TestEventMinIntervalMustBePositive(t *testing.T) {
 	for _, v := range []string{"0s", "-1s"} {
-		res := runCmd(t, "serve", "--web.listen-address", freeAddr(t), "--audit.event-min-interval="+v)
+		res := runCmd(t, "serve", "--web.listen-address", natstest.FreeAddr(t), "--audit.event-min-interval="+v)
 		if res.code != exitUnknown || !strings.Contains(res.stderr, "--audit.event-min-interval "+v+": must be positive") {
 			t.Errorf("--audit.event-min-interval %s: exit %d, %q", v, res.code, res.stderr)
 		}

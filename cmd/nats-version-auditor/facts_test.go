@@ -247,36 +247,6 @@ func TestFactAPIGapsOfOldPeers(t *testing.T) {
 	})
 }
 
-// streamOnServers returns the APP stream's details as each of the four
-// servers that lists it reports them.
-func streamOnServers(sysConn *nats.Conn, stream string) (map[string]server.StreamDetail, error) {
-	jsz, err := natstest.JSZ(sysConn, server.JSzOptions{Accounts: true, Streams: true}, 4, 2*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	hosts := map[string]server.StreamDetail{}
-	for name, resp := range jsz {
-		for _, acc := range resp.Data.AccountDetails {
-			for _, sd := range acc.Streams {
-				if acc.Name == "APP" && sd.Name == stream {
-					hosts[name] = sd
-				}
-			}
-		}
-	}
-	return hosts, nil
-}
-
-func streamFindings(out checkOutput, code auditor.Code, stream string) []auditor.Finding {
-	var got []auditor.Finding
-	for _, f := range withCode(out.Findings, code) {
-		if f.Stream == stream {
-			got = append(got, f)
-		}
-	}
-	return got
-}
-
 // TestFactLameDuck puts one server at a time in lame duck mode: n2
 // 2.12.15, n3 2.14.0, n4 2.15.3, next to n1 2.15.3 that check connects to.
 func TestFactLameDuck(t *testing.T) {

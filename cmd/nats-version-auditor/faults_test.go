@@ -17,47 +17,6 @@ import (
 // --timeout and a small margin, name what it missed, never exit 0 while it
 // missed something, and be complete again once the system has recovered.
 
-const (
-	faultTimeout = 2 * time.Second
-	margin       = 1500 * time.Millisecond
-)
-
-// checkDuringFault runs check and asserts it failed closed, in time.
-func checkDuringFault(t *testing.T, sys *natstest.System, server string, extra ...string) checkOutput {
-	t.Helper()
-	res, out := checkJSONOf(t, sys, server, append([]string{"--timeout", faultTimeout.String()}, extra...)...)
-	if res.code == exitOK {
-		t.Fatalf("check exited 0 during the fault; findings:%s", codes(out.Findings))
-	}
-	if res.elapsed > faultTimeout+margin {
-		t.Errorf("check took %s with --timeout %s", res.elapsed, faultTimeout)
-	}
-	return out
-}
-
-// awaitComplete polls check until it is complete and clean again, with
-// every one of the system's servers answering.
-func awaitComplete(t *testing.T, sys *natstest.System, server string, servers int) {
-	t.Helper()
-	err := natstest.Eventually(30*time.Second, func() error {
-		res, out := checkJSONOf(t, sys, server, "--timeout", faultTimeout.String(), "--expect", fmt.Sprint(servers))
-		if res.code != exitOK {
-			return fmt.Errorf("exit %d:%s", res.code, codes(out.Findings))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("no complete audit after recovery: %v", err)
-	}
-}
-
-func newCluster(t *testing.T) *natstest.System {
-	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
-	addStreamAndConsumer(t, sys.Connect("n1", natstest.AppUser, natstest.AppPassword), "ORDERS", "worker", 3)
-	awaitComplete(t, sys, "n1", 3)
-	return sys
-}
-
 func TestFaultServerKilledMidAudit(t *testing.T) {
 	sys := newCluster(t)
 	// n3 stops answering, the audit starts and is waiting for it, then n3
@@ -221,17 +180,6 @@ func TestFaultServersStoppedGracefully(t *testing.T) {
 	})
 }
 
-// stopGracefully stops servers with SIGTERM and waits until the rest no
-// longer route to them, as after any rolling restart's step.
-func stopGracefully(t *testing.T, sys *natstest.System, names ...string) {
-	t.Helper()
-	for _, n := range names {
-		if err := sys.Stop(n, 30*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func TestFaultServerRestarted(t *testing.T) {
 	sys := newCluster(t)
 	sys.Kill("n3")
@@ -352,7 +300,7 @@ func TestFaultOversizedReply(t *testing.T) {
 
 func TestServeSurvivesLosingNATS(t *testing.T) {
 	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
-	d := startServe(t, append(sysArgs(sys, "solo"), "--audit.min-interval", "0s", "--timeout", "1s")...)
+	d := startServe(t, append(sys.SysArgs("solo"), "--audit.min-interval", "0s", "--timeout", "1s")...)
 	mfs := d.scrape(t)
 	if v := value(mfs, "nats_version_auditor_up"); v != 1 {
 		t.Fatalf("up = %v before the outage", v)

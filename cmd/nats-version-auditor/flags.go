@@ -1,8 +1,13 @@
 package main
 
 import (
+	"log/slog"
+	"time"
+
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/alecthomas/units"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
 // How flags are named:
@@ -28,7 +33,8 @@ type auditFlags struct {
 	compress      bool
 }
 
-func addAuditFlags(app *kingpin.Application, f *auditFlags) {
+func addAuditFlags(app *kingpin.Application) *auditFlags {
+	f := &auditFlags{}
 	app.Flag("expect", "Number of servers that must answer, at least (0: derive it from what the servers report)").Default("0").IntVar(&f.expect)
 	const compressHelp = "Ask servers for snappy-compressed replies (worth it where replies cross a leafnode or a slow link)"
 	app.Flag("audit.compress", compressHelp).BoolVar(&f.compress)
@@ -38,4 +44,27 @@ func addAuditFlags(app *kingpin.Application, f *auditFlags) {
 	const maxReplyHelp = "Replies larger than this are dropped as AUDIT_INCOMPLETE instead of decoded (default 64MiB)"
 	app.Flag("audit.max-reply-bytes", maxReplyHelp).PlaceHolder("64MiB").BytesVar(&f.maxReplyBytes)
 	app.Flag("max-reply-bytes", maxReplyHelp).Hidden().BytesVar(&f.maxReplyBytes)
+	return f
+}
+
+// options are the auditor.Options the flags ask for; timeout is the
+// connection flags' --timeout, which bounds an audit as it bounds a connect.
+func (f *auditFlags) options(timeout time.Duration, logger *slog.Logger) auditor.Options {
+	return auditor.Options{Timeout: timeout, Expect: f.expect, MaxReplyBytes: int(f.maxReplyBytes), Compress: f.compress, Logger: logger}
+}
+
+// The defaults of --audit.min-interval, the one flag of the audit's pace
+// that two commands share. A gate (check --wait) has a pipeline waiting on
+// it; an exporter (serve) has scrapers, which ask every 15s or less often.
+const (
+	waitMinInterval  = 5 * time.Second
+	serveMinInterval = 15 * time.Second
+)
+
+// addMinIntervalFlag adds --audit.min-interval to cmd, with the one help
+// text that check and serve share, and cmd's default.
+func addMinIntervalFlag(cmd *kingpin.CmdClause, def time.Duration, d *time.Duration) {
+	cmd.Flag("audit.min-interval", "At most one audit per this long. check --wait: the least wait between two audits, "+
+		"up to four times as long while nothing changes. serve: scrapes within this long of the last audit are served from it").
+		Default(def.String()).DurationVar(d)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 )
@@ -21,11 +22,11 @@ func TestAuditFlagAliases(t *testing.T) {
 		{[]string{"--max-reply-bytes", "8KiB", "--compress"}, 8 << 10, true},
 	} {
 		app := kingpin.New("t", "")
-		c := addConnFlags(app)
+		f := addAuditFlags(app)
 		if _, err := app.Parse(tt.args); err != nil {
 			t.Fatalf("%v: %v", tt.args, err)
 		}
-		if o := c.auditOptions(nil); o.MaxReplyBytes != tt.max || o.Compress != tt.compress {
+		if o := f.options(0, nil); o.MaxReplyBytes != tt.max || o.Compress != tt.compress {
 			t.Errorf("%v: max %d compress %v, want %d %v", tt.args, o.MaxReplyBytes, o.Compress, tt.max, tt.compress)
 		}
 	}
@@ -35,5 +36,29 @@ func TestAuditFlagAliases(t *testing.T) {
 	}
 	if h := help.String(); !strings.Contains(h, "--audit.max-reply-bytes") || strings.Contains(h, "--max-reply-bytes") || strings.Contains(h, "  --compress") {
 		t.Errorf("--help shows the aliases or not the flags:\n%s", h)
+	}
+}
+
+// --audit.min-interval is one flag with one help text and a default per
+// command: 5s for check --wait, 15s for serve.
+func TestMinIntervalDefaults(t *testing.T) {
+	app := kingpin.New("t", "")
+	check, serve := addCheckCommand(app), addServeCommand(app)
+	for _, tt := range []struct {
+		args []string
+		got  *time.Duration
+		want time.Duration
+	}{
+		{[]string{"check", "--wait", "1m"}, &check.wait.minInterval, 5 * time.Second},
+		{[]string{"serve"}, &serve.minInterval, 15 * time.Second},
+		{[]string{"check", "--wait", "1m", "--audit.min-interval", "2s"}, &check.wait.minInterval, 2 * time.Second},
+		{[]string{"serve", "--audit.min-interval", "0s"}, &serve.minInterval, 0},
+	} {
+		if _, err := app.Parse(tt.args); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if *tt.got != tt.want {
+			t.Errorf("%v: --audit.min-interval %s, want %s", tt.args, *tt.got, tt.want)
+		}
 	}
 }

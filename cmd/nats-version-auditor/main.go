@@ -5,14 +5,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
@@ -29,13 +26,12 @@ func main() {
 	os.Exit(code)
 }
 
-// Exit codes follow the Nagios plugin convention.
+// Exit codes follow the Nagios plugin convention: a command returns the
+// status to exit with, or an error for UNKNOWN.
 const (
 	exitOK      = int(auditor.OK)
 	exitUnknown = int(auditor.Unknown)
 )
-
-const appName = "nats-version-auditor"
 
 // run parses args, runs the chosen command and returns the process exit code.
 // It is the only place that decides exit codes.
@@ -47,6 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app.ErrorWriter(stderr)
 
 	conn := addConnFlags(app)
+	audit := addAuditFlags(app)
 	logCfg := &promslog.Config{Writer: stderr}
 	promslogflag.AddFlags(app, logCfg)
 
@@ -67,18 +64,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: error: %v (try --help)\n", appName, err)
 		return exitUnknown
 	}
-	logger := promslog.New(logCfg)
+	a := auditing{conn: conn, flags: audit, logger: promslog.New(logCfg)}
 
+	var status auditor.Severity
 	switch cmd {
 	case check.cmd.FullCommand():
-		return check.run(ctx, conn, logger, stdout, stderr)
+		status, err = check.run(ctx, a, stdout, stderr)
 	case report.cmd.FullCommand():
-		return report.run(ctx, conn, logger, stdout, stderr)
+		status, err = report.run(ctx, a, stdout)
 	case serve.cmd.FullCommand():
-		return serve.run(ctx, conn, logger, stderr)
+		status, err = serve.run(ctx, a)
+	default:
+		err = fmt.Errorf("unknown command %q", cmd)
 	}
-	fmt.Fprintf(stderr, "%s: error: unknown command %q\n", appName, cmd)
-	return exitUnknown
+	if err != nil {
+		return fail(stderr, err)
+	}
+	return int(status)
 }
 
 // terminated is what parse's Terminate hook panics with: kingpin expects
@@ -104,24 +106,4 @@ func parse(app *kingpin.Application, args []string) (cmd string, exited bool, er
 func fail(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "%s: error: %v\n", appName, err)
 	return exitUnknown
-}
-
-// audit connects, collects and evaluates one audit.
-func audit(ctx context.Context, conn *connFlags, pol auditor.Policy, logger *slog.Logger) (*auditor.Report, error) {
-	nc, err := conn.connect(false, logger)
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
-	snap, err := auditor.Collect(ctx, nc, conn.auditOptions(logger))
-	if err != nil {
-		if errors.Is(err, auditor.ErrNotSystemAccount) {
-			return nil, fmt.Errorf("not a system account user: %w", err)
-		}
-		return nil, fmt.Errorf("audit: %w", err)
-	}
-	r := auditor.Evaluate(snap, pol)
-	logger.Debug("audit evaluated", "servers", len(snap.Servers), "consumers", len(snap.Consumers),
-		"findings", len(r.Findings), "collect", snap.Duration, "evaluate", time.Since(snap.Started)-snap.Duration)
-	return r, nil
 }

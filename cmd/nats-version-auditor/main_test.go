@@ -1,69 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/natsaudit/nats-version-auditor/auditor"
-	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
-
-// result is what one run of the command left behind.
-type result struct {
-	code           int
-	stdout, stderr string
-	elapsed        time.Duration
-}
-
-func runCmd(t *testing.T, args ...string) result {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	start := time.Now()
-	code := run(context.Background(), args, &stdout, &stderr)
-	return result{code: code, stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
-}
-
-// checkJSONOf runs `check --format json` as the system user of the named server.
-func checkJSONOf(t *testing.T, sys *natstest.System, server string, extra ...string) (result, checkOutput) {
-	t.Helper()
-	return runCheckJSON(t, append(sys.SysArgs(server), extra...)...)
-}
-
-// runCheckJSON runs `check --format json` with args.
-func runCheckJSON(t *testing.T, args ...string) (result, checkOutput) {
-	t.Helper()
-	res := runCmd(t, append([]string{"check", "--format", "json"}, args...)...)
-	var out checkOutput
-	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
-		t.Fatalf("check printed no JSON (exit %d): %v\nstdout: %s\nstderr: %s", res.code, err, res.stdout, res.stderr)
-	}
-	return res, out
-}
-
-// withCode returns the findings of one code.
-func withCode(fs []auditor.Finding, code auditor.Code) []auditor.Finding {
-	var out []auditor.Finding
-	for _, f := range fs {
-		if f.Code == code {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func codes(fs []auditor.Finding) string {
-	var b strings.Builder
-	for _, f := range fs {
-		b.WriteString("\n  " + string(f.Code) + ": " + f.Message)
-	}
-	return b.String()
-}
 
 func TestUsageErrors(t *testing.T) {
 	tests := []struct {

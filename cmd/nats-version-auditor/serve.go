@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -45,8 +44,6 @@ type serveCommand struct {
 
 	events           bool
 	eventMinInterval time.Duration
-	// collectors are registered next to the report's.
-	collectors []prometheus.Collector
 }
 
 func addServeCommand(app *kingpin.Application) *serveCommand {
@@ -57,7 +54,7 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 		PlaceHolder("FILE").StringVar(&c.policyFile)
 	c.web = kingpinflag.AddFlags(c.cmd, ":7779")
 	c.cmd.Flag("web.telemetry-path", "Path under which to expose metrics").Default("/metrics").StringVar(&c.telemetryPath)
-	c.cmd.Flag("audit.min-interval", "Scrapes within this long of the last audit are served from it").Default("15s").DurationVar(&c.minInterval)
+	addMinIntervalFlag(c.cmd, serveMinInterval, &c.minInterval)
 	c.cmd.Flag("scope", "cluster: audit and export everything; server: a sidecar exporting only what concerns the server it is connected to").
 		Default(scopeCluster).EnumVar(&c.scope, scopeCluster, scopeServer)
 	c.cmd.Flag("audit.events", "Audit as soon as the servers' $SYS events say a server went away, came back or changed (--no-audit.events: on scrapes only)").
@@ -68,46 +65,54 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 	return c
 }
 
-func (c *serveCommand) run(ctx context.Context, conn *connFlags, logger *slog.Logger, stderr io.Writer) int {
-	pol, err := newPolicySource(&c.pol, c.floorSet, c.policyFile, logger)
+// run serves until ctx ends; a bad flag or a web server that cannot listen
+// is an error, anything NATS does is not.
+func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, error) {
+	logger := a.logger
+	pols, err := newPolicySource(&c.pol, c.floorSet, c.policyFile, logger)
 	if err != nil {
-		return fail(stderr, err)
+		return auditor.Unknown, err
 	}
 	if !strings.HasPrefix(c.telemetryPath, "/") || c.telemetryPath == "/" {
-		return fail(stderr, fmt.Errorf("--web.telemetry-path %q: must start with / and not be /", c.telemetryPath))
+		return auditor.Unknown, fmt.Errorf("--web.telemetry-path %q: must start with / and not be /", c.telemetryPath)
 	}
 	if err := web.Validate(*c.web.WebConfigFile); err != nil {
-		return fail(stderr, fmt.Errorf("--web.config.file: %w", err))
+		return auditor.Unknown, fmt.Errorf("--web.config.file: %w", err)
 	}
 	if c.eventMinInterval <= 0 {
-		return fail(stderr, fmt.Errorf("--audit.event-min-interval %s: must be positive", c.eventMinInterval))
+		return auditor.Unknown, fmt.Errorf("--audit.event-min-interval %s: must be positive", c.eventMinInterval)
 	}
 	// A natscli context that cannot be loaded is a flag error, as in check.
-	if _, err := conn.natsContext(); err != nil {
-		return fail(stderr, err)
+	if _, err := a.conn.natsContext(); err != nil {
+		return auditor.Unknown, err
 	}
 	// Neither a missing credentials file nor an unreachable server stops
 	// serve: in a NATS pod that would hold NATS back. Each audit tries again.
-	lc := newLazyConn(conn, logger)
+	lc := newLazyConn(a.conn, logger)
 	defer lc.Close()
 
-	sched := auditor.NewScheduler(ctx, c.auditFunc(lc, conn, pol, logger), c.minInterval, logger)
+	// The one pipeline, with serve's memory of servers gone quiet and its scope.
+	p := a.pipeline(pols.Current, lc.forAudit)
+	p.memory, p.connectedOnly = &auditor.Memory{}, c.scope == scopeServer
+	sched := auditor.NewScheduler(ctx, p.report, c.minInterval, logger)
+	var eventMetrics []prometheus.Collector
 	if c.events {
 		// Each connection lazyConn makes gets its watcher before its first
 		// audit runs on it.
-		ev := c.eventsFor(sched, logger)
+		ev := newServeEvents(sched, c.eventMinInterval, logger)
 		lc.onConnect = ev.attach
 		defer ev.stop()
+		eventMetrics = append(eventMetrics, ev.collector())
 	}
 	go sched.Get(ctx) // a first audit, so that /readyz can turn ready before any scrape
 
-	srv := &http.Server{Handler: c.handler(sched, logger), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: c.handler(sched, logger, eventMetrics...), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, c.web, logger) }()
 
 	select {
 	case err := <-errc:
-		return fail(stderr, fmt.Errorf("web server: %w", err))
+		return auditor.Unknown, fmt.Errorf("web server: %w", err)
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
@@ -117,50 +122,14 @@ func (c *serveCommand) run(ctx context.Context, conn *connFlags, logger *slog.Lo
 		logger.Warn("shutdown did not finish in time", "err", err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fail(stderr, fmt.Errorf("web server: %w", err))
+		return auditor.Unknown, fmt.Errorf("web server: %w", err)
 	}
-	return exitOK
+	return auditor.OK, nil
 }
 
-func (c *serveCommand) auditFunc(lc *lazyConn, conn *connFlags, pols *policySource, logger *slog.Logger) auditor.AuditFunc {
-	var memory auditor.Memory
-	return func(ctx context.Context) *auditor.Report {
-		started := time.Now()
-		pol, err := pols.Current()
-		if err != nil {
-			// No floor: floor_info is left out rather than show one nobody set.
-			return auditor.Failed(err, started, auditor.Policy{})
-		}
-		nc, err := lc.Conn(ctx)
-		if err != nil {
-			return auditor.Failed(err, started, pol)
-		}
-		if !nc.IsConnected() {
-			err := fmt.Errorf("not connected to NATS (%s)", nc.Status())
-			if last := nc.LastError(); last != nil {
-				err = fmt.Errorf("%w: %w", err, last)
-			}
-			return auditor.Failed(err, started, pol)
-		}
-		opts := conn.auditOptions(logger)
-		self := nc.ConnectedServerName()
-		if c.scope == scopeServer {
-			opts.OnlyServerID = nc.ConnectedServerId()
-		}
-		snap, err := auditor.Collect(ctx, nc, opts)
-		if err != nil {
-			return auditor.Failed(err, started, pol)
-		}
-		memory.Recall(snap)
-		r := auditor.Evaluate(snap, pol)
-		if c.scope == scopeServer {
-			r = r.ForServer(self)
-		}
-		return r
-	}
-}
-
-func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger) http.Handler {
+// handler serves the metrics (the report's, the process's and more), the
+// health endpoints, the JSON API and the landing page.
+func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger, more ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		metrics.NewCollector(sched.Latest, c.maxAssetSeries),
@@ -168,7 +137,7 @@ func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger) ht
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	reg.MustRegister(c.collectors...)
+	reg.MustRegister(more...)
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
 
 	mux := http.NewServeMux()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -56,6 +57,23 @@ func (l *lazyConn) Conn(ctx context.Context) (*nats.Conn, error) {
 		l.onConnect(nc)
 	}
 	return nc, nil
+}
+
+// forAudit is Conn for an audit (the pipeline's conn): the connection is
+// kept after it, and an audit while nats.go reconnects fails at once.
+func (l *lazyConn) forAudit(ctx context.Context) (*nats.Conn, func(), error) {
+	nc, err := l.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !nc.IsConnected() {
+		err := fmt.Errorf("not connected to NATS (%s)", nc.Status())
+		if last := nc.LastError(); last != nil {
+			err = fmt.Errorf("%w: %w", err, last)
+		}
+		return nil, nil, err
+	}
+	return nc, func() {}, nil
 }
 
 // Close closes the connection, if one was made.

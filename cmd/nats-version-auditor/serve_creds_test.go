@@ -14,30 +14,6 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-// writeAtomically replaces path's content at once, as a Secret or ConfigMap
-// volume update does: no reader sees half a file.
-func writeAtomically(t *testing.T, path string, content []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, content, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// running fails the test if serve has exited: the point is that it never has to.
-func (d *daemon) running(t *testing.T) {
-	t.Helper()
-	select {
-	case code := <-d.done:
-		d.done <- code
-		t.Fatalf("serve exited %d: %s", code, d.stderr)
-	default:
-	}
-}
-
 // TestServeWaitsForCredentials starts serve before its credentials file
 // exists, as a sidecar whose Secret is not (yet) mounted: it keeps serving,
 // exports up 0, logs the missing file by name, and picks the file up when it
@@ -142,7 +118,7 @@ func TestServeWaitsForCredentials(t *testing.T) {
 // TestServeStartsWithoutNATS: no server listens where serve is pointed. It
 // runs anyway, answers /healthz, exports up 0 and logs the address it tried.
 func TestServeStartsWithoutNATS(t *testing.T) {
-	url := "nats://" + freeAddr(t)
+	url := "nats://" + natstest.FreeAddr(t)
 	d := startServe(t, "-s", url, "--audit.min-interval", "0s", "--timeout", "1s")
 	if code, _ := d.get(t, "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz %d, want 200", code)

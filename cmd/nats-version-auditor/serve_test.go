@@ -1,122 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
-
-// daemon is a `serve` running inside the test process.
-type daemon struct {
-	base   string
-	cancel context.CancelFunc
-	done   chan int
-	stderr *lockedBuffer
-}
-
-func freeAddr(t *testing.T) string { return natstest.FreeAddr(t) }
-
-// startServe runs `serve` with args and waits until it answers /healthz.
-func startServe(t *testing.T, args ...string) *daemon {
-	t.Helper()
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	d := &daemon{base: "http://" + addr, cancel: cancel, done: make(chan int, 1), stderr: &lockedBuffer{}}
-	go func() {
-		d.done <- run(ctx, append([]string{"serve", "--web.listen-address", addr}, args...), io.Discard, d.stderr)
-	}()
-	t.Cleanup(func() { d.stop(t) })
-	err := natstest.Eventually(10*time.Second, func() error {
-		select {
-		case code := <-d.done:
-			d.done <- code
-			return fmt.Errorf("serve exited %d: %s", code, d.stderr.String())
-		default:
-		}
-		resp, err := http.Get(d.base + "/healthz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// stop sends the equivalent of SIGTERM and returns the exit code.
-func (d *daemon) stop(t *testing.T) int {
-	d.cancel()
-	select {
-	case code := <-d.done:
-		d.done <- code
-		return code
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not exit within 10s of SIGTERM")
-		return -1
-	}
-}
-
-func (d *daemon) get(t *testing.T, path string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(d.base + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-func (d *daemon) scrape(t *testing.T) map[string]*dto.MetricFamily {
-	t.Helper()
-	code, body := d.get(t, "/metrics")
-	if code != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", code, body)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mfs
-}
-
-// series renders every series of a family as name{label=value,...} value.
-func series(mfs map[string]*dto.MetricFamily, name string) []string {
-	var out []string
-	for _, m := range mfs[name].GetMetric() {
-		var labels []string
-		for _, l := range m.GetLabel() {
-			labels = append(labels, l.GetName()+"="+l.GetValue())
-		}
-		out = append(out, fmt.Sprintf("%s{%s} %g", name, strings.Join(labels, ","), m.GetGauge().GetValue()))
-	}
-	sort.Strings(out)
-	return out
-}
-
-func value(mfs map[string]*dto.MetricFamily, name string) float64 {
-	return natstest.Metrics(mfs).Value(name)
-}
-
-func sysArgs(sys *natstest.System, server string) []string {
-	return sys.SysArgs(server)
-}
 
 // TestServeScopes runs the daemon against a real mixed cluster: once for the
 // whole cluster, and once per server as the sidecars would. The sidecars'
@@ -134,7 +27,7 @@ func TestServeScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cluster := startServe(t, sysArgs(sys, "n1")...)
+	cluster := startServe(t, sys.SysArgs("n1")...)
 	all := cluster.scrape(t)
 	if v := value(all, "nats_version_auditor_up"); v != 1 {
 		t.Fatalf("up = %v, want 1\n%s", v, cluster.stderr)
@@ -163,7 +56,7 @@ func TestServeScopes(t *testing.T) {
 	sums := map[string]float64{}
 	exporters := map[string]int{}
 	for _, name := range []string{"n1", "n2", "n3"} {
-		d := startServe(t, append(sysArgs(sys, name), "--scope", "server")...)
+		d := startServe(t, append(sys.SysArgs(name), "--scope", "server")...)
 		mfs := d.scrape(t)
 		if v := value(mfs, "nats_version_auditor_up"); v != 1 {
 			t.Fatalf("sidecar %s: up = %v\n%s", name, v, d.stderr)
@@ -200,29 +93,9 @@ var selfFamilies = []string{"up", "status", "last_success_timestamp_seconds", "l
 	"audit_duration_seconds", "audits_total", "floor_info", "build_info", "asset_series_dropped",
 	"events_up", "events_received_total", "event_audits_total"}
 
-// systemSeries maps every series of the auditor's own families that is not
-// about the auditor itself, rendered as name{labels}, to its value.
-func systemSeries(mfs map[string]*dto.MetricFamily) map[string]float64 {
-	out := map[string]float64{}
-	for name, mf := range mfs {
-		fam, ok := strings.CutPrefix(name, "nats_version_auditor_")
-		if !ok || slices.Contains(selfFamilies, fam) {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			out[name+"{"+strings.Join(labels, ",")+"}"] = m.GetGauge().GetValue()
-		}
-	}
-	return out
-}
-
 func TestServeEndpointsAndShutdown(t *testing.T) {
 	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
-	d := startServe(t, append(sysArgs(sys, "n1"), "--audit.min-interval", "1h")...)
+	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "1h")...)
 
 	if code, body := d.get(t, "/"); code != http.StatusOK || !strings.Contains(body, `href="/metrics"`) {
 		t.Errorf("landing page: %d %q", code, body)
@@ -252,7 +125,7 @@ func TestServeEndpointsAndShutdown(t *testing.T) {
 
 func TestServeReadyzFollowsCompleteness(t *testing.T) {
 	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
-	d := startServe(t, append(sysArgs(sys, "n1"), "--audit.min-interval", "0s", "--timeout", "1s")...)
+	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "0s", "--timeout", "1s")...)
 	if err := natstest.Eventually(10*time.Second, func() error {
 		if code, _ := d.get(t, "/readyz"); code != http.StatusOK {
 			return fmt.Errorf("/readyz %d", code)

@@ -1,28 +1,14 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nkeys"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -42,15 +28,6 @@ const auditSubscribe = "_INBOX.>"
 
 var eventSubscribe = []string{"$SYS.SERVER.*.STATSZ", "$SYS.SERVER.*.SHUTDOWN", "$SYS.SERVER.*.LAMEDUCK",
 	"$SYS.ACCOUNT.*.CONNECT", "$SYS.ACCOUNT.*.DISCONNECT"}
-
-// without returns leastPrivilege less one permission, named after it.
-func without(perm string) natstest.User {
-	u := leastPrivilege
-	u.Name = "without-" + strings.NewReplacer("$", "", ".", "-", "*", "x", ">", "all").Replace(perm)
-	u.Publish = slices.DeleteFunc(slices.Clone(u.Publish), func(p string) bool { return p == perm })
-	u.Subscribe = slices.DeleteFunc(slices.Clone(u.Subscribe), func(p string) bool { return p == perm })
-	return u
-}
 
 func TestLeastPrivilege(t *testing.T) {
 	var users []natstest.User
@@ -158,29 +135,6 @@ func TestLeastPrivilegeEvents(t *testing.T) {
 	}
 }
 
-// throwawayCreds writes a well-formed creds file that no server trusts.
-func throwawayCreds(t *testing.T) (path, jwtText, seed string) {
-	t.Helper()
-	acc, _ := nkeys.CreateAccount()
-	user, _ := nkeys.CreateUser()
-	upub, _ := user.PublicKey()
-	claims := jwt.NewUserClaims(upub)
-	token, err := claims.Encode(acc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := user.Seed()
-	creds, err := jwt.FormatUserConfig(token, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path = filepath.Join(t.TempDir(), "user.creds")
-	if err := os.WriteFile(path, creds, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path, token, string(s)
-}
-
 func TestSecretsNeverLeave(t *testing.T) {
 	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
 	credsPath, credsJWT, credsSeed := throwawayCreds(t)
@@ -219,60 +173,16 @@ func TestSecretsNeverLeave(t *testing.T) {
 	leaked("check with a password in the URL", res.stdout+res.stderr)
 }
 
-// selfSigned writes a certificate and key for 127.0.0.1.
-func selfSigned(t *testing.T, dir string) (certPath, keyPath string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "auditor"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	certPath, keyPath = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
-	cert, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certPath, keyPath, pool
-}
-
-// tlsWebConfig writes an exporter-toolkit web config that serves TLS with a
-// self-signed certificate and lets in one basic-auth user; it returns the
-// file and the pool that trusts the certificate.
-func tlsWebConfig(t *testing.T, user, password string) (string, *x509.CertPool) {
-	t.Helper()
-	dir := t.TempDir()
-	certPath, keyPath, pool := selfSigned(t, dir)
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webConfig := filepath.Join(dir, "web.yml")
-	if err := os.WriteFile(webConfig, fmt.Appendf(nil, "tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  %s: %s\n",
-		certPath, keyPath, user, hash), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return webConfig, pool
-}
-
 func TestMetricsBehindTLSAndBasicAuth(t *testing.T) {
 	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
 	webConfig, pool := tlsWebConfig(t, "prometheus", "scrape-pass")
 
-	addr := freeAddr(t)
+	addr := natstest.FreeAddr(t)
 	d := &daemon{base: "https://" + addr, done: make(chan int, 1), stderr: &lockedBuffer{}}
 	ctx, cancel := contextWithCancel()
 	d.cancel = cancel
 	go func() {
-		d.done <- run(ctx, append([]string{"serve", "--web.listen-address", addr, "--web.config.file", webConfig}, sysArgs(sys, "solo")...), io.Discard, d.stderr)
+		d.done <- run(ctx, append([]string{"serve", "--web.listen-address", addr, "--web.config.file", webConfig}, sys.SysArgs("solo")...), io.Discard, d.stderr)
 	}()
 	t.Cleanup(func() { d.stop(t) })
 

@@ -2,18 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
@@ -32,7 +27,7 @@ const maxBackoff = 4
 func addWaitFlags(cmd *kingpin.CmdClause, w *waitFlags) {
 	cmd.Flag("wait", "Audit again while the status is worse than --wait-for, for at most this long (0: audit once)").Default("0s").DurationVar(&w.wait)
 	cmd.Flag("wait-for", "With --wait: the status to wait for, ok or warning (default ok)").EnumVar(&w.waitFor, "ok", "warning")
-	cmd.Flag("audit.min-interval", "With --wait: at most one audit per this long, and up to four times as long while nothing changes").Default("5s").DurationVar(&w.minInterval)
+	addMinIntervalFlag(cmd, waitMinInterval, &w.minInterval)
 }
 
 func (w *waitFlags) validate() error {
@@ -54,48 +49,52 @@ func (w *waitFlags) wanted() auditor.Severity {
 	return auditor.OK
 }
 
-// runWait audits until the status is the one wanted or better, printing a
-// line to stderr whenever the picture changes, then prints the last report
-// as check does. A connection failure is waited out (a rolling upgrade
-// restarts the very server the gate may connect to); credentials, TLS and
-// permission failures are not, as waiting cannot mend them.
-func (c *checkCommand) runWait(ctx context.Context, conn *connFlags, pol auditor.Policy, logger *slog.Logger, stdout, stderr io.Writer) int {
-	if _, err := conn.natsContext(); err != nil {
-		return fail(stderr, err)
-	}
-	want := c.wait.wanted()
-	deadline := time.Now().Add(c.wait.wait)
-	backoff := c.wait.minInterval
+// errWaitInterrupted is until's answer when SIGINT or SIGTERM ended the
+// wait; it has said so.
+var errWaitInterrupted = errors.New("wait interrupted")
+
+// until audits until the status is the one wanted or better, printing a
+// line to stderr whenever the picture changes, and returns the last audit's
+// outcome for check to print. A connection failure is waited out (a rolling
+// upgrade restarts the very server the gate may connect to); credentials,
+// TLS and permission failures are not, as waiting cannot mend them.
+func (w *waitFlags) until(ctx context.Context, audit func(context.Context) (*auditor.Report, error), stderr io.Writer) (*auditor.Report, error) {
+	want := w.wanted()
+	deadline := time.Now().Add(w.wait)
+	backoff := w.minInterval
 	lastLine := ""
+	interrupted := func() (*auditor.Report, error) {
+		fmt.Fprintf(stderr, "%s: %v\n", appName, errWaitInterrupted)
+		return nil, errWaitInterrupted
+	}
 	for {
 		started := time.Now()
-		r, err := auditUnlessInterrupted(ctx, conn, pol, logger)
+		r, err := auditUnlessInterrupted(ctx, audit)
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "%s: wait interrupted\n", appName)
-			return exitUnknown
+			return interrupted()
 		}
 		if err != nil && !worthWaiting(err) {
-			return c.output(nil, err, stdout, stderr)
+			return nil, err
 		}
 		line := progressLine(r, err)
 		if line != lastLine {
 			fmt.Fprintf(stderr, "%s %s\n", started.Format("15:04:05"), line)
 			lastLine = line
-			backoff = c.wait.minInterval
+			backoff = w.minInterval
 		} else {
-			backoff = min(2*backoff, maxBackoff*c.wait.minInterval)
+			backoff = min(2*backoff, maxBackoff*w.minInterval)
 		}
 		if err == nil && !r.Status.Worse(want) {
-			return c.output(r, nil, stdout, stderr)
+			return r, nil
 		}
-		earliest := started.Add(c.wait.minInterval)
+		earliest := started.Add(w.minInterval)
 		if earliest.After(deadline) {
 			status := auditor.Unknown
 			if err == nil {
 				status = r.Status
 			}
-			fmt.Fprintf(stderr, "%s: the wait timed out after %s: status %s, wanted %s\n", appName, c.wait.wait, status, want)
-			return c.output(r, err, stdout, stderr)
+			fmt.Fprintf(stderr, "%s: the wait timed out after %s: status %s, wanted %s\n", appName, w.wait, status, want)
+			return r, err
 		}
 		next := started.Add(backoff)
 		if next.After(deadline) {
@@ -105,8 +104,7 @@ func (c *checkCommand) runWait(ctx context.Context, conn *connFlags, pol auditor
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			fmt.Fprintf(stderr, "%s: wait interrupted\n", appName)
-			return exitUnknown
+			return interrupted()
 		case <-timer.C:
 		}
 	}
@@ -114,14 +112,14 @@ func (c *checkCommand) runWait(ctx context.Context, conn *connFlags, pol auditor
 
 // auditUnlessInterrupted runs one audit but returns as soon as ctx ends:
 // connecting does not watch ctx, and an interrupted wait exits at once.
-func auditUnlessInterrupted(ctx context.Context, conn *connFlags, pol auditor.Policy, logger *slog.Logger) (*auditor.Report, error) {
+func auditUnlessInterrupted(ctx context.Context, audit func(context.Context) (*auditor.Report, error)) (*auditor.Report, error) {
 	type outcome struct {
 		r   *auditor.Report
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		r, err := audit(ctx, conn, pol, logger)
+		r, err := audit(ctx)
 		done <- outcome{r, err}
 	}()
 	select {
@@ -130,25 +128,6 @@ func auditUnlessInterrupted(ctx context.Context, conn *connFlags, pol auditor.Po
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-// worthWaiting reports whether another audit may succeed where err failed:
-// not when the credentials, the TLS setup or the account are wrong.
-func worthWaiting(err error) bool {
-	var (
-		unknownCA *x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		certErr   *tls.CertificateVerificationError
-		pathErr   *fs.PathError
-	)
-	switch {
-	case errors.Is(err, auditor.ErrNotSystemAccount),
-		errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
-		strings.Contains(strings.ToLower(err.Error()), "authorization violation"),
-		errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &certErr), errors.As(err, &pathErr):
-		return false
-	}
-	return true
 }
 
 // progressLine sums up an audit in one line: the status, how many servers

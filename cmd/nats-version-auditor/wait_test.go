@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,58 +11,6 @@ import (
 
 // progressRE matches one progress line of check --wait.
 var progressRE = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d (OK|WARNING|CRITICAL|UNKNOWN) .*$`)
-
-// background is a check --wait running inside the test process.
-type background struct {
-	cancel context.CancelFunc
-	done   chan int
-	stdout *lockedBuffer
-	stderr *lockedBuffer
-}
-
-func startCheck(t *testing.T, args ...string) *background {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	b := &background{cancel: cancel, done: make(chan int, 1), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}}
-	go func() { b.done <- run(ctx, append([]string{"check"}, args...), b.stdout, b.stderr) }()
-	t.Cleanup(func() {
-		cancel()
-		<-b.done
-	})
-	return b
-}
-
-// waitFor polls stderr until it matches re.
-func (b *background) waitFor(t *testing.T, timeout time.Duration, re string) {
-	t.Helper()
-	err := natstest.Eventually(timeout, func() error {
-		select {
-		case code := <-b.done:
-			b.done <- code
-			return fmt.Errorf("check exited %d", code)
-		default:
-		}
-		if !regexp.MustCompile(re).MatchString(b.stderr.String()) {
-			return fmt.Errorf("no line matching %s", re)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("%v; stderr:\n%s", err, b.stderr)
-	}
-}
-
-func (b *background) exit(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case code := <-b.done:
-		b.done <- code
-		return code
-	case <-time.After(timeout):
-		t.Fatalf("check --wait still running after %s; stderr:\n%s", timeout, b.stderr)
-		return -1
-	}
-}
 
 // criticalPicture starts the progress line of the mixed cluster; more
 // follows when a stream or the meta group happens to be led by n3.
@@ -87,7 +33,7 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 
 	t.Run("times out with the last status", func(t *testing.T) {
 		const wait = time.Second
-		res := runCmd(t, append([]string{"check", "--wait", wait.String(), "--audit.min-interval", "200ms", "--log.level", "debug"}, sysArgs(sys, "n1")...)...)
+		res := runCmd(t, append([]string{"check", "--wait", wait.String(), "--audit.min-interval", "200ms", "--log.level", "debug"}, sys.SysArgs("n1")...)...)
 		if res.code != 2 {
 			t.Fatalf("exit %d, want 2 (the last status, CRITICAL)\n%s", res.code, res.stderr)
 		}
@@ -114,7 +60,7 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 
 	t.Run("warning is not waited for when warning is wanted", func(t *testing.T) {
 		// CRITICAL is worse than WARNING too: a warning gate still waits.
-		res := runCmd(t, append([]string{"check", "--wait", "300ms", "--wait-for", "warning", "--audit.min-interval", "100ms", "--format", "nagios"}, sysArgs(sys, "n1")...)...)
+		res := runCmd(t, append([]string{"check", "--wait", "300ms", "--wait-for", "warning", "--audit.min-interval", "100ms", "--format", "nagios"}, sys.SysArgs("n1")...)...)
 		if res.code != 2 || !strings.HasPrefix(res.stdout, "NATS VERSIONS CRITICAL") || !strings.Contains(res.stderr, "wanted WARNING") {
 			t.Errorf("exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 		}
@@ -128,7 +74,7 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 	})
 
 	t.Run("interrupted", func(t *testing.T) {
-		b := startCheck(t, append([]string{"--wait", "1m", "--audit.min-interval", "100ms"}, sysArgs(sys, "n1")...)...)
+		b := startCheck(t, append([]string{"--wait", "1m", "--audit.min-interval", "100ms"}, sys.SysArgs("n1")...)...)
 		b.waitFor(t, 20*time.Second, criticalPicture)
 		interrupted := time.Now()
 		b.cancel() // what SIGINT and SIGTERM do to run's context

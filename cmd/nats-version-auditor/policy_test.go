@@ -66,43 +66,9 @@ func TestReadPolicyFile(t *testing.T) {
 
 func TestServePolicyFileExcludesFloor(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "policy.yaml")
-	res := runCmd(t, "serve", "--web.listen-address", freeAddr(t), "--policy.file", path, "--floor", "2.14")
+	res := runCmd(t, "serve", "--web.listen-address", natstest.FreeAddr(t), "--policy.file", path, "--floor", "2.14")
 	if res.code != exitUnknown || !strings.Contains(res.stderr, "--floor and --policy.file both set") {
 		t.Errorf("exit %d, %q; want 3 and a message naming both flags", res.code, res.stderr)
-	}
-}
-
-// configMapVolume lays files out as the kubelet does for a ConfigMap volume:
-// each key a symlink through ..data to a timestamped directory, updated by
-// swapping the ..data symlink.
-type configMapVolume struct {
-	t   *testing.T
-	dir string
-	gen int
-}
-
-func (v *configMapVolume) write(key, content string) {
-	v.t.Helper()
-	v.gen++
-	ts := fmt.Sprintf("..2026_11_30_%06d", v.gen)
-	if err := os.Mkdir(filepath.Join(v.dir, ts), 0o755); err != nil {
-		v.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(v.dir, ts, key), []byte(content), 0o644); err != nil {
-		v.t.Fatal(err)
-	}
-	tmp := filepath.Join(v.dir, "..data_tmp")
-	if err := os.Symlink(ts, tmp); err != nil {
-		v.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(v.dir, "..data")); err != nil {
-		v.t.Fatal(err)
-	}
-	link := filepath.Join(v.dir, key)
-	if _, err := os.Lstat(link); os.IsNotExist(err) {
-		if err := os.Symlink(filepath.Join("..data", key), link); err != nil {
-			v.t.Fatal(err)
-		}
 	}
 }
 
@@ -114,7 +80,7 @@ func TestServePolicyFile(t *testing.T) {
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
 	vol := &configMapVolume{t: t, dir: t.TempDir()}
 	path := filepath.Join(vol.dir, "policy.yaml")
-	d := startServe(t, append(sysArgs(sys, "n1"), "--policy.file", path, "--audit.min-interval", "0s")...)
+	d := startServe(t, append(sys.SysArgs("n1"), "--policy.file", path, "--audit.min-interval", "0s")...)
 
 	type state struct {
 		up, status float64

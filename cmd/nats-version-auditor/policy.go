@@ -8,10 +8,39 @@ import (
 	"os"
 	"sync"
 
+	"github.com/alecthomas/kingpin/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
+
+// policyFlags are the flags that choose what an audit is held against.
+type policyFlags struct {
+	floor                        string
+	accounts, streams, consumers []string
+}
+
+func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) *kingpin.FlagClause {
+	f := cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(auditor.Display(auditor.DefaultFloor))
+	f.StringVar(&p.floor)
+	return f
+}
+
+// addAssetFilterFlags adds the globs that narrow the asset findings to a
+// gate's own assets.
+func addAssetFilterFlags(cmd *kingpin.CmdClause, p *policyFlags) {
+	cmd.Flag("account", "Only report asset findings of accounts matching this glob (repeatable)").StringsVar(&p.accounts)
+	cmd.Flag("stream", "Only report asset findings of streams matching this glob (repeatable)").StringsVar(&p.streams)
+	cmd.Flag("consumer", "Only report consumer findings of consumers matching this glob (repeatable)").StringsVar(&p.consumers)
+}
+
+func (p *policyFlags) policy() (auditor.Policy, error) {
+	floor, err := auditor.ParseVersion(p.floor)
+	if err != nil {
+		return auditor.Policy{}, fmt.Errorf("--floor: %w", err)
+	}
+	return auditor.Policy{Floor: floor, Accounts: p.accounts, Streams: p.streams, Consumers: p.consumers}, nil
+}
 
 // policyFile is the document --policy.file holds, in YAML or JSON:
 //
