@@ -15,9 +15,16 @@ import (
 // TestJSZProjectionMatchesServerTypes asks servers of every version for JSZ
 // and checks that the audit's projection of the reply reads what
 // nats-server's own JSInfo type reads: names, leaders, peers, replicas and
-// required levels of every stream and consumer.
+// required levels of every stream and consumer, in plain and in operator
+// (JWT) mode.
 func TestJSZProjectionMatchesServerTypes(t *testing.T) {
-	sys := natstest.Start(t,
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) { testJSZProjectionMatchesServerTypes(t, mode) })
+	}
+}
+
+func testJSZProjectionMatchesServerTypes(t *testing.T, mode natstest.Mode) {
+	sys := mode.Start(t,
 		natstest.Node("n1", natstest.Floor, "c1"),
 		natstest.Node("n2", natstest.New, "c1"),
 		natstest.Node("n3", natstest.Old, "c1"),

@@ -24,13 +24,20 @@ import (
 
 // TestAPIResetVerdictsAgainstRealReset holds the API's verdicts for the
 // consumers of a 2.15.3/2.14.0/2.12.15 cluster against what RESET really
-// does to them, and the client package against the API.
+// does to them, and the client package against the API, in plain and in
+// operator (JWT) mode.
 func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) { testAPIResetVerdictsAgainstRealReset(t, mode) })
+	}
+}
+
+func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 	withTag := func(s natstest.Spec) natstest.Spec {
 		s.Tags = append(s.Tags, "reset:yes")
 		return s
 	}
-	sys := natstest.Start(t, withTag(node("n1", natstest.New)), withTag(node("n2", natstest.Floor)), node("n3", natstest.Old))
+	sys := mode.Start(t, withTag(node("n1", natstest.New)), withTag(node("n2", natstest.Floor)), node("n3", natstest.Old))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 	addStreamAndConsumer(t, app, "ORDERS", "led-by-old", 3)
 	addStreamAndConsumer(t, app, "BILLING", "followed-by-old", 3)
