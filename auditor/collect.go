@@ -411,7 +411,8 @@ func (c *collection) jsz(srv Server) {
 		}
 		c.addJSZ(srv, js)
 		for _, a := range js.AccountDetails {
-			accounts[a.Name] = true
+			// By id: account JWT names need not be unique.
+			accounts[a.id()] = true
 		}
 		total = js.Total
 		n := len(js.AccountDetails)

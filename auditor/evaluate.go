@@ -13,8 +13,9 @@ type Policy struct {
 	// Floor is the oldest acceptable version, normalised by ParseVersion.
 	Floor string
 	// Accounts, Streams and Consumers are glob patterns (path.Match syntax)
-	// that narrow the asset findings; empty means all. Server, cluster,
-	// leafnode and completeness findings are never narrowed.
+	// that narrow the asset findings; empty means all. An account pattern
+	// matches an account's id or its name. Server, cluster, leafnode and
+	// completeness findings are never narrowed.
 	Accounts  []string
 	Streams   []string
 	Consumers []string
@@ -145,7 +146,8 @@ func (e *evaluation) selected(a Asset) bool {
 		}
 		return false
 	}
-	if !match(e.p.Accounts, a.Account) || !match(e.p.Streams, a.Stream) {
+	accountMatch := match(e.p.Accounts, a.Account) || (a.AccountName != "" && match(e.p.Accounts, a.AccountName))
+	if !accountMatch || !match(e.p.Streams, a.Stream) {
 		return false
 	}
 	return a.Kind != KindConsumer || match(e.p.Consumers, a.Consumer)
@@ -165,7 +167,7 @@ func (e *evaluation) asset(a Asset) {
 	if !e.selected(a) {
 		return
 	}
-	base := Finding{Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}
+	base := Finding{Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
 	e.assetLeader(a, base, leader)
 	for _, peer := range a.Peers {
 		s, ok := e.byName[peer]
@@ -249,8 +251,14 @@ func (e *evaluation) apiLevel(a Asset, base Finding, s *ServerReport) {
 	e.add(f)
 }
 
+// name is how findings name the asset: an account with a name of its own
+// (operator mode) by both, as two accounts may share a name.
 func (a Asset) name() string {
-	n := a.Account + " > " + a.Stream
+	n := a.Account
+	if a.AccountName != "" {
+		n = a.AccountName + " (" + a.Account + ")"
+	}
+	n += " > " + a.Stream
 	if a.Consumer != "" {
 		n += " > " + a.Consumer
 	}

@@ -55,7 +55,8 @@ func (s Severity) rank() int {
 func (s Severity) Worse(o Severity) bool { return s.rank() > o.rank() }
 
 // Finding is one thing the audit found wrong. Only the fields that apply to
-// its code are set.
+// its code are set. Account is the account's id and AccountName its name
+// where that differs, as in Asset.
 type Finding struct {
 	Code     Code     `json:"code"`
 	Severity Severity `json:"severity"`
@@ -71,6 +72,7 @@ type Finding struct {
 	// server whose LEAFZ listed it). Other codes leave it empty.
 	Peer          string `json:"peer,omitempty"`
 	Account       string `json:"account,omitempty"`
+	AccountName   string `json:"account_name,omitempty"`
 	Stream        string `json:"stream,omitempty"`
 	Consumer      string `json:"consumer,omitempty"`
 	RequiredLevel int    `json:"required_level,omitempty"`

@@ -6,7 +6,7 @@ import (
 )
 
 // ConsumerKey names a consumer: a JetStream domain ("" for none), an
-// account, a stream and the consumer.
+// account by its id (see Asset.Account), a stream and the consumer.
 type ConsumerKey struct {
 	Domain, Account, Stream, Consumer string
 }
@@ -14,7 +14,9 @@ type ConsumerKey struct {
 // ConsumerView is what the audit knows of one consumer, with the RESET verdict.
 type ConsumerView struct {
 	ConsumerKey
-	Leader string
+	// AccountName is the account's name where it is not its id.
+	AccountName string
+	Leader      string
 	// Replicas is the configured replica count (at least the peers seen).
 	Replicas int
 	// RequiredLevel is the config's _nats.req.level.
@@ -38,6 +40,10 @@ type Index struct {
 	byName  map[nameKey]int // into snap.Consumers
 	others  map[nameKey][]int
 	servers map[string]*Server
+	// accounts holds the id of every account with an asset, and
+	// accountNames the ids of each name that is not an id.
+	accounts     map[string]bool
+	accountNames map[string][]string
 	// problems are the servers a request failed against; global is set when
 	// a failure concerned no single server (a permissions violation, or an
 	// audit that could not run at all).
@@ -56,9 +62,21 @@ func NewIndex(snap *Snapshot) *Index {
 		servers:  make(map[string]*Server, len(snap.Servers)),
 		problems: map[string]bool{},
 		snap:     snap,
+		accounts: map[string]bool{},
 	}
 	for i := range snap.Servers {
 		x.servers[snap.Servers[i].Name] = &snap.Servers[i]
+	}
+	// Assets come grouped by stream, so mostly by account: one map write
+	// per run of an account rather than one per consumer.
+	for _, assets := range [][]Asset{snap.Streams, snap.Consumers} {
+		last := ""
+		for i := range assets {
+			if a := &assets[i]; a.Account != last || i == 0 {
+				x.addAccount(a)
+				last = a.Account
+			}
+		}
 	}
 	for i := range snap.Consumers {
 		a := &snap.Consumers[i]
@@ -80,6 +98,32 @@ func NewIndex(snap *Snapshot) *Index {
 		x.global = true
 	}
 	return x
+}
+
+func (x *Index) addAccount(a *Asset) {
+	if x.accounts[a.Account] {
+		return
+	}
+	x.accounts[a.Account] = true
+	if a.AccountName != "" {
+		if x.accountNames == nil {
+			x.accountNames = map[string][]string{}
+		}
+		ids := append(x.accountNames[a.AccountName], a.Account)
+		slices.Sort(ids)
+		x.accountNames[a.AccountName] = ids
+	}
+}
+
+// Accounts returns the ids of the accounts that account stands for: itself
+// when it is the id of an account the audit saw an asset of, else those of
+// every such account of that name (in operator mode more than one account
+// can have it), sorted; none when the audit saw no such account.
+func (x *Index) Accounts(account string) []string {
+	if x.accounts[account] {
+		return []string{account}
+	}
+	return slices.Clone(x.accountNames[account])
 }
 
 // Domains lists the JetStream domains in which the audit saw a consumer of
@@ -120,7 +164,7 @@ func (x *Index) Consumer(k ConsumerKey) (ConsumerView, bool) {
 		return ConsumerView{ConsumerKey: k, Reset: ResetUnknown, Reason: "the consumer was not seen in the last audit"}, false
 	}
 	a := &x.snap.Consumers[i]
-	v := ConsumerView{ConsumerKey: k, Leader: a.Leader, Replicas: a.Replicas, RequiredLevel: a.RequiredLevel}
+	v := ConsumerView{ConsumerKey: k, AccountName: a.AccountName, Leader: a.Leader, Replicas: a.Replicas, RequiredLevel: a.RequiredLevel}
 	names := a.Peers
 	if a.Leader != "" && !slices.Contains(names, a.Leader) {
 		names = append(slices.Clone(names), a.Leader)

@@ -22,9 +22,30 @@ type jszData struct {
 	Total          int              `json:"total"`
 }
 
+// jszAccount is an AccountDetail. ID is the account's own name, which in
+// operator (JWT) mode is its public key; Name is the account JWT's name if it
+// has one, else ID (monitor.go accountDetail, 2.10.27 to 2.15.3).
 type jszAccount struct {
 	Name    string      `json:"name"`
+	ID      string      `json:"id"`
 	Streams []jszStream `json:"stream_detail,omitempty"`
+}
+
+// id is the account's id; a reply without one names the account by Name.
+func (a *jszAccount) id() string {
+	if a.ID == "" {
+		return a.Name
+	}
+	return a.ID
+}
+
+// name is the account's name when it is not its id: in operator mode, the
+// account JWT's name; empty in plain mode, where the two are one.
+func (a *jszAccount) name() string {
+	if a.Name == a.id() {
+		return ""
+	}
+	return a.Name
 }
 
 type jszStream struct {

@@ -15,9 +15,16 @@ import (
 // TestJSZProjectionMatchesServerTypes asks servers of every version for JSZ
 // and checks that the audit's projection of the reply reads what
 // nats-server's own JSInfo type reads: names, leaders, peers, replicas and
-// required levels of every stream and consumer.
+// required levels of every stream and consumer, in plain and in operator
+// (JWT) mode, where an account is its public key with its JWT's name beside.
 func TestJSZProjectionMatchesServerTypes(t *testing.T) {
-	sys := natstest.Start(t,
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) { testJSZProjectionMatchesServerTypes(t, mode) })
+	}
+}
+
+func testJSZProjectionMatchesServerTypes(t *testing.T, mode natstest.Mode) {
+	sys := mode.Start(t,
 		natstest.Node("n1", natstest.Floor, "c1"),
 		natstest.Node("n2", natstest.New, "c1"),
 		natstest.Node("n3", natstest.Old, "c1"),
@@ -56,10 +63,10 @@ func TestJSZProjectionMatchesServerTypes(t *testing.T) {
 	}
 	req, _ := json.Marshal(server.JszEventOptions{JSzOptions: server.JSzOptions{Accounts: true, Streams: true, Consumer: true, Config: true}})
 	type view struct {
-		name, leader string
-		peers        []string
-		replicas     int
-		level        string
+		name, accountName, leader string
+		peers                     []string
+		replicas                  int
+		level                     string
 	}
 	want := map[string]view{}
 	for _, s := range snap.Servers {
@@ -76,6 +83,9 @@ func TestJSZProjectionMatchesServerTypes(t *testing.T) {
 				add := func(name string, ci *server.ClusterInfo, replicas int, md map[string]string) {
 					v := want[name]
 					v.name, v.level = name, md[server.JSRequiredLevelMetadataKey]
+					if acc.Name != acc.Id {
+						v.accountName = acc.Name
+					}
 					v.replicas = max(v.replicas, replicas)
 					v.peers = append(v.peers, s.Name)
 					for _, p := range ci.Replicas {
@@ -86,9 +96,9 @@ func TestJSZProjectionMatchesServerTypes(t *testing.T) {
 					}
 					want[name] = v
 				}
-				add(acc.Name+"/"+sd.Name, sd.Cluster, sd.Config.Replicas, sd.Config.Metadata)
+				add(acc.Id+"/"+sd.Name, sd.Cluster, sd.Config.Replicas, sd.Config.Metadata)
 				for _, ci := range sd.Consumer {
-					add(acc.Name+"/"+sd.Name+"/"+ci.Name, ci.Cluster, max(ci.Config.Replicas, sd.Config.Replicas), ci.Config.Metadata)
+					add(acc.Id+"/"+sd.Name+"/"+ci.Name, ci.Cluster, max(ci.Config.Replicas, sd.Config.Replicas), ci.Config.Metadata)
 				}
 			}
 		}
@@ -111,9 +121,12 @@ func TestJSZProjectionMatchesServerTypes(t *testing.T) {
 		if a.RequiredLevel > 0 || w.level == "0" {
 			level = itoa(a.RequiredLevel)
 		}
-		if a.Leader != w.leader || !slices.Equal(a.Peers, w.peers) || a.Replicas != w.replicas || level != w.level {
-			t.Errorf("%s: audit read leader %q peers %v R%d level %q; server types read leader %q peers %v R%d level %q",
-				name, a.Leader, a.Peers, a.Replicas, level, w.leader, w.peers, w.replicas, w.level)
+		if a.Leader != w.leader || !slices.Equal(a.Peers, w.peers) || a.Replicas != w.replicas || level != w.level || a.AccountName != w.accountName {
+			t.Errorf("%s: audit read leader %q peers %v R%d level %q account name %q; server types read leader %q peers %v R%d level %q account name %q",
+				name, a.Leader, a.Peers, a.Replicas, level, a.AccountName, w.leader, w.peers, w.replicas, w.level, w.accountName)
+		}
+		if want := sys.AccountKey(natstest.AppUser); a.Account != want {
+			t.Errorf("%s: account %q, want APP's id %q", name, a.Account, want)
 		}
 	}
 	if got != len(want) || got != 6 {

@@ -20,6 +20,7 @@ func newMerger() *merger {
 	return &merger{byStream: map[streamKey]*streamAssets{}, meta: map[string]*MetaGroup{}}
 }
 
+// streamKey names a stream by its account's id: two accounts may share a name.
 type streamKey struct {
 	domain, account, stream string
 }
@@ -52,7 +53,7 @@ func (m *merger) add(reporter, domain string, js *jszData) []string {
 	for _, acc := range js.AccountDetails {
 		for i := range acc.Streams {
 			sd := &acc.Streams[i]
-			sa := m.stream(streamKey{domain, acc.Name, sd.Name})
+			sa := m.stream(streamKey{domain, acc.id(), sd.Name}, acc.name())
 			sa.stream.merge(reporter, sd.Cluster, sd.Config.replicas(), sd.Config.requiredLevel())
 			addNames(named, sd.Cluster)
 			for j := range sd.Consumers {
@@ -115,10 +116,11 @@ func addNames(named map[string]struct{}, ci *clusterInfo) {
 	}
 }
 
-func (m *merger) stream(key streamKey) *streamAssets {
+func (m *merger) stream(key streamKey, accountName string) *streamAssets {
 	sa := m.byStream[key]
 	if sa == nil {
-		sa = &streamAssets{stream: &mergedAsset{Asset: Asset{Kind: KindStream, Domain: key.domain, Account: key.account, Stream: key.stream}},
+		sa = &streamAssets{stream: &mergedAsset{Asset: Asset{Kind: KindStream, Domain: key.domain, Account: key.account,
+			AccountName: accountName, Stream: key.stream}},
 			consumers: map[string]*mergedAsset{}}
 		m.byStream[key] = sa
 		m.streamList = append(m.streamList, sa.stream)
@@ -130,7 +132,8 @@ func (m *merger) consumer(sa *streamAssets, name string) *mergedAsset {
 	a := sa.consumers[name]
 	if a == nil {
 		s := sa.stream
-		a = &mergedAsset{Asset: Asset{Kind: KindConsumer, Domain: s.Domain, Account: s.Account, Stream: s.Stream, Consumer: name}}
+		a = &mergedAsset{Asset: Asset{Kind: KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
+			Stream: s.Stream, Consumer: name}}
 		sa.consumers[name] = a
 		m.consumerList = append(m.consumerList, a)
 	}

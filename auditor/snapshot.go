@@ -69,13 +69,18 @@ const (
 )
 
 // Asset is a stream or consumer, merged from the reports of every server
-// that hosts it.
+// that hosts it. Account is the account's id as the servers report it: its
+// name in plain mode, its public key (A...) in operator (JWT) mode.
 type Asset struct {
 	Kind     AssetKind
 	Domain   string
 	Account  string
 	Stream   string
 	Consumer string // empty for streams
+	// AccountName is the account's name where it is not Account: in
+	// operator mode, the name in the account's JWT, which need not be
+	// unique. Empty in plain mode.
+	AccountName string
 	// Leader is the server name of the RAFT leader, empty when there is none.
 	Leader string
 	// Peers are the names of every server in the asset's RAFT group,

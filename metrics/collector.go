@@ -18,6 +18,10 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
 }
 
+// accountHelp says what the account labels hold. account_name depends on
+// account alone: it adds no series.
+const accountHelp = " account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT."
+
 var (
 	upDesc          = desc("up", "1 if the last audit reached every expected server and read every reply, else 0.")
 	lastSuccessDesc = desc("last_success_timestamp_seconds", "When the last complete audit finished, in seconds since the epoch (0: never).")
@@ -34,10 +38,10 @@ var (
 	clusterVerDesc    = desc("cluster_versions", "Number of distinct server versions in the cluster.", "server_cluster")
 	consumerLedDesc   = desc("consumer_leaders", "Consumers the server leads.", "server_name")
 	streamLedDesc     = desc("stream_leaders", "Streams the server leads.", "server_name")
-	leaderBelowDesc   = desc("consumer_leader_below_floor", "1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered.",
-		"account", "stream", "consumer", "server_name")
-	replicaBelowDesc = desc("consumer_replica_below_floor", "1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates.",
-		"account", "stream", "consumer", "server_name")
+	leaderBelowDesc   = desc("consumer_leader_below_floor", "1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered."+accountHelp,
+		"account", "account_name", "stream", "consumer", "server_name")
+	replicaBelowDesc = desc("consumer_replica_below_floor", "1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates."+accountHelp,
+		"account", "account_name", "stream", "consumer", "server_name")
 	leafDesc    = desc("leafnode_unaudited", "1 for a leafnode link whose peer was not audited: it does not share the system account, or it is not answering.", "server_name", "peer", "account")
 	droppedDesc = desc("asset_series_dropped", "Per-consumer series left out of this scrape by --metrics.max-asset-series.")
 )
@@ -154,7 +158,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			if f.Code == auditor.ConsumerReplicaBelowFloor {
 				d = replicaBelowDesc
 			}
-			gauge(ch, d, 1, f.Account, f.Stream, f.Consumer, f.Server)
+			gauge(ch, d, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server)
 		}
 	}
 	for name, n := range missing {

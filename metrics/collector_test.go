@@ -66,12 +66,12 @@ nats_version_auditor_consumer_leaders{server_name="n3"} 1
 nats_version_auditor_stream_leaders{server_name="n1"} 0
 nats_version_auditor_stream_leaders{server_name="n2"} 1
 nats_version_auditor_stream_leaders{server_name="n3"} 0
-# HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered.
+# HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
 # TYPE nats_version_auditor_consumer_leader_below_floor gauge
-nats_version_auditor_consumer_leader_below_floor{account="APP",consumer="a",server_name="n3",stream="ORDERS"} 1
-# HELP nats_version_auditor_consumer_replica_below_floor 1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates.
+nats_version_auditor_consumer_leader_below_floor{account="APP",account_name="",consumer="a",server_name="n3",stream="ORDERS"} 1
+# HELP nats_version_auditor_consumer_replica_below_floor 1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
 # TYPE nats_version_auditor_consumer_replica_below_floor gauge
-nats_version_auditor_consumer_replica_below_floor{account="APP",consumer="b",server_name="n3",stream="ORDERS"} 1
+nats_version_auditor_consumer_replica_below_floor{account="APP",account_name="",consumer="b",server_name="n3",stream="ORDERS"} 1
 # HELP nats_version_auditor_leafnode_unaudited 1 for a leafnode link whose peer was not audited: it does not share the system account, or it is not answering.
 # TYPE nats_version_auditor_leafnode_unaudited gauge
 nats_version_auditor_leafnode_unaudited{account="APP",peer="edge",server_name="n1"} 1
@@ -114,9 +114,9 @@ func TestCollectorCapsAssetSeries(t *testing.T) {
 # HELP nats_version_auditor_asset_series_dropped Per-consumer series left out of this scrape by --metrics.max-asset-series.
 # TYPE nats_version_auditor_asset_series_dropped gauge
 nats_version_auditor_asset_series_dropped 1
-# HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered.
+# HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
 # TYPE nats_version_auditor_consumer_leader_below_floor gauge
-nats_version_auditor_consumer_leader_below_floor{account="APP",consumer="a",server_name="n3",stream="ORDERS"} 1
+nats_version_auditor_consumer_leader_below_floor{account="APP",account_name="",consumer="a",server_name="n3",stream="ORDERS"} 1
 `
 	err := testutil.CollectAndCompare(c, strings.NewReader(want),
 		"nats_version_auditor_asset_series_dropped", "nats_version_auditor_consumer_leader_below_floor", "nats_version_auditor_consumer_replica_below_floor")

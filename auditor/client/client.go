@@ -121,10 +121,13 @@ type Audit struct {
 	Complete   bool      `json:"complete"`
 }
 
-// Consumer is the auditor's whole answer about one consumer.
+// Consumer is the auditor's whole answer about one consumer. Account is
+// the account's id: its name in plain mode, its public key in operator
+// (JWT) mode, where AccountName is the name in its JWT.
 type Consumer struct {
 	Domain        string  `json:"domain"`
 	Account       string  `json:"account"`
+	AccountName   string  `json:"account_name,omitempty"`
 	Stream        string  `json:"stream"`
 	Consumer      string  `json:"consumer"`
 	Reset         Verdict `json:"reset"`
@@ -205,7 +208,8 @@ func (c *Client) Consumer(ctx context.Context, account, stream, consumer string)
 	if err := json.Unmarshal(body, &out); err != nil {
 		return nil, fmt.Errorf("nats-version-auditor's answer is not JSON: %w", err)
 	}
-	if out.Account != account || out.Stream != stream || out.Consumer != consumer || (c.Domain != "" && out.Domain != c.Domain) {
+	// An account asked for by name is answered by its id.
+	if (out.Account != account && out.AccountName != account) || out.Stream != stream || out.Consumer != consumer || (c.Domain != "" && out.Domain != c.Domain) {
 		return nil, fmt.Errorf("nats-version-auditor answered about %s > %s > %s (domain %q), not the consumer asked for",
 			out.Account, out.Stream, out.Consumer, out.Domain)
 	}

@@ -30,6 +30,8 @@ func TestConsumerResetFailsClosed(t *testing.T) {
 		{"not JSON", http.StatusOK, `<html>`, "not JSON"},
 		{"a verdict this client does not know", http.StatusOK, strings.Replace(fmt.Sprintf(safeBody, 0.1), `"safe"`, `"safe_probably"`, 1), `unknown verdict "safe_probably"`},
 		{"another consumer", http.StatusOK, strings.Replace(fmt.Sprintf(safeBody, 0.1), `"worker"`, `"other"`, 1), "not the consumer asked for"},
+		// Asked for by name, answered about an account of another name.
+		{"another account", http.StatusOK, strings.Replace(fmt.Sprintf(safeBody, 0.1), `"account":"APP"`, `"account":"AKEY","account_name":"OTHER"`, 1), "not the consumer asked for"},
 		{"older than MaxAge by its own account", http.StatusOK, fmt.Sprintf(safeBody, 3600.0), "older than MaxAge"},
 	}
 	for _, tt := range tests {
@@ -84,5 +86,20 @@ func TestConsumerResetRequest(t *testing.T) {
 	}
 	if _, err := (&Client{}).ConsumerReset(context.Background(), "APP", "ORDERS", "worker"); err == nil {
 		t.Error("a client without BaseURL asked nobody and did not say so")
+	}
+}
+
+// TestConsumerResetByAccountName: in operator mode an account asked for by
+// its JWT's name is answered with its public key as account.
+func TestConsumerResetByAccountName(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, strings.Replace(fmt.Sprintf(safeBody, 0.1), `"account":"APP"`, `"account":"AKEY","account_name":"APP"`, 1))
+	}))
+	defer srv.Close()
+	c := &Client{BaseURL: srv.URL}
+	for _, account := range []string{"APP", "AKEY"} {
+		if v, err := c.ConsumerReset(context.Background(), account, "ORDERS", "worker"); err != nil || !v.Safe() {
+			t.Errorf("asked for by %s: %s, %v", account, v, err)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,7 @@ type apiAudit struct {
 type consumerOutput struct {
 	Domain        string               `json:"domain"`
 	Account       string               `json:"account"`
+	AccountName   string               `json:"account_name,omitempty"`
 	Stream        string               `json:"stream"`
 	Consumer      string               `json:"consumer"`
 	Reset         auditor.ResetVerdict `json:"reset"`
@@ -74,7 +76,9 @@ type apiError struct {
 	// Reset is "unknown" on every error of the consumer endpoint.
 	Reset   auditor.ResetVerdict `json:"reset,omitempty"`
 	Domains []string             `json:"domains,omitempty"`
-	Audit   *apiAudit            `json:"audit,omitempty"`
+	// Accounts are the ids of the accounts an ambiguous account name names.
+	Accounts []string  `json:"accounts,omitempty"`
+	Audit    *apiAudit `json:"audit,omitempty"`
 }
 
 func (a *api) report(w http.ResponseWriter, r *http.Request) {
@@ -116,6 +120,17 @@ func (a *api) consumer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := key.Account + " > " + key.Stream + " > " + key.Consumer
+	// The account is asked for by id or by name; a name two accounts share
+	// (operator mode) must not answer for either.
+	switch ids := idx.Accounts(key.Account); len(ids) {
+	case 0:
+	case 1:
+		key.Account = ids[0]
+	default:
+		a.write(w, http.StatusConflict, apiError{Error: fmt.Sprintf("account name %q names %d accounts (%s): ask by public key",
+			key.Account, len(ids), strings.Join(ids, ", ")), Reset: auditor.ResetUnknown, Accounts: ids, Audit: &info})
+		return
+	}
 	if q := r.URL.Query(); q.Has("domain") {
 		key.Domain = q.Get("domain")
 	} else {
@@ -144,7 +159,7 @@ func (a *api) consumer(w http.ResponseWriter, r *http.Request) {
 	if !fresh {
 		v.Reset, v.Reason = auditor.ResetUnknown, staleMessage(info, maxAge)
 	}
-	a.write(w, http.StatusOK, consumerOutput{Domain: v.Domain, Account: v.Account, Stream: v.Stream, Consumer: v.Consumer,
+	a.write(w, http.StatusOK, consumerOutput{Domain: v.Domain, Account: v.Account, AccountName: v.AccountName, Stream: v.Stream, Consumer: v.Consumer,
 		Reset: v.Reset, Reason: v.Reason, Leader: v.Leader, Replicas: v.Replicas, RequiredLevel: v.RequiredLevel,
 		Peers: nonNil(v.Peers), Audit: info})
 }

@@ -24,13 +24,20 @@ import (
 
 // TestAPIResetVerdictsAgainstRealReset holds the API's verdicts for the
 // consumers of a 2.15.3/2.14.0/2.12.15 cluster against what RESET really
-// does to them, and the client package against the API.
+// does to them, and the client package against the API, in plain and in
+// operator (JWT) mode.
 func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) { testAPIResetVerdictsAgainstRealReset(t, mode) })
+	}
+}
+
+func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 	withTag := func(s natstest.Spec) natstest.Spec {
 		s.Tags = append(s.Tags, "reset:yes")
 		return s
 	}
-	sys := natstest.Start(t, withTag(node("n1", natstest.New)), withTag(node("n2", natstest.Floor)), node("n3", natstest.Old))
+	sys := mode.Start(t, withTag(node("n1", natstest.New)), withTag(node("n2", natstest.Floor)), node("n3", natstest.Old))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 	addStreamAndConsumer(t, app, "ORDERS", "led-by-old", 3)
 	addStreamAndConsumer(t, app, "BILLING", "followed-by-old", 3)
@@ -58,11 +65,20 @@ func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
 			{"SAFE", "all-new", client.VerdictSafe, "n1=2.15.3/5* n2=2.14.0/4"},
 			{"MOVING", "moves", client.VerdictCrashesFollower, "n1=2.15.3/5* n2=2.14.0/4 n3=2.12.15/3"},
 		} {
-			// max_age=0s: an audit started after this request.
-			code, c, body := d.consumerAt(t, tt.stream, tt.consumer, "?max_age=0s")
-			if code != http.StatusOK || c.Reset != tt.want || peersOf(c) != tt.peers || c.Account != "APP" || c.Stream != tt.stream ||
-				c.Consumer != tt.consumer || !c.Audit.Complete || c.Replicas != len(c.Peers) {
-				t.Errorf("%s/%s: %d %s peers %q, want 200 %s peers %q\n%s", tt.stream, tt.consumer, code, c.Reset, peersOf(c), tt.want, tt.peers, body)
+			// max_age=0s: an audit started after this request. In operator
+			// mode the account is its public key, and asked for by it (as
+			// README says) or by its JWT's name.
+			key, name := sys.AccountKey(natstest.AppUser), ""
+			if mode == natstest.Operator {
+				name = "APP"
+			}
+			for _, account := range slices.Compact([]string{"APP", key}) {
+				code, c, body := d.consumerIn(t, account, tt.stream, tt.consumer, "?max_age=0s")
+				if code != http.StatusOK || c.Reset != tt.want || peersOf(c) != tt.peers || c.Account != key || c.AccountName != name ||
+					c.Stream != tt.stream || c.Consumer != tt.consumer || !c.Audit.Complete || c.Replicas != len(c.Peers) {
+					t.Errorf("%s/%s/%s: %d %s peers %q account %s (%q), want 200 %s peers %q account %s (%q)\n%s", account, tt.stream, tt.consumer,
+						code, c.Reset, peersOf(c), c.Account, c.AccountName, tt.want, tt.peers, key, name, body)
+				}
 			}
 		}
 	})
@@ -152,8 +168,10 @@ func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
 	t.Run("client", func(t *testing.T) {
 		ctx := context.Background()
 		c := &client.Client{BaseURL: d.base}
-		if v, err := c.ConsumerReset(ctx, "APP", "SAFE", "all-new"); err != nil || v != client.VerdictSafe || !v.Safe() {
-			t.Errorf("safe consumer: %s, %v", v, err)
+		for _, account := range slices.Compact([]string{"APP", sys.AccountKey(natstest.AppUser)}) {
+			if v, err := c.ConsumerReset(ctx, account, "SAFE", "all-new"); err != nil || v != client.VerdictSafe || !v.Safe() {
+				t.Errorf("safe consumer of %s: %s, %v", account, v, err)
+			}
 		}
 		if v, err := c.ConsumerReset(ctx, "APP", "ORDERS", "led-by-old"); err != nil || v != client.VerdictUnanswered || v.Safe() {
 			t.Errorf("consumer led by 2.12: %s, %v", v, err)

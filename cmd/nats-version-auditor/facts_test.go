@@ -395,3 +395,47 @@ func TestFactLameDuck(t *testing.T) {
 		restore(t, "n4")
 	})
 }
+
+// TestFactOperatorModeAccounts runs an operator-mode cluster (2.15.3,
+// 2.14.0, 2.12.15; memory resolver) with two accounts whose JWTs are both
+// named APP, each holding ORDERS > worker. Every version's JSZ names an
+// account by its JWT name and gives its public key as id (2.12.15
+// monitor.go:3081-3085, 2.15.3 likewise: id is the account's Name, which in
+// operator mode is its public key; name is the JWT's name tag), so the
+// two accounts are two entries with one name.
+func TestFactOperatorModeAccounts(t *testing.T) {
+	sys := natstest.StartOperator(t, natstest.OperatorConfig{Twin: true},
+		node("n1", natstest.New), node("n2", natstest.Floor), node("n3", natstest.Old))
+	sysConn := sys.Connect("n1", natstest.SysUser, "")
+	addStreamAndConsumer(t, sys.Connect("n1", natstest.AppUser, ""), "ORDERS", "worker", 3)
+	addStreamAndConsumer(t, sys.Connect("n2", natstest.TwinUser, ""), "ORDERS", "worker", 3)
+	app, twin := sys.AccountKey(natstest.AppUser), sys.AccountKey(natstest.TwinUser)
+	if !strings.HasPrefix(app, "A") || !strings.HasPrefix(twin, "A") || app == twin {
+		t.Fatalf("account keys %q and %q, want two public account keys", app, twin)
+	}
+	want := fmt.Sprintf("%s=APP:ORDERS/worker %s=APP:ORDERS/worker", min(app, twin), max(app, twin))
+	err := natstest.Eventually(20*time.Second, func() error {
+		replies, err := natstest.JSZ(sysConn, server.JSzOptions{Accounts: true, Streams: true, Consumer: true}, 3, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		for _, name := range []string{"n1", "n2", "n3"} {
+			var got []string
+			for _, acc := range replies[name].Data.AccountDetails {
+				for _, sd := range acc.Streams {
+					for _, c := range sd.Consumer {
+						got = append(got, fmt.Sprintf("%s=%s:%s/%s", acc.Id, acc.Name, sd.Name, c.Name))
+					}
+				}
+			}
+			slices.Sort(got)
+			if strings.Join(got, " ") != want {
+				return fmt.Errorf("%s (%s) JSZ: %q, want %q", name, replies[name].Server.Version, got, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

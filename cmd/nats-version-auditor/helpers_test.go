@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -319,7 +320,13 @@ func value(mfs map[string]*dto.MetricFamily, name string) float64 {
 // into the client package's type.
 func (d *daemon) consumerAt(t *testing.T, stream, consumer, query string) (int, client.Consumer, string) {
 	t.Helper()
-	code, body := d.get(t, "/api/v1/consumers/APP/"+stream+"/"+consumer+query)
+	return d.consumerIn(t, "APP", stream, consumer, query)
+}
+
+// consumerIn is consumerAt for the consumer of any account, by id or name.
+func (d *daemon) consumerIn(t *testing.T, account, stream, consumer, query string) (int, client.Consumer, string) {
+	t.Helper()
+	code, body := d.get(t, "/api/v1/consumers/"+url.PathEscape(account)+"/"+stream+"/"+consumer+query)
 	var c client.Consumer
 	dec := json.NewDecoder(strings.NewReader(body))
 	if code == http.StatusOK {

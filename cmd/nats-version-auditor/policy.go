@@ -29,7 +29,7 @@ func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) *kingpin.FlagClause {
 // addAssetFilterFlags adds the globs that narrow the asset findings to a
 // gate's own assets.
 func addAssetFilterFlags(cmd *kingpin.CmdClause, p *policyFlags) {
-	cmd.Flag("account", "Only report asset findings of accounts matching this glob (repeatable)").StringsVar(&p.accounts)
+	cmd.Flag("account", "Only report asset findings of accounts whose name or (operator mode) public key matches this glob (repeatable)").StringsVar(&p.accounts)
 	cmd.Flag("stream", "Only report asset findings of streams matching this glob (repeatable)").StringsVar(&p.streams)
 	cmd.Flag("consumer", "Only report consumer findings of consumers matching this glob (repeatable)").StringsVar(&p.consumers)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +19,14 @@ import (
 // exists, as a sidecar whose Secret is not (yet) mounted: it keeps serving,
 // exports up 0, logs the missing file by name, and picks the file up when it
 // appears, with no restart. Each kind of file is one that the connection
-// cannot be made without.
+// cannot be made without, in plain and in operator (JWT) mode.
 func TestServeWaitsForCredentials(t *testing.T) {
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) { testServeWaitsForCredentials(t, mode) })
+	}
+}
+
+func testServeWaitsForCredentials(t *testing.T, mode natstest.Mode) {
 	user, err := nkeys.CreateUser()
 	if err != nil {
 		t.Fatal(err)
@@ -31,37 +38,54 @@ func TestServeWaitsForCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	credsFile, _, _ := throwawayCreds(t)
-	creds, err := os.ReadFile(credsFile)
-	if err != nil {
-		t.Fatal(err)
+	spec := natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true, TLSCert: certPath, TLSKey: keyPath}
+	if mode == natstest.Plain {
+		spec.SysUsers = []natstest.User{{NKey: pub}}
 	}
-	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true,
-		TLSCert: certPath, TLSKey: keyPath, SysUsers: []natstest.User{{NKey: pub}}})
+	sys := mode.Start(t, spec)
 	url := strings.Replace(sys.URL("solo"), "nats://", "tls://", 1)
-	userURL := strings.Replace(url, "tls://", "tls://"+natstest.SysUser+":"+natstest.SysPassword+"@", 1)
+	sysArgs := append([]string{"-s", url}, sys.Auth(natstest.SysUser)...)
 
-	cases := []struct {
+	type credsCase struct {
 		name    string
 		content []byte
 		args    func(missing string) []string
-	}{
-		// The server verifies the nonce signed with this seed: without
-		// the file there is no login.
-		{"nkey", seed, func(missing string) []string {
-			return []string{"-s", url, "--tlsca", certPath, "--nkey", missing}
-		}},
-		// The server is not in operator mode and logs the user in by the
-		// password in the URL; the creds file must still be read (nats.go
-		// signs the nonce with its seed) before there is a connection.
-		{"creds", creds, func(missing string) []string {
-			return []string{"-s", userURL, "--tlsca", certPath, "--creds", missing}
-		}},
-		// The server's certificate is verified against this CA alone.
-		{"tlsca", caPEM, func(missing string) []string {
-			return append(natstest.SysArgs(url), "--tlsca", missing)
-		}},
 	}
+	var cases []credsCase
+	if mode == natstest.Plain {
+		credsFile, _, _ := throwawayCreds(t)
+		creds, err := os.ReadFile(credsFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		userURL := strings.Replace(url, "tls://", "tls://"+natstest.SysUser+":"+natstest.SysPassword+"@", 1)
+		cases = append(cases,
+			// The server verifies the nonce signed with this seed: without
+			// the file there is no login.
+			credsCase{"nkey", seed, func(missing string) []string {
+				return []string{"-s", url, "--tlsca", certPath, "--nkey", missing}
+			}},
+			// The server is not in operator mode and logs the user in by the
+			// password in the URL; the creds file must still be read (nats.go
+			// signs the nonce with its seed) before there is a connection.
+			credsCase{"creds", creds, func(missing string) []string {
+				return []string{"-s", userURL, "--tlsca", certPath, "--creds", missing}
+			}})
+	} else {
+		creds, err := os.ReadFile(sys.Creds(natstest.SysUser))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The server knows the user only by the JWT in this file, and
+		// verifies the nonce signed with its seed.
+		cases = append(cases, credsCase{"creds", creds, func(missing string) []string {
+			return []string{"-s", url, "--tlsca", certPath, "--creds", missing}
+		}})
+	}
+	// The server's certificate is verified against this CA alone.
+	cases = append(cases, credsCase{"tlsca", caPEM, func(missing string) []string {
+		return append(slices.Clone(sysArgs), "--tlsca", missing)
+	}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			missing := filepath.Join(t.TempDir(), "mounted-later", tc.name)

@@ -36,13 +36,13 @@ func TestServeScopes(t *testing.T) {
 		t.Errorf("status = %v, want 2", v)
 	}
 	wantLeaders := []string{
-		"nats_version_auditor_consumer_leader_below_floor{account=APP,consumer=led-by-old,server_name=n3,stream=ORDERS} 1",
-		"nats_version_auditor_consumer_leader_below_floor{account=APP,consumer=r1-on-old,server_name=n3,stream=LOCAL} 1",
+		"nats_version_auditor_consumer_leader_below_floor{account=APP,account_name=,consumer=led-by-old,server_name=n3,stream=ORDERS} 1",
+		"nats_version_auditor_consumer_leader_below_floor{account=APP,account_name=,consumer=r1-on-old,server_name=n3,stream=LOCAL} 1",
 	}
 	if got := series(all, "nats_version_auditor_consumer_leader_below_floor"); !slices.Equal(got, wantLeaders) {
 		t.Errorf("cluster scope leader series:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantLeaders, "\n"))
 	}
-	wantReplicas := []string{"nats_version_auditor_consumer_replica_below_floor{account=APP,consumer=followed-by-old,server_name=n3,stream=BILLING} 1"}
+	wantReplicas := []string{"nats_version_auditor_consumer_replica_below_floor{account=APP,account_name=,consumer=followed-by-old,server_name=n3,stream=BILLING} 1"}
 	if got := series(all, "nats_version_auditor_consumer_replica_below_floor"); !slices.Equal(got, wantReplicas) {
 		t.Errorf("cluster scope replica series: %v, want %v", got, wantReplicas)
 	}

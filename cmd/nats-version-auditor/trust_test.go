@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/jwt/v2"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -29,51 +32,61 @@ const auditSubscribe = "_INBOX.>"
 var eventSubscribe = []string{"$SYS.SERVER.*.STATSZ", "$SYS.SERVER.*.SHUTDOWN", "$SYS.SERVER.*.LAMEDUCK",
 	"$SYS.ACCOUNT.*.CONNECT", "$SYS.ACCOUNT.*.DISCONNECT"}
 
-func TestLeastPrivilege(t *testing.T) {
-	var users []natstest.User
-	users = append(users, leastPrivilege)
-	for _, perm := range append(slices.Clone(leastPrivilege.Publish), auditSubscribe) {
-		users = append(users, without(perm))
-	}
+// startWithSysUsers starts three servers of version in mode whose system
+// account has users besides natstest.SysUser.
+func startWithSysUsers(t *testing.T, mode natstest.Mode, version string, users []natstest.User) *natstest.System {
 	spec := func(name string) natstest.Spec {
-		s := node(name, natstest.New)
+		s := node(name, version)
 		s.SysUsers = users
 		return s
 	}
-	sys := natstest.Start(t, spec("n1"), spec("n2"), spec("n3"))
-	addStreamAndConsumer(t, sys.Connect("n1", natstest.AppUser, natstest.AppPassword), "ORDERS", "worker", 3)
+	return mode.Start(t, spec("n1"), spec("n2"), spec("n3"))
+}
 
-	as := func(u natstest.User) (result, checkOutput) {
-		return runCheckJSON(t, "-s", sys.URL("n1"), "--user", u.Name, "--password", u.Password, "--timeout", "2s")
-	}
-	var res result
-	var out checkOutput
-	err := natstest.Eventually(20*time.Second, func() error {
-		res, out = as(leastPrivilege)
-		if res.code != exitOK {
-			return fmt.Errorf("exit %d:%s", res.code, codes(out.Findings))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("with exactly the documented permissions: %v", err)
-	}
-	if out.Audit.ServersResponded != 3 {
-		t.Fatalf("with the documented permissions the audit saw %d servers", out.Audit.ServersResponded)
-	}
+func TestLeastPrivilege(t *testing.T) {
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) {
+			var users []natstest.User
+			users = append(users, leastPrivilege)
+			for _, perm := range append(slices.Clone(leastPrivilege.Publish), auditSubscribe) {
+				users = append(users, without(perm))
+			}
+			sys := startWithSysUsers(t, mode, natstest.New, users)
+			addStreamAndConsumer(t, sys.Connect("n1", natstest.AppUser, natstest.AppPassword), "ORDERS", "worker", 3)
 
-	for _, u := range users[1:] {
-		t.Run(u.Name, func(t *testing.T) {
-			res, out := as(u)
-			if res.code != exitUnknown {
-				t.Fatalf("publish %v subscribe %v: exit %d, want 3:%s", u.Publish, u.Subscribe, res.code, codes(out.Findings))
+			as := func(u natstest.User) (result, checkOutput) {
+				return runCheckJSON(t, append(sys.ArgsAs("n1", u.Name), "--timeout", "2s")...)
 			}
-			named := false
-			for _, f := range withCode(out.Findings, auditor.AuditIncomplete) {
-				named = named || strings.Contains(f.Message, "permissions violation")
+			var res result
+			var out checkOutput
+			err := natstest.Eventually(20*time.Second, func() error {
+				res, out = as(leastPrivilege)
+				if res.code != exitOK {
+					return fmt.Errorf("exit %d:%s", res.code, codes(out.Findings))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("with exactly the documented permissions: %v", err)
 			}
-			if !named {
-				t.Errorf("no finding names the missing permission:%s", codes(out.Findings))
+			if out.Audit.ServersResponded != 3 {
+				t.Fatalf("with the documented permissions the audit saw %d servers", out.Audit.ServersResponded)
+			}
+
+			for _, u := range users[1:] {
+				t.Run(u.Name, func(t *testing.T) {
+					res, out := as(u)
+					if res.code != exitUnknown {
+						t.Fatalf("publish %v subscribe %v: exit %d, want 3:%s", u.Publish, u.Subscribe, res.code, codes(out.Findings))
+					}
+					named := false
+					for _, f := range withCode(out.Findings, auditor.AuditIncomplete) {
+						named = named || strings.Contains(f.Message, "permissions violation")
+					}
+					if !named {
+						t.Errorf("no finding names the missing permission:%s", codes(out.Findings))
+					}
+				})
 			}
 		})
 	}
@@ -84,69 +97,94 @@ func TestLeastPrivilege(t *testing.T) {
 // them it still audits on scrapes (up 1) but reports events_up 0 and logs
 // which subscription is missing.
 func TestLeastPrivilegeEvents(t *testing.T) {
-	users := []natstest.User{leastPrivilege}
-	for _, perm := range eventSubscribe {
-		users = append(users, without(perm))
-	}
-	spec := func(name string) natstest.Spec {
-		s := node(name, natstest.Floor)
-		s.SysUsers = users
-		return s
-	}
-	sys := natstest.Start(t, spec("n1"), spec("n2"), spec("n3"))
-	serve := func(u natstest.User) *daemon {
-		return startServe(t, "-s", sys.URL("n1"), "--user", u.Name, "--password", u.Password, "--timeout", "2s", "--audit.min-interval", "1h")
-	}
-	full := serve(leastPrivilege)
-	err := natstest.Eventually(30*time.Second, func() error {
-		mfs := full.scrape(t)
-		if v := value(mfs, "nats_version_auditor_up"); v != 1 {
-			return fmt.Errorf("up = %v", v)
-		}
-		if v := value(mfs, "nats_version_auditor_events_up"); v != 1 {
-			return fmt.Errorf("events_up = %v", v)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("with exactly the documented permissions: %v\n%s", err, full.stderr)
-	}
-
-	for i, perm := range eventSubscribe {
-		t.Run(users[i+1].Name, func(t *testing.T) {
-			d := serve(users[i+1])
-			want := "allow the user to subscribe to " + perm
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) {
+			users := []natstest.User{leastPrivilege}
+			for _, perm := range eventSubscribe {
+				users = append(users, without(perm))
+			}
+			sys := startWithSysUsers(t, mode, natstest.Floor, users)
+			serve := func(u natstest.User) *daemon {
+				return startServe(t, append(sys.ArgsAs("n1", u.Name), "--timeout", "2s", "--audit.min-interval", "1h")...)
+			}
+			full := serve(leastPrivilege)
 			err := natstest.Eventually(30*time.Second, func() error {
-				if !strings.Contains(d.stderr.String(), want) {
-					return fmt.Errorf("no log line says %q", want)
+				mfs := full.scrape(t)
+				if v := value(mfs, "nats_version_auditor_up"); v != 1 {
+					return fmt.Errorf("up = %v", v)
 				}
-				if v := value(d.scrape(t), "nats_version_auditor_up"); v != 1 {
-					return fmt.Errorf("up = %v: a missing event permission must not stop audits", v)
+				if v := value(mfs, "nats_version_auditor_events_up"); v != 1 {
+					return fmt.Errorf("events_up = %v", v)
 				}
 				return nil
 			})
 			if err != nil {
-				t.Fatalf("%v\n%s", err, d.stderr)
+				t.Fatalf("with exactly the documented permissions: %v\n%s", err, full.stderr)
 			}
-			if v := value(d.scrape(t), "nats_version_auditor_events_up"); v != 0 {
-				t.Errorf("events_up = %v without %s, want 0", v, perm)
+
+			for i, perm := range eventSubscribe {
+				t.Run(users[i+1].Name, func(t *testing.T) {
+					d := serve(users[i+1])
+					want := "allow the user to subscribe to " + perm
+					err := natstest.Eventually(30*time.Second, func() error {
+						if !strings.Contains(d.stderr.String(), want) {
+							return fmt.Errorf("no log line says %q", want)
+						}
+						if v := value(d.scrape(t), "nats_version_auditor_up"); v != 1 {
+							return fmt.Errorf("up = %v: a missing event permission must not stop audits", v)
+						}
+						return nil
+					})
+					if err != nil {
+						t.Fatalf("%v\n%s", err, d.stderr)
+					}
+					if v := value(d.scrape(t), "nats_version_auditor_events_up"); v != 0 {
+						t.Errorf("events_up = %v without %s, want 0", v, perm)
+					}
+				})
 			}
 		})
 	}
 }
 
+// TestSecretsNeverLeave logs in with each kind of credential, right and
+// wrong, in plain and operator (JWT) mode, and finds none of the secrets in
+// anything check or serve prints, exports or logs.
 func TestSecretsNeverLeave(t *testing.T) {
-	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) { testSecretsNeverLeave(t, mode) })
+	}
+}
+
+func testSecretsNeverLeave(t *testing.T, mode natstest.Mode) {
+	sys := mode.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
 	credsPath, credsJWT, credsSeed := throwawayCreds(t)
 	const token = "tok-SECRET-7f3a9c"
 	secrets := []string{natstest.SysPassword, "wrong-SECRET-pw", token, credsJWT, credsSeed}
 
 	cases := [][]string{
-		{"--user", natstest.SysUser, "--password", natstest.SysPassword},
 		{"--user", natstest.SysUser, "--password", "wrong-SECRET-pw"},
 		{"--token", token},
 		{"--creds", credsPath},
 	}
+	if mode == natstest.Operator {
+		// The creds the servers trust: their JWT and seed are secrets too.
+		creds, err := os.ReadFile(sys.Creds(natstest.SysUser))
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, err := jwt.ParseDecoratedJWT(creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, err := jwt.ParseDecoratedUserNKey(creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed, _ := kp.Seed()
+		secrets = append(secrets, token, string(seed))
+	}
+	cases = append(cases, sys.Auth(natstest.SysUser))
 	leaked := func(where, text string) {
 		for _, s := range secrets {
 			if strings.Contains(text, s) {

@@ -86,6 +86,7 @@ type System struct {
 	t       TB
 	dir     string
 	servers []*Server
+	op      *trust // nil in plain mode
 }
 
 // Start writes configs for specs, starts every server and waits until each
@@ -96,6 +97,10 @@ type System struct {
 // on new ports.
 func Start(t TB, specs ...Spec) *System {
 	t.Helper()
+	return newSystem(t, specs).startRetrying()
+}
+
+func newSystem(t TB, specs []Spec) *System {
 	sys := &System{t: t, dir: t.TempDir()}
 	for _, sp := range specs {
 		s := &Server{Spec: sp}
@@ -104,6 +109,12 @@ func Start(t TB, specs ...Spec) *System {
 		s.store = filepath.Join(sys.dir, sp.Name+"-js")
 		sys.servers = append(sys.servers, s)
 	}
+	return sys
+}
+
+func (sys *System) startRetrying() *System {
+	t := sys.t
+	t.Helper()
 	t.Cleanup(sys.shutdown)
 	for attempt := 1; ; attempt++ {
 		err := sys.start()
@@ -156,7 +167,7 @@ func (sys *System) waitFormed() error {
 		}
 	}
 	first := sys.servers[0]
-	nc, err := nats.Connect(sys.URL(first.Name), nats.UserInfo(SysUser, SysPassword), first.tlsOption())
+	nc, err := nats.Connect(sys.URL(first.Name), sys.login(SysUser, SysPassword), first.tlsOption())
 	if err != nil {
 		return err
 	}
@@ -232,9 +243,14 @@ func SysArgs(url string) []string {
 }
 
 // SysArgs are the auditor's arguments to connect to the named server as the
-// system-account user.
+// system-account user, in the system's mode.
 func (sys *System) SysArgs(name string) []string {
-	return SysArgs(sys.URL(name))
+	return sys.ArgsAs(name, SysUser)
+}
+
+// ArgsAs are the auditor's arguments to connect to the named server as user.
+func (sys *System) ArgsAs(name, user string) []string {
+	return append([]string{"-s", sys.URL(name)}, sys.Auth(user)...)
 }
 
 // Server returns the server named name.
@@ -253,10 +269,11 @@ func (sys *System) URL(name string) string {
 	return fmt.Sprintf("nats://127.0.0.1:%d", sys.Server(name).ClientPort)
 }
 
-// Connect connects to the named server as user.
+// Connect connects to the named server as user. In operator mode the user
+// logs in with its creds file and password is not used.
 func (sys *System) Connect(name, user, password string) *nats.Conn {
 	sys.t.Helper()
-	nc, err := nats.Connect(sys.URL(name), nats.UserInfo(user, password), nats.MaxReconnects(-1), sys.Server(name).tlsOption())
+	nc, err := nats.Connect(sys.URL(name), sys.login(user, password), nats.MaxReconnects(-1), sys.Server(name).tlsOption())
 	if err != nil {
 		sys.t.Fatalf("connect to %s as %s: %v", name, user, err)
 	}
@@ -337,6 +354,10 @@ func (sys *System) config(s *Server) string {
 		}
 		w("}")
 	}
+	if sys.op != nil {
+		b.WriteString(sys.op.config())
+		return b.String()
+	}
 	w("accounts {")
 	users := []string{fmt.Sprintf("{user: %q, password: %q}", SysUser, SysPassword)}
 	for _, u := range s.SysUsers {
@@ -414,7 +435,7 @@ func (sys *System) waitReady(name string) error {
 
 // probe connects to a server and, with JetStream, asks the JetStream API.
 func (sys *System) probe(s *Server) error {
-	nc, err := nats.Connect(sys.URL(s.Name), nats.UserInfo(AppUser, AppPassword), s.tlsOption())
+	nc, err := nats.Connect(sys.URL(s.Name), sys.login(AppUser, AppPassword), s.tlsOption())
 	if err != nil {
 		return err
 	}
