@@ -111,6 +111,15 @@ func TestJSZProjectionMatchesServerTypes(t *testing.T) {
 		if a.RequiredLevel > 0 || w.level == "0" {
 			level = itoa(a.RequiredLevel)
 		}
+		// The features the projection detects account for the level the
+		// server itself recorded (jetstream_versioning.go).
+		featureLevel := 0
+		for _, f := range a.Features.Features() {
+			featureLevel = max(featureLevel, f.Level)
+		}
+		if featureLevel != a.RequiredLevel {
+			t.Errorf("%s: features %v need level %d, the server recorded %d", name, a.Features.Names(), featureLevel, a.RequiredLevel)
+		}
 		if a.Leader != w.leader || !slices.Equal(a.Peers, w.peers) || a.Replicas != w.replicas || level != w.level {
 			t.Errorf("%s: audit read leader %q peers %v R%d level %q; server types read leader %q peers %v R%d level %q",
 				name, a.Leader, a.Peers, a.Replicas, level, w.leader, w.peers, w.replicas, w.level)
