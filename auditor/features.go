@@ -34,8 +34,9 @@ const (
 	// answers it with an error (invalid JSON, err_code 10025).
 	CreateRefused Outcome = "create_refused"
 	// CrashesOnDecode: like NotLoaded, and the server's next meta snapshot
-	// decodes the assignment again and panics; the process exits, peer or
-	// not, and does so again after every restart.
+	// (about a minute after it starts) decodes the assignment again and
+	// panics; the process exits, peer or not. Restarted, it replays the
+	// assignment and fails to decode it again.
 	CrashesOnDecode Outcome = "crashes_on_decode"
 )
 
@@ -274,7 +275,7 @@ var Features = []Feature{
 			{From: v211, Below: v2125, Asset: NotLoaded, Create: CreateRefused,
 				Evidence: "TestFactUndecodableAssets (2.11.12 logs the decode error, runs on); 2.11.12 store.go:633-643, jetstream_cluster.go:2163-2167, :1512-1524; 2.12.4 has no re-decoding snapshot"},
 			{From: v2125, Below: v214, Asset: CrashesOnDecode, Create: CreateRefused,
-				Evidence: "TestFactUndecodableAssets (2.12.15 panics at its meta snapshot, peer or not, and after a restart); 2.12.15 store.go:631-641, jetstream_cluster.go:2337-2342"},
+				Evidence: "TestFactUndecodableAssets (2.12.15 panics at its meta snapshot, peer or not; restarted, fails to decode it again); 2.12.15 store.go:631-641, jetstream_cluster.go:2337-2342"},
 		},
 	},
 	{
