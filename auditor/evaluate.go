@@ -39,6 +39,12 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 		e.byName[r.Servers[i].Name] = &r.Servers[i]
 	}
 
+	e.seen = make(map[string]Server, len(snap.Servers))
+	for _, s := range snap.Servers {
+		e.seen[s.Name] = s
+	}
+	e.sourcers = Sourcers(snap)
+
 	e.servers(r.Servers)
 	r.Clusters = e.clusters(r.Servers)
 	r.ServersExpected = len(snap.Servers) + e.missing(snap)
@@ -51,6 +57,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	for _, a := range snap.Consumers {
 		e.asset(a)
 	}
+	e.hazards(snap)
 	e.leafnodes(snap.Leafnodes)
 	for _, pr := range snap.Problems {
 		e.add(Finding{Code: AuditIncomplete, Server: pr.Server,
@@ -75,6 +82,10 @@ type evaluation struct {
 	p        Policy
 	byName   map[string]*ServerReport
 	findings []Finding
+	// seen are the servers that answered, by name; sourcers the origin
+	// consumers that mirrors and sources RESET by themselves.
+	seen     map[string]Server
+	sourcers map[ConsumerKey][]Sourcer
 }
 
 func (e *evaluation) floor() string { return Display(e.p.Floor) }

@@ -171,3 +171,31 @@ func TestCollectorFloorFollowsTheReport(t *testing.T) {
 		}
 	}
 }
+
+func TestCollectorCrashesAndSourcing(t *testing.T) {
+	r := &auditor.Report{Snapshot: &auditor.Snapshot{}, Findings: []auditor.Finding{
+		{Code: auditor.AssetCrashesServer, Account: "APP", Stream: "FC", Consumer: "c", Server: "n3"},
+		{Code: auditor.SourcingResetUnanswered, Account: "APP", Stream: "ORIGIN", Consumer: "dur", Server: "n3"},
+		{Code: auditor.SourcingResetCrashesFollower, Account: "APP", Stream: "ORIGIN", Consumer: "dur2", Server: "n4", Peer: "n1"},
+	}}
+	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
+	want := `
+# HELP nats_version_auditor_asset_crashes_server 1 for a stream or consumer (consumer empty for a stream) that a server (server_name) of its JetStream domain cannot decode: that server panics at its next meta snapshot, whether it hosts the asset or not.
+# TYPE nats_version_auditor_asset_crashes_server gauge
+nats_version_auditor_asset_crashes_server{account="APP",consumer="c",server_name="n3",stream="FC"} 1
+# HELP nats_version_auditor_sourcing_reset 1 for an origin consumer that a mirror or source RESETs by itself (durable sourcing): verdict unanswered, its leader (server_name) is before 2.14.0 and the mirror stalls; crashes_follower, its follower (server_name) is before 2.14.0 and crashes on the replicated reset, again on every restart.
+# TYPE nats_version_auditor_sourcing_reset gauge
+nats_version_auditor_sourcing_reset{account="APP",consumer="dur",server_name="n3",stream="ORIGIN",verdict="unanswered"} 1
+nats_version_auditor_sourcing_reset{account="APP",consumer="dur2",server_name="n4",stream="ORIGIN",verdict="crashes_follower"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nats_version_auditor_asset_crashes_server", "nats_version_auditor_sourcing_reset"); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}

@@ -3,13 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/client"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -22,68 +24,6 @@ import (
 // every minute from the server's start (2.12.15 jetstream_cluster.go:1580),
 // and a busy machine can push the setup past the first tick.
 const crashWait = 200 * time.Second
-
-// createAsync sends a JetStream create request and logs the replies that
-// come within a second, but does not judge them: which server answers first
-// is a race (an old server that cannot decode the request answers "invalid
-// JSON" although the meta leader creates the asset), so the test looks at
-// the servers instead.
-func createAsync(t *testing.T, nc *nats.Conn, subject string, body any) {
-	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := natstest.Gather(nc, subject, b, 8, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range msgs {
-		if strings.Contains(string(m.Data), `"error"`) {
-			t.Logf("%s answered: %s", subject, m.Data)
-		}
-	}
-}
-
-// logLines returns the lines of the server's log holding every one of words.
-func logLines(sys *natstest.System, name string, words ...string) []string {
-	var out []string
-	for line := range strings.SplitSeq(sys.Log(name), "\n") {
-		ok := true
-		for _, w := range words {
-			ok = ok && strings.Contains(line, w)
-		}
-		if ok {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-// assetsOn returns, per server, the APP consumers ("STREAM/consumer")
-// its JSZ lists, and the APP streams.
-func assetsOn(sysConn *nats.Conn, servers int) (map[string]map[string]bool, error) {
-	jsz, err := natstest.JSZ(sysConn, server.JSzOptions{Accounts: true, Streams: true, Consumer: true}, servers, 2*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]bool{}
-	for name, resp := range jsz {
-		out[name] = map[string]bool{}
-		for _, acc := range resp.Data.AccountDetails {
-			if acc.Name != "APP" {
-				continue
-			}
-			for _, sd := range acc.Streams {
-				out[name][sd.Name] = true
-				for _, ci := range sd.Consumer {
-					out[name][sd.Name+"/"+ci.Name] = true
-				}
-			}
-		}
-	}
-	return out, nil
-}
 
 // TestFactUndecodableAssets runs n1, n2 2.14.0 (n1 the meta leader) with
 // n3 2.12.15, n4 2.11.12 and n5 2.10.27, and R1 assets on n1, n4 and n5
@@ -210,6 +150,30 @@ func TestFactUndecodableAssets(t *testing.T) {
 			t.Errorf("%s lists %s, which it could not decode, in its JSZ", host, asset)
 		}
 	}
+	// The auditor says it before the crash, at a floor every server meets.
+	// It can name only the flow-control consumer a server lists: the hosts
+	// of FC4 and FC5 never loaded theirs, and nobody else hosts them.
+	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "0s", "--timeout", "3s")...)
+	res, out := checkJSONOf(t, sys, "n1", "--floor", "2.10.0")
+	var named []string
+	for _, f := range withCode(out.Findings, auditor.AssetCrashesServer) {
+		named = append(named, f.Server+" "+f.Stream+"/"+f.Consumer+" "+f.Feature)
+		if !strings.Contains(f.Message, "panics at its next meta snapshot") {
+			t.Errorf("message %q", f.Message)
+		}
+	}
+	if res.code != int(auditor.Critical) || strings.Join(named, ",") != "n3 FC1/c ack_flow_control" {
+		t.Errorf("check --floor 2.10.0: exit %d, ASSET_CRASHES_SERVER %q, want exit 2 naming n3 and FC1/c%s", res.code, named, codes(out.Findings))
+	}
+	code, fc, body := d.consumerAt(t, "FC1", "c", "?max_age=0s")
+	if code != http.StatusOK || len(fc.Crashes) != 1 || fc.Crashes[0] != (client.Crash{Server: "n3", Version: "2.12.15", Feature: "ack_flow_control", Answered: true}) {
+		t.Errorf("consumer API for FC1/c: %d %s", code, body)
+	}
+	if !sys.Running("n3") {
+		t.Fatalf("n3 crashed before the audit finished: the audit did not say it first")
+	}
+	t.Logf("check exited %d naming n3 and FC1/c %s after the cluster started, with n3 still running", res.code, roundS(time.Since(started)))
+
 	// One more meta entry for the snapshot to collect.
 	stream("AFTER", "n2", nil)
 	waitFor("AFTER on n2", func() bool { return assets()["n2"]["AFTER"] })
@@ -224,6 +188,21 @@ func TestFactUndecodableAssets(t *testing.T) {
 		t.Fatalf("n3 exited without %q:\n%s", panicLine, sys.LogTail("n3", 15))
 	}
 	t.Logf("2.12.15 panicked %s after the cluster started", roundS(panicked))
+	// serve remembers it: a missing server that crashes on the consumer
+	// whenever it comes back.
+	rep := d.report(t)
+	var missing, crash []string
+	for _, f := range rep.Findings {
+		switch {
+		case f.Code == auditor.ServerMissing && f.Server == "n3":
+			missing = append(missing, f.Message)
+		case f.Code == auditor.AssetCrashesServer && f.Server == "n3" && f.Consumer == "c" && f.Stream == "FC1":
+			crash = append(crash, f.Message)
+		}
+	}
+	if len(missing) != 1 || len(crash) != 1 || !strings.Contains(crash[0], "not answering and last seen running 2.12.15") {
+		t.Errorf("serve after the crash: SERVER_MISSING %q, ASSET_CRASHES_SERVER %q", missing, crash)
+	}
 	for _, name := range []string{"n4", "n5"} {
 		if !sys.Running(name) {
 			t.Errorf("%s exited:\n%s", name, sys.LogTail(name, 15))
@@ -241,8 +220,6 @@ func TestFactUndecodableAssets(t *testing.T) {
 		t.Errorf("the servers after n3's crash: %v", err)
 	}
 }
-
-func roundS(d time.Duration) string { return d.Round(time.Second).String() }
 
 // TestFactDurableSourcing runs n1, n2 2.14.0 and n3 2.12.15: an R3 origin
 // stream with an explicit-ack push durable, and an R2 mirror on n1 and n2
@@ -326,12 +303,33 @@ func TestFactDurableSourcing(t *testing.T) {
 	if ci, err := natstest.ConsumerInfo(app, "ORIGIN", "dur"); err != nil || ci.Cluster.Leader != "n3" {
 		t.Fatalf("durable leader moved away from n3 during the watch (%v): the watch proves nothing", err)
 	}
+	// The auditor, at a floor every server meets: the mirror stalls.
+	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "0s", "--timeout", "3s")...)
+	sourcing := func(want auditor.Code, verdict auditor.ResetVerdict) {
+		t.Helper()
+		res, out := checkJSONOf(t, sys, "n1", "--floor", "2.12.0")
+		var got []string
+		for _, f := range out.Findings {
+			if f.Code == auditor.SourcingResetUnanswered || f.Code == auditor.SourcingResetCrashesFollower {
+				got = append(got, fmt.Sprintf("%s %s %s/%s %v", f.Code, f.Server, f.Stream, f.Consumer, f.Sourcers))
+			}
+		}
+		if w := fmt.Sprintf("%s n3 ORIGIN/dur [APP > MIRROR]", want); res.code != int(auditor.Critical) || strings.Join(got, ",") != w {
+			t.Errorf("check --floor 2.12.0: exit %d, %q, want exit 2 and %q%s", res.code, got, w, codes(out.Findings))
+		}
+		code, c, body := d.consumerAt(t, "ORIGIN", "dur", "?max_age=0s")
+		if code != http.StatusOK || c.Reset != client.Verdict(verdict) || strings.Join(c.ResetBy, ",") != "mirror APP > MIRROR" {
+			t.Errorf("consumer API for ORIGIN/dur: %d %s", code, body)
+		}
+	}
+	sourcing(auditor.SourcingResetUnanswered, auditor.ResetUnanswered)
 
 	// Led by 2.14.0 with 2.12.15 a follower: the mirror's next RESET, sent
 	// after a leader change of the mirror, crashes the follower.
 	if err := natstest.MoveConsumerLeader(app, "ORIGIN", "dur", "n2"); err != nil {
 		t.Fatal(err)
 	}
+	sourcing(auditor.SourcingResetCrashesFollower, auditor.ResetCrashesFollower)
 	if !sys.Running("n3") {
 		t.Fatalf("n3 crashed before the mirror's leader change:\n%s", sys.LogTail("n3", 15))
 	}
@@ -357,6 +355,18 @@ func TestFactDurableSourcing(t *testing.T) {
 		t.Fatalf("n3 exited without %q:\n%s", opLine, sys.LogTail("n3", 15))
 	}
 	t.Logf("2.12.15 panicked %s after the step-down", time.Since(stepped).Round(time.Millisecond))
+
+	// serve remembers it as a 2.12.15 follower of a durable the mirror
+	// RESETs: it crashes again on every restart.
+	rep := d.report(t)
+	var missing []string
+	for _, f := range withCode(rep.Findings, auditor.ServerMissing) {
+		missing = append(missing, f.Message)
+	}
+	if len(missing) != 1 || !strings.Contains(missing[0], "APP > ORIGIN > dur (RESET by mirror APP > MIRROR)") ||
+		!strings.Contains(missing[0], "crashes again on every restart until it is upgraded") {
+		t.Errorf("SERVER_MISSING after the crash: %q", missing)
+	}
 
 	// It crashes again on restart: its own consumer log replays the entry.
 	sys.Relaunch("n3")
