@@ -249,3 +249,24 @@ func TestIndexNamesSourcersAndCrashes(t *testing.T) {
 		t.Errorf("origin durable led by 2.12.15: %+v", v)
 	}
 }
+
+func TestHazardOwners(t *testing.T) {
+	snap := Snapshot{Servers: oldServers()[:3],
+		LastSeen:      map[string]Server{"n9": srv("n9", "c1", "2.12.15", 3)},
+		ExpectedNames: map[string][]string{"n9": {"n1"}},
+		Streams:       []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
+		Consumers: []Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3"),
+			withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}}
+	r := Evaluate(&snap, Policy{Floor: DefaultFloor})
+	var got []string
+	for _, f := range r.Findings {
+		switch f.Code {
+		case AssetCrashesServer, SourcingResetCrashesFollower:
+			got = append(got, string(f.Code)+" "+f.Server+" owned by "+r.Owner(f))
+		}
+	}
+	want := []string{"ASSET_CRASHES_SERVER n3 owned by n3", "ASSET_CRASHES_SERVER n9 owned by n1", "SOURCING_RESET_CRASHES_FOLLOWER n3 owned by n2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("owners %q, want %q", got, want)
+	}
+}
