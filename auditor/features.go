@@ -125,7 +125,7 @@ type StreamSource struct {
 // changed.
 const (
 	// v2.11.0: API levels, TTLs, pause, priority groups. Assignments are
-	// still decoded leniently (2.11.8 jetstream_cluster.go:7695).
+	// still decoded leniently (2.11.8 jetstream_cluster.go:7269, :7695).
 	v211 = "v2.11.0"
 	// v2.11.9: assignments decoded strictly; an unknown field makes the
 	// asset unsupported (held offline) (2.11.12 jetstream_cluster.go:7717,
@@ -134,7 +134,8 @@ const (
 	v212  = "v2.12.0"
 	// v2.12.5: the asynchronous meta snapshot re-decodes the log's
 	// assignments and panics on one it cannot decode (2.12.15
-	// jetstream_cluster.go:2326-2355, called from :1765; absent in 2.12.4).
+	// jetstream_cluster.go:2326-2355, called from :1765 every minute
+	// (:1580); absent in 2.12.4).
 	v2125 = "v2.12.5"
 	v214  = "v2.14.0"
 )
@@ -170,7 +171,7 @@ func fieldFeature(since string, evidence ...string) []Handling {
 		out = append(out, Handling{From: from, Below: below, Asset: asset, Create: create, Evidence: e})
 	}
 	add("", v211, IgnoredOnline, IgnoredOnline, ev(0))
-	add(v211, v2119, IgnoredOnline, IgnoredOnline, "2.11.8 jetstream_cluster.go:7695 (lenient decode, no unsupported state); "+createLenient)
+	add(v211, v2119, IgnoredOnline, IgnoredOnline, "2.11.8 jetstream_cluster.go:7269 (lenient stream decode, no unsupported state); "+createLenient)
 	add(v2119, v212, HeldOffline, IgnoredOnline, ev(1))
 	add(v212, since, HeldOffline, CreateRefused, ev(2))
 	return out
@@ -193,7 +194,7 @@ var Features = []Feature{
 		Uses:   func(c *AssetConfig) bool { return c.SubjectDeleteMarkerTTL > 0 },
 		Source: "2.11.0 stream.go:109; jetstream_versioning.go (2.15.3 :124-127)",
 		Older: []Handling{{Below: v211, Asset: IgnoredOnline, Create: IgnoredOnline,
-			Evidence: "2.10.27 has no such field; decodes leniently (jetstream_cluster.go:7613); " + createLenient}},
+			Evidence: "2.10.27 has no such field; decodes stream assignments leniently (jetstream_cluster.go:7214); " + createLenient}},
 	},
 	{
 		Name: "pause", Title: "consumer pause", Kind: KindConsumer, Level: 1, Since: v211,
@@ -228,40 +229,40 @@ var Features = []Feature{
 		Uses:   func(c *AssetConfig) bool { return c.AllowMsgCounter },
 		Source: "2.12.0 stream.go:114; jetstream_versioning.go (2.15.3 :129-132)",
 		Older: fieldFeature(v212,
-			"2.10.27 decodes leniently (jetstream_cluster.go:7613); "+createLenient,
-			"NATS-FACTS matrix (2.11.12 peer: held offline); 2.11.12 jetstream_cluster.go:7717, :177-190; "+createLenient),
+			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
+			"2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported); "+createLenient),
 	},
 	{
 		Name: "atomic_batch", Title: "atomic batch publishing", Kind: KindStream, Level: 2, Since: v212,
 		Uses:   func(c *AssetConfig) bool { return c.AllowAtomicPublish },
 		Source: "2.12.0 stream.go:117; jetstream_versioning.go (2.15.3 :134-137)",
 		Older: fieldFeature(v212,
-			"2.10.27 decodes leniently (jetstream_cluster.go:7613); "+createLenient,
-			"TestFactUndecodableAssets (2.11.12 peer: held offline); 2.11.12 jetstream_cluster.go:7717, :177-190; "+createLenient),
+			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
+			"TestFactUndecodableAssets (2.11.12 peer: held offline); 2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported); "+createLenient),
 	},
 	{
 		Name: "msg_schedules", Title: "message schedules", Kind: KindStream, Level: 2, Since: v212,
 		Uses:   func(c *AssetConfig) bool { return c.AllowMsgSchedules },
 		Source: "2.12.0 stream.go:120; jetstream_versioning.go (2.15.3 :139-142)",
 		Older: fieldFeature(v212,
-			"2.10.27 decodes leniently (jetstream_cluster.go:7613); "+createLenient,
-			"2.11.12 jetstream_cluster.go:7717, :177-190; "+createLenient),
+			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
+			"2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported); "+createLenient),
 	},
 	{
 		Name: "async_persist", Title: "async persist mode", Kind: KindStream, Level: 2, Since: v212,
 		Uses:   func(c *AssetConfig) bool { return c.PersistMode == "async" },
 		Source: "2.12.0 stream.go:123, :198; jetstream_versioning.go (2.15.3 :144-147)",
 		Older: fieldFeature(v212,
-			"2.10.27 decodes leniently (jetstream_cluster.go:7613); "+createLenient,
-			"2.11.12 jetstream_cluster.go:7717, :177-190 (no persist_mode field); "+createLenient),
+			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
+			"2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported) (no persist_mode field); "+createLenient),
 	},
 	{
 		Name: "fast_batch", Title: "fast batch publishing (allow_batched)", Kind: KindStream, Level: 4, Since: v214,
 		Uses:   func(c *AssetConfig) bool { return c.AllowBatchPublish },
 		Source: "2.14.0 stream.go:126; jetstream_versioning.go:85-88",
 		Older: fieldFeature(v214,
-			"2.10.27 decodes leniently (jetstream_cluster.go:7613); "+createLenient,
-			"TestFactUndecodableAssets (2.11.12 peer: held offline); 2.11.12 jetstream_cluster.go:7717, :177-190; "+createLenient,
+			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
+			"TestFactUndecodableAssets (2.11.12 peer: held offline); 2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported); "+createLenient,
 			"TestFactAPIGapsOfOldPeers/a_2.12_peer_runs_a_level-4_stream_offline; "+createStrict),
 	},
 	{
@@ -297,9 +298,9 @@ var Features = []Feature{
 		},
 		Source: "2.14.0 stream.go:411-423 (StreamSource.Consumer), :3564-3590 (RESET instead of a consumer create)",
 		Older: fieldFeature(v214,
-			"2.10.27 decodes leniently (jetstream_cluster.go:7613); "+createLenient,
-			"2.11.12 jetstream_cluster.go:7717, :177-190 (StreamSource has no consumer field); "+createLenient,
-			"TestFactDurableSourcing (2.12.15 not a peer: runs on); 2.12.15 jetstream_cluster.go:9207 (strict decode of the nested field); "+createStrict),
+			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
+			"2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported) (StreamSource has no consumer field); "+createLenient,
+			"TestFactDurableSourcing (2.12.15 not a peer: runs on); 2.12.15 jetstream_cluster.go:9205-9219 (strict stream decode: the nested field is unknown); "+createStrict),
 	},
 }
 
