@@ -146,6 +146,12 @@ const (
 // jetstream.go:568); 2.12.15 strictly by default (jetstream_api.go:1226-1247,
 // jetstream.go:570). A value the decoder rejects fails every one of them.
 const (
+	// streams210 and streams211 are where 2.10 and 2.11 decode stream
+	// assignments: leniently, and from 2.11.9 strictly, holding an asset
+	// with an unknown field offline.
+	streams210 = "2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); " + createLenient
+	streams211 = "2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported); " + createLenient
+
 	createLenient = "create: 2.10.27 jetstream_api.go:1402/:3855 (lenient), 2.11.12 jetstream_api.go:1194-1215 with jetstream.go:568 (strict mode off by default)"
 	createStrict  = "create: 2.12.15 jetstream_api.go:1226-1247 with jetstream.go:570 (strict by default)"
 )
@@ -194,7 +200,7 @@ var Features = []Feature{
 		Uses:   func(c *AssetConfig) bool { return c.SubjectDeleteMarkerTTL > 0 },
 		Source: "2.11.0 stream.go:109; jetstream_versioning.go (2.15.3 :124-127)",
 		Older: []Handling{{Below: v211, Asset: IgnoredOnline, Create: IgnoredOnline,
-			Evidence: "2.10.27 has no such field; decodes stream assignments leniently (jetstream_cluster.go:7214); " + createLenient}},
+			Evidence: "2.10.27 has no such field; " + streams210}},
 	},
 	{
 		Name: "pause", Title: "consumer pause", Kind: KindConsumer, Level: 1, Since: v211,
@@ -229,40 +235,40 @@ var Features = []Feature{
 		Uses:   func(c *AssetConfig) bool { return c.AllowMsgCounter },
 		Source: "2.12.0 stream.go:114; jetstream_versioning.go (2.15.3 :129-132)",
 		Older: fieldFeature(v212,
-			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
-			"2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported); "+createLenient),
+			streams210,
+			streams211),
 	},
 	{
 		Name: "atomic_batch", Title: "atomic batch publishing", Kind: KindStream, Level: 2, Since: v212,
 		Uses:   func(c *AssetConfig) bool { return c.AllowAtomicPublish },
 		Source: "2.12.0 stream.go:117; jetstream_versioning.go (2.15.3 :134-137)",
 		Older: fieldFeature(v212,
-			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
-			"TestFactUndecodableAssets (2.11.12 peer: held offline); 2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported); "+createLenient),
+			streams210,
+			"TestFactUndecodableAssets (2.11.12 peer: held offline); "+streams211),
 	},
 	{
 		Name: "msg_schedules", Title: "message schedules", Kind: KindStream, Level: 2, Since: v212,
 		Uses:   func(c *AssetConfig) bool { return c.AllowMsgSchedules },
 		Source: "2.12.0 stream.go:120; jetstream_versioning.go (2.15.3 :139-142)",
 		Older: fieldFeature(v212,
-			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
-			"2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported); "+createLenient),
+			streams210,
+			streams211),
 	},
 	{
 		Name: "async_persist", Title: "async persist mode", Kind: KindStream, Level: 2, Since: v212,
 		Uses:   func(c *AssetConfig) bool { return c.PersistMode == "async" },
 		Source: "2.12.0 stream.go:123, :198; jetstream_versioning.go (2.15.3 :144-147)",
 		Older: fieldFeature(v212,
-			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
-			"2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported) (no persist_mode field); "+createLenient),
+			streams210,
+			"(no persist_mode field) "+streams211),
 	},
 	{
 		Name: "fast_batch", Title: "fast batch publishing (allow_batched)", Kind: KindStream, Level: 4, Since: v214,
 		Uses:   func(c *AssetConfig) bool { return c.AllowBatchPublish },
 		Source: "2.14.0 stream.go:126; jetstream_versioning.go:85-88",
 		Older: fieldFeature(v214,
-			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
-			"TestFactUndecodableAssets (2.11.12 peer: held offline); 2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported); "+createLenient,
+			streams210,
+			"TestFactUndecodableAssets (2.11.12 peer: held offline); "+streams211,
 			"TestFactAPIGapsOfOldPeers/a_2.12_peer_runs_a_level-4_stream_offline; "+createStrict),
 	},
 	{
@@ -298,8 +304,8 @@ var Features = []Feature{
 		},
 		Source: "2.14.0 stream.go:411-423 (StreamSource.Consumer), :3564-3590 (RESET instead of a consumer create)",
 		Older: fieldFeature(v214,
-			"2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); "+createLenient,
-			"2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported) (StreamSource has no consumer field); "+createLenient,
+			streams210,
+			"(StreamSource has no consumer field) "+streams211,
 			"TestFactDurableSourcing (2.12.15 not a peer: runs on); 2.12.15 jetstream_cluster.go:9205-9219 (strict stream decode: the nested field is unknown); "+createStrict),
 	},
 }

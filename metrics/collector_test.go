@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
@@ -98,13 +99,7 @@ func TestCollectorExposition(t *testing.T) {
 	if err := testutil.CollectAndCompare(c, strings.NewReader(mixedExposition)); err != nil {
 		t.Fatal(err)
 	}
-	problems, err := testutil.CollectAndLint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
+	lint(t, c)
 }
 
 func TestCollectorCapsAssetSeries(t *testing.T) {
@@ -191,6 +186,12 @@ nats_version_auditor_sourcing_reset{account="APP",consumer="dur2",server_name="n
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nats_version_auditor_asset_crashes_server", "nats_version_auditor_sourcing_reset"); err != nil {
 		t.Fatal(err)
 	}
+	lint(t, c)
+}
+
+// lint fails the test on every problem testutil.CollectAndLint finds.
+func lint(t *testing.T, c prometheus.Collector) {
+	t.Helper()
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil {
 		t.Fatal(err)
