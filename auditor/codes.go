@@ -62,7 +62,7 @@ var Codes = []CodeInfo{
 	{Code: MetaLeaderBelowFloor, Severity: Warning,
 		Description: "the JetStream meta leader is below the floor"},
 	{Code: AssetAPILevelUnsupported, Severity: Critical,
-		Description: "a stream's or consumer's _nats.req.level is above the API level of a server in its peer set"},
+		Description: "a stream's or consumer's required API level (its _nats.req.level, or durable sourcing, which that does not record) is above the API level of a server in its peer set"},
 	{Code: AssetCrashesServer, Severity: Critical, owner: ownedByCrashingServer,
 		Description: "whatever the floor: a server of an asset's JetStream domain cannot decode its config and panics at its next meta snapshot, peer or not"},
 	{Code: SourcingResetUnanswered, Severity: Critical,

@@ -290,7 +290,7 @@ var Features = []Feature{
 		// sources. The server does not raise _nats.req.level for it
 		// (2.14.0 jetstream_versioning.go:46-90), although the mirror
 		// requires a level-4 origin (stream.go:3596-3597).
-		Name: "durable_sourcing", Title: "durable sourcing (mirror or source on a durable consumer)", Kind: KindStream, Level: 4, Since: v214,
+		Name: "durable_sourcing", Title: "durable sourcing", Kind: KindStream, Level: 4, Since: v214,
 		Uses: func(c *AssetConfig) bool {
 			if c.Mirror != nil && c.Mirror.Consumer != nil {
 				return true

@@ -161,7 +161,8 @@ func TestSourcingReset(t *testing.T) {
 			snap: Snapshot{Servers: servers,
 				Streams:   []Asset{mirrorOf("MIRROR", "n3", "ORIGIN", "dur", "n3")},
 				Consumers: []Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3")}},
-			want: nil,
+			// It holds the mirror offline (TestDurableSourcingNeedsLevel4).
+			want: []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/MIRROR/)"},
 		},
 		{
 			name: "all peers at 2.14: nothing",
@@ -268,5 +269,24 @@ func TestHazardOwners(t *testing.T) {
 	want := []string{"ASSET_CRASHES_SERVER n3 owned by n3", "ASSET_CRASHES_SERVER n9 owned by n1", "SOURCING_RESET_CRASHES_FOLLOWER n3 owned by n2"}
 	if !slices.Equal(got, want) {
 		t.Errorf("owners %q, want %q", got, want)
+	}
+}
+
+// TestDurableSourcingNeedsLevel4: a mirror's _nats.req.level does not count
+// durable sourcing, yet a 2.12 peer holds the mirror offline and a 2.10
+// peer runs it as a plain mirror.
+func TestDurableSourcingNeedsLevel4(t *testing.T) {
+	snap := Snapshot{Servers: oldServers(), Streams: []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n3", "n5")}}
+	_, got := hazardFindings(t, snap)
+	want := []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/MIRROR/)", "ASSET_API_LEVEL_UNSUPPORTED(n5,,APP/MIRROR/)"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("findings %q, want %q", got, want)
+	}
+	r := Evaluate(&snap, Policy{Floor: DefaultFloor})
+	for _, f := range withCodeOf(r.Findings, AssetAPILevelUnsupported) {
+		t.Log(f.Message)
+		if f.RequiredLevel != 4 || !strings.Contains(f.Message, "durable sourcing") || !strings.Contains(f.Message, "which its _nats.req.level does not record") {
+			t.Errorf("finding %+v", f)
+		}
 	}
 }

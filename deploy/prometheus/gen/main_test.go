@@ -145,7 +145,7 @@ func TestRunbookCodes(t *testing.T) {
 	start := "<!-- codes of Crit: generated -->\n"
 	got, err := runbookCodes([]byte("# R\n\n"+start+"- stale\n"+codesEnd+"after\n"), rules)
 	want := "# R\n\n" + start +
-		"- `ASSET_API_LEVEL_UNSUPPORTED` (CRITICAL): a stream's or consumer's _nats.req.level is above the API level of a server in its peer set.\n" +
+		"- `ASSET_API_LEVEL_UNSUPPORTED` (CRITICAL): a stream's or consumer's required API level (its _nats.req.level, or durable sourcing, which that does not record) is above the API level of a server in its peer set.\n" +
 		codesEnd + "after\n"
 	if err != nil || string(got) != want {
 		t.Errorf("runbookCodes: %v\n%s\nwant\n%s", err, got, want)
