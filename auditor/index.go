@@ -164,13 +164,14 @@ func (x *Index) Consumer(k ConsumerKey) (ConsumerView, bool) {
 		v.Reason = fmt.Sprintf("%s sends it RESET by itself (durable sourcing); %s", sourcerNames(ss), v.Reason)
 		switch v.Reset {
 		case ResetUnanswered:
-			v.Reason += ": the " + ss[0].Kind() + " stalls, with no error"
+			v.Reason += "; the " + ss[0].Kind() + " stalls, with no error"
 		case ResetCrashesFollower:
-			v.Reason += ": a crash loop"
+			v.Reason += "; a crash loop"
 		}
 	}
 	for _, c := range DecodeCrashes(a, x.snap.Servers, x.snap.LastSeen) {
 		v.Crashes = append(v.Crashes, Crash{Server: c.Server.Name, Version: c.Server.Version, Feature: c.Feature.Name, Answered: !c.Missing})
+		v.Reason += fmt.Sprintf("; server %s (%s) cannot decode this consumer's %s and crashes on it, peer or not", c.Server.Name, c.Server.Version, c.Feature.Title)
 	}
 	return v, true
 }
