@@ -13,10 +13,19 @@ const (
 	StreamLeaderBelowFloor    Code = "STREAM_LEADER_BELOW_FLOOR"
 	MetaLeaderBelowFloor      Code = "META_LEADER_BELOW_FLOOR"
 	AssetAPILevelUnsupported  Code = "ASSET_API_LEVEL_UNSUPPORTED"
-	LeafnodeUnaudited         Code = "LEAFNODE_UNAUDITED"
-	ServerMissing             Code = "SERVER_MISSING"
-	VersionUnparseable        Code = "VERSION_UNPARSEABLE"
-	AuditIncomplete           Code = "AUDIT_INCOMPLETE"
+	// AssetCrashesServer: a server of the asset's JetStream domain cannot
+	// decode its config and crashes on it, whether it hosts it or not.
+	AssetCrashesServer Code = "ASSET_CRASHES_SERVER"
+	// SourcingResetUnanswered: a mirror or source sends RESET by itself to
+	// an origin consumer whose leader does not answer it: it stalls.
+	SourcingResetUnanswered Code = "SOURCING_RESET_UNANSWERED"
+	// SourcingResetCrashesFollower: a mirror or source sends RESET by
+	// itself to an origin consumer with a follower that crashes on it.
+	SourcingResetCrashesFollower Code = "SOURCING_RESET_CRASHES_FOLLOWER"
+	LeafnodeUnaudited            Code = "LEAFNODE_UNAUDITED"
+	ServerMissing                Code = "SERVER_MISSING"
+	VersionUnparseable           Code = "VERSION_UNPARSEABLE"
+	AuditIncomplete              Code = "AUDIT_INCOMPLETE"
 )
 
 // CodeInfo registers a finding code: all there is to know of it but the
@@ -53,7 +62,13 @@ var Codes = []CodeInfo{
 	{Code: MetaLeaderBelowFloor, Severity: Warning,
 		Description: "the JetStream meta leader is below the floor"},
 	{Code: AssetAPILevelUnsupported, Severity: Critical,
-		Description: "a stream's or consumer's _nats.req.level is above the API level of a server in its peer set"},
+		Description: "a stream's or consumer's required API level (its _nats.req.level, or durable sourcing, which that does not record) is above the API level of a server in its peer set"},
+	{Code: AssetCrashesServer, Severity: Critical, owner: ownedByCrashingServer,
+		Description: "whatever the floor: a server of an asset's JetStream domain cannot decode its config and panics at its next meta snapshot, peer or not"},
+	{Code: SourcingResetUnanswered, Severity: Critical,
+		Description: "whatever the floor: a mirror or source RESETs its origin consumer by itself (durable sourcing) and that consumer's leader is before 2.14.0: the mirror stalls, with no error"},
+	{Code: SourcingResetCrashesFollower, Severity: Critical, owner: ownedByLeader,
+		Description: "whatever the floor: a mirror or source RESETs its origin consumer by itself (durable sourcing) and a follower before 2.14.0 crashes on the replicated reset, again on every restart"},
 	{Code: LeafnodeUnaudited, Severity: Warning,
 		Description: "a leafnode peer never answered the audit: it does not share the system account, or it is not answering"},
 	{Code: ServerMissing, Severity: Unknown, owner: ownedByAnyAnswered,

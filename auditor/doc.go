@@ -25,6 +25,10 @@
 //     Report it returns; scope.go: a report narrowed to one server.
 //   - reset.go: what $JS.API.CONSUMER.RESET does to a consumer; index.go:
 //     the consumer index that answers it per consumer.
+//   - features.go: the table of what each older server version does with
+//     an asset using each newer feature; hazards.go: the crashes and stalls
+//     no application asks for (an asset a server cannot decode, the RESETs
+//     durable sourcing sends).
 //   - heartbeats.go: what the servers' $SYS events say changed since the
 //     last audit; schedule.go and memory.go: when audits run and what
 //     earlier ones saw.

@@ -40,6 +40,12 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 		e.byName[r.Servers[i].Name] = &r.Servers[i]
 	}
 
+	e.seen = make(map[string]Server, len(snap.Servers))
+	for _, s := range snap.Servers {
+		e.seen[s.Name] = s
+	}
+	e.sourcers = Sourcers(snap)
+
 	e.servers(r.Servers)
 	r.Clusters = e.clusters(r.Servers)
 	r.ServersExpected = len(snap.Servers) + e.missing(snap)
@@ -52,6 +58,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	for _, a := range snap.Consumers {
 		e.asset(a)
 	}
+	e.hazards(snap)
 	e.leafnodes(snap.Leafnodes)
 	for _, pr := range snap.Problems {
 		e.add(Finding{Code: AuditIncomplete, Server: pr.Server,
@@ -76,6 +83,10 @@ type evaluation struct {
 	p        Policy
 	byName   map[string]*ServerReport
 	findings []Finding
+	// seen are the servers that answered, by name; sourcers the origin
+	// consumers that mirrors and sources RESET by themselves.
+	seen     map[string]Server
+	sourcers map[ConsumerKey][]Sourcer
 }
 
 func (e *evaluation) floor() string { return Display(e.p.Floor) }
@@ -228,25 +239,39 @@ func (e *evaluation) consumerFollower(a Asset, base Finding, leader, s *ServerRe
 
 // apiLevel judges whether peer s supports the asset's required API level.
 func (e *evaluation) apiLevel(a Asset, base Finding, s *ServerReport) {
+	// The level the asset needs: its _nats.req.level, or that of a feature
+	// it uses which the level does not record (durable sourcing, 2.14.0
+	// jetstream_versioning.go:46-90).
+	required, unrecorded := a.RequiredLevel, ""
+	if required != LevelUnreadable {
+		for _, ft := range a.Features.Features() {
+			if ft.Level > required {
+				required, unrecorded = ft.Level, ft.Title
+			}
+		}
+	}
 	// A 2.10 server knows no API levels and no level metadata: an
 	// unreadable level means nothing to it.
-	if a.RequiredLevel <= s.APILevel || (a.RequiredLevel == LevelUnreadable && s.APILevel <= 0) {
+	if required <= s.APILevel || (required == LevelUnreadable && s.APILevel <= 0) {
 		return
 	}
 	name := a.name()
+	if unrecorded != "" {
+		name += " (" + unrecorded + ", which its _nats.req.level does not record)"
+	}
 	level := s.APILevel
 	f := base
 	f.Code, f.Server, f.Cluster, f.Version = AssetAPILevelUnsupported, s.Name, s.Cluster, s.Version
-	f.RequiredLevel, f.ServerLevel = a.RequiredLevel, &level
+	f.RequiredLevel, f.ServerLevel = required, &level
 	f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: it holds the %s offline",
-		a.Kind, name, a.RequiredLevel, s.Name, level, a.Kind)
+		a.Kind, name, required, s.Name, level, a.Kind)
 	switch {
-	case a.RequiredLevel == LevelUnreadable:
+	case required == LevelUnreadable:
 		f.Message = fmt.Sprintf("%s %s has a _nats.req.level that is not a number: peer %s, like every server from 2.11 on, holds the %s offline",
 			a.Kind, name, s.Name, a.Kind)
 	case level == 0:
 		f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s runs %s, from before API levels: it runs the %s online, ignoring what it does not know, and its copy diverges",
-			a.Kind, name, a.RequiredLevel, s.Name, s.Version, a.Kind)
+			a.Kind, name, required, s.Name, s.Version, a.Kind)
 	}
 	e.add(f)
 }

@@ -34,6 +34,7 @@ func (e *evaluation) missing(snap *Snapshot) int {
 			level := last.APILevel
 			f.Cluster, f.Version, f.ServerLevel = last.Cluster, last.Version, &level
 			f.Message += fmt.Sprintf("; last seen running %s (JetStream API level %d)", last.Version, last.APILevel)
+			f.Message += missingAfterReset(name, last, snap, e.sourcers, e.seen)
 		}
 		e.add(f)
 	}

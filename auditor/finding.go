@@ -66,8 +66,9 @@ type Finding struct {
 	Version  string   `json:"version,omitempty"`
 	Versions []string `json:"versions,omitempty"`
 	// Peer is the other server of a finding about two: for
-	// CONSUMER_REPLICA_BELOW_FLOOR the consumer's leader (Server is the
-	// follower; Peer is empty while the consumer has no leader), for
+	// CONSUMER_REPLICA_BELOW_FLOOR and SOURCING_RESET_CRASHES_FOLLOWER the
+	// consumer's leader (Server is the follower; Peer is empty while the
+	// consumer has no leader), for
 	// LEAFNODE_UNAUDITED the far end of the leafnode link (Server is the
 	// server whose LEAFZ listed it). Other codes leave it empty.
 	Peer          string `json:"peer,omitempty"`
@@ -77,6 +78,12 @@ type Finding struct {
 	Consumer      string `json:"consumer,omitempty"`
 	RequiredLevel int    `json:"required_level,omitempty"`
 	ServerLevel   *int   `json:"server_level,omitempty"`
+	// Feature names the feature (see Features) an ASSET_CRASHES_SERVER
+	// server cannot decode.
+	Feature string `json:"feature,omitempty"`
+	// Sourcers are the mirrors and sources ("ACCOUNT > STREAM") that send
+	// the consumer of a SOURCING_RESET_* finding RESET by themselves.
+	Sourcers []string `json:"sourcers,omitempty"`
 	// Count is how many servers a SERVER_MISSING finding stands for when it
 	// cannot name them one by one.
 	Count int `json:"count,omitempty"`

@@ -25,6 +25,23 @@ type ConsumerView struct {
 	Peers  []Peer
 	Reset  ResetVerdict
 	Reason string
+	// ResetBy names the mirrors and sources ("mirror ACCOUNT > STREAM")
+	// that send the consumer RESET by themselves (durable sourcing): Reset
+	// is what their RESETs do, whether an application sends one or not.
+	ResetBy []string
+	// Crashes are the servers of the consumer's domain that cannot decode
+	// its config and crash on it, peers or not.
+	Crashes []Crash
+}
+
+// Crash is a server that crashes on an asset it cannot decode.
+type Crash struct {
+	Server  string `json:"server"`
+	Version string `json:"version"`
+	// Feature names the feature (see Features) it cannot decode.
+	Feature string `json:"feature"`
+	// Answered is false for a server only an earlier audit saw.
+	Answered bool `json:"answered"`
 }
 
 type nameKey struct {
@@ -50,6 +67,7 @@ type Index struct {
 	problems map[string]bool
 	global   bool
 	snap     *Snapshot
+	sourcers map[ConsumerKey][]Sourcer
 }
 
 // NewIndex indexes the consumers and servers of snap. It reads only the
@@ -63,6 +81,7 @@ func NewIndex(snap *Snapshot) *Index {
 		problems: map[string]bool{},
 		snap:     snap,
 		accounts: map[string]bool{},
+		sourcers: Sourcers(snap),
 	}
 	for i := range snap.Servers {
 		x.servers[snap.Servers[i].Name] = &snap.Servers[i]
@@ -181,6 +200,22 @@ func (x *Index) Consumer(k ConsumerKey) (ConsumerView, bool) {
 	v.Reset, v.Reason = JudgeReset(a.Leader, v.Peers, x.global)
 	if v.Reset != ResetUnknown && a.Replicas > len(names) {
 		v.Reset, v.Reason = ResetUnknown, fmt.Sprintf("the consumer has %d replicas but the audit saw only %d peers", a.Replicas, len(names))
+	}
+	if ss := x.sourcers[k]; len(ss) > 0 {
+		for _, s := range ss {
+			v.ResetBy = append(v.ResetBy, s.Kind()+" "+s.Name())
+		}
+		v.Reason = fmt.Sprintf("%s sends it RESET by itself (durable sourcing); %s", sourcerNames(ss), v.Reason)
+		switch v.Reset {
+		case ResetUnanswered:
+			v.Reason += "; the " + ss[0].Kind() + " stalls, with no error"
+		case ResetCrashesFollower:
+			v.Reason += "; a crash loop"
+		}
+	}
+	for _, c := range DecodeCrashes(a, x.snap.Servers, x.snap.LastSeen) {
+		v.Crashes = append(v.Crashes, Crash{Server: c.Server.Name, Version: c.Server.Version, Feature: c.Feature.Name, Answered: !c.Missing})
+		v.Reason += fmt.Sprintf("; server %s (%s) cannot decode this consumer's %s and crashes on it, peer or not", c.Server.Name, c.Server.Version, c.Feature.Title)
 	}
 	return v, true
 }

@@ -61,12 +61,21 @@ type jszConsumer struct {
 	Config  *jszConfig   `json:"config,omitempty"`
 }
 
-// jszConfig is what the audit reads of a StreamConfig or ConsumerConfig.
+// jszConfig is what the audit reads of a StreamConfig or ConsumerConfig:
+// replicas, the required level and what Features detect.
 type jszConfig struct {
 	Replicas int `json:"num_replicas"`
 	Metadata struct {
 		RequiredLevel string `json:"_nats.req.level"`
 	} `json:"metadata"`
+	AssetConfig
+}
+
+func (c *jszConfig) features(kind AssetKind) FeatureSet {
+	if c == nil {
+		return 0
+	}
+	return DetectFeatures(kind, &c.AssetConfig)
 }
 
 // requiredLevel is the config's _nats.req.level. Missing is 0; one that is

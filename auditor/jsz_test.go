@@ -121,6 +121,15 @@ func testJSZProjectionMatchesServerTypes(t *testing.T, mode natstest.Mode) {
 		if a.RequiredLevel > 0 || w.level == "0" {
 			level = itoa(a.RequiredLevel)
 		}
+		// The features the projection detects account for the level the
+		// server itself recorded (jetstream_versioning.go).
+		featureLevel := 0
+		for _, f := range a.Features.Features() {
+			featureLevel = max(featureLevel, f.Level)
+		}
+		if featureLevel != a.RequiredLevel {
+			t.Errorf("%s: features %v need level %d, the server recorded %d", name, a.Features.Names(), featureLevel, a.RequiredLevel)
+		}
 		if a.Leader != w.leader || !slices.Equal(a.Peers, w.peers) || a.Replicas != w.replicas || level != w.level || a.AccountName != w.accountName {
 			t.Errorf("%s: audit read leader %q peers %v R%d level %q account name %q; server types read leader %q peers %v R%d level %q account name %q",
 				name, a.Leader, a.Peers, a.Replicas, level, a.AccountName, w.leader, w.peers, w.replicas, w.level, w.accountName)

@@ -55,10 +55,13 @@ func (m *merger) add(reporter, domain string, js *jszData) []string {
 			sd := &acc.Streams[i]
 			sa := m.stream(streamKey{domain, acc.id(), sd.Name}, acc.name())
 			sa.stream.merge(reporter, sd.Cluster, sd.Config.replicas(), sd.Config.requiredLevel())
+			sa.stream.addConfig(KindStream, sd.Config)
 			addNames(named, sd.Cluster)
 			for j := range sd.Consumers {
 				ci := &sd.Consumers[j]
-				m.consumer(sa, ci.Name).merge(reporter, ci.Cluster, ci.Config.replicas(), ci.Config.requiredLevel())
+				c := m.consumer(sa, ci.Name)
+				c.merge(reporter, ci.Cluster, ci.Config.replicas(), ci.Config.requiredLevel())
+				c.addConfig(KindConsumer, ci.Config)
 				addNames(named, ci.Cluster)
 			}
 		}
@@ -197,4 +200,16 @@ func flatten(order []*mergedAsset) []Asset {
 		out[i] = a.Asset
 	}
 	return out
+}
+
+// addConfig records what one reporter's copy of the asset's config uses.
+// Every copy is the same config; a union loses nothing if one lags.
+func (a *mergedAsset) addConfig(kind AssetKind, c *jszConfig) {
+	if c == nil {
+		return
+	}
+	a.Features |= c.features(kind)
+	if kind == KindStream && a.DurableSources == nil && a.Features.Has("durable_sourcing") {
+		a.DurableSources = durableSources(&c.AssetConfig)
+	}
 }

@@ -114,3 +114,15 @@ func (r *Report) ForServer(name string) *Report {
 	}
 	return &out
 }
+
+// ownedByCrashingServer: a server that crashes on an asset owns the finding
+// while it answers; once it is missing, its sidecar is down with it, and
+// the first-named server that answered owns it.
+func ownedByCrashingServer(r *Report, f Finding) string {
+	for _, s := range r.Servers {
+		if s.Name == f.Server {
+			return f.Server
+		}
+	}
+	return ownedByAnyAnswered(r, f)
+}

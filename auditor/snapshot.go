@@ -92,6 +92,23 @@ type Asset struct {
 	// API level that can run the asset (LevelUnreadable when it is not a
 	// number).
 	RequiredLevel int
+	// Features are the features its config uses (see Features), as any
+	// reporting server's copy of the config shows them.
+	Features FeatureSet
+	// DurableSources are the durable consumers of other streams a stream
+	// mirrors or sources through (durable sourcing, 2.14): a 2.14 server
+	// leading the stream sends $JS.API.CONSUMER.RESET to each by itself.
+	DurableSources []DurableSource
+}
+
+// DurableSource is an origin consumer a mirror or source reads through.
+type DurableSource struct {
+	Stream   string
+	Consumer string
+	// APIPrefix is the origin's JetStream API prefix when it is in another
+	// account or domain ("$JS.hub.API"); empty for the stream's own.
+	APIPrefix string
+	Mirror    bool
 }
 
 // LevelUnreadable is the RequiredLevel of an asset whose _nats.req.level is

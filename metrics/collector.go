@@ -42,6 +42,10 @@ var (
 		"account", "account_name", "stream", "consumer", "server_name")
 	replicaBelowDesc = desc("consumer_replica_below_floor", "1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates."+accountHelp,
 		"account", "account_name", "stream", "consumer", "server_name")
+	crashDesc = desc("asset_crashes_server", "1 for a stream or consumer (consumer empty for a stream) that a server (server_name) of its JetStream domain cannot decode: that server panics at its next meta snapshot, whether it hosts the asset or not."+accountHelp,
+		"account", "account_name", "stream", "consumer", "server_name")
+	sourcingDesc = desc("sourcing_reset", "1 for an origin consumer that a mirror or source RESETs by itself (durable sourcing): verdict unanswered, its leader (server_name) is before 2.14.0 and the mirror stalls; crashes_follower, its follower (server_name) is before 2.14.0 and crashes on the replicated reset, again on every restart."+accountHelp,
+		"account", "account_name", "stream", "consumer", "server_name", "verdict")
 	leafDesc    = desc("leafnode_unaudited", "1 for a leafnode link whose peer was not audited: it does not share the system account, or it is not answering.", "server_name", "peer", "account")
 	droppedDesc = desc("asset_series_dropped", "Per-consumer series left out of this scrape by --metrics.max-asset-series.")
 )
@@ -67,7 +71,7 @@ func NewCollector(latest func() auditor.Result, maxAssetSeries int) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upDesc, lastSuccessDesc, lastAuditDesc, durationDesc, auditsDesc, floorDesc,
 		statusDesc, findingsDesc, serverInfoDesc, serverBelowDesc, serverMissingDesc, clusterVerDesc, consumerLedDesc,
-		streamLedDesc, leaderBelowDesc, replicaBelowDesc, leafDesc, droppedDesc} {
+		streamLedDesc, leaderBelowDesc, replicaBelowDesc, crashDesc, sourcingDesc, leafDesc, droppedDesc} {
 		ch <- d
 	}
 }
@@ -148,17 +152,25 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			missing[f.Server] += f.Count
 		case auditor.LeafnodeUnaudited:
 			gauge(ch, leafDesc, 1, f.Server, f.Peer, f.Account)
-		case auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor:
+		case auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor, auditor.AssetCrashesServer,
+			auditor.SourcingResetUnanswered, auditor.SourcingResetCrashesFollower:
 			if assetSeries >= c.maxAssetSeries {
 				dropped++
 				continue
 			}
 			assetSeries++
-			d := leaderBelowDesc
-			if f.Code == auditor.ConsumerReplicaBelowFloor {
-				d = replicaBelowDesc
+			switch f.Code {
+			case auditor.ConsumerLeaderBelowFloor:
+				gauge(ch, leaderBelowDesc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server)
+			case auditor.ConsumerReplicaBelowFloor:
+				gauge(ch, replicaBelowDesc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server)
+			case auditor.AssetCrashesServer:
+				gauge(ch, crashDesc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server)
+			case auditor.SourcingResetUnanswered:
+				gauge(ch, sourcingDesc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server, string(auditor.ResetUnanswered))
+			case auditor.SourcingResetCrashesFollower:
+				gauge(ch, sourcingDesc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server, string(auditor.ResetCrashesFollower))
 			}
-			gauge(ch, d, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server)
 		}
 	}
 	for name, n := range missing {

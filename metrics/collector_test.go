@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
@@ -98,13 +99,7 @@ func TestCollectorExposition(t *testing.T) {
 	if err := testutil.CollectAndCompare(c, strings.NewReader(mixedExposition)); err != nil {
 		t.Fatal(err)
 	}
-	problems, err := testutil.CollectAndLint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
+	lint(t, c)
 }
 
 func TestCollectorCapsAssetSeries(t *testing.T) {
@@ -169,5 +164,39 @@ func TestCollectorFloorFollowsTheReport(t *testing.T) {
 		if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nats_version_auditor_floor_info"); err != nil {
 			t.Errorf("floor %q: %v", floor, err)
 		}
+	}
+}
+
+func TestCollectorCrashesAndSourcing(t *testing.T) {
+	r := &auditor.Report{Snapshot: &auditor.Snapshot{}, Findings: []auditor.Finding{
+		{Code: auditor.AssetCrashesServer, Account: "APP", Stream: "FC", Consumer: "c", Server: "n3"},
+		{Code: auditor.SourcingResetUnanswered, Account: "APP", Stream: "ORIGIN", Consumer: "dur", Server: "n3"},
+		{Code: auditor.SourcingResetCrashesFollower, Account: "APP", Stream: "ORIGIN", Consumer: "dur2", Server: "n4", Peer: "n1"},
+	}}
+	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
+	want := `
+# HELP nats_version_auditor_asset_crashes_server 1 for a stream or consumer (consumer empty for a stream) that a server (server_name) of its JetStream domain cannot decode: that server panics at its next meta snapshot, whether it hosts the asset or not. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
+# TYPE nats_version_auditor_asset_crashes_server gauge
+nats_version_auditor_asset_crashes_server{account="APP",account_name="",consumer="c",server_name="n3",stream="FC"} 1
+# HELP nats_version_auditor_sourcing_reset 1 for an origin consumer that a mirror or source RESETs by itself (durable sourcing): verdict unanswered, its leader (server_name) is before 2.14.0 and the mirror stalls; crashes_follower, its follower (server_name) is before 2.14.0 and crashes on the replicated reset, again on every restart. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
+# TYPE nats_version_auditor_sourcing_reset gauge
+nats_version_auditor_sourcing_reset{account="APP",account_name="",consumer="dur",server_name="n3",stream="ORIGIN",verdict="unanswered"} 1
+nats_version_auditor_sourcing_reset{account="APP",account_name="",consumer="dur2",server_name="n4",stream="ORIGIN",verdict="crashes_follower"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nats_version_auditor_asset_crashes_server", "nats_version_auditor_sourcing_reset"); err != nil {
+		t.Fatal(err)
+	}
+	lint(t, c)
+}
+
+// lint fails the test on every problem testutil.CollectAndLint finds.
+func lint(t *testing.T, c prometheus.Collector) {
+	t.Helper()
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 }

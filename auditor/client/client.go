@@ -136,7 +136,25 @@ type Consumer struct {
 	Replicas      int     `json:"replicas"`
 	RequiredLevel int     `json:"required_level"`
 	Peers         []Peer  `json:"peers"`
-	Audit         Audit   `json:"audit"`
+	// ResetBy names the mirrors and sources ("mirror ACCOUNT > STREAM")
+	// that send the consumer RESET by themselves (durable sourcing, 2.14):
+	// Reset is what their RESETs do, whether the application sends one or
+	// not.
+	ResetBy []string `json:"reset_by,omitempty"`
+	// Crashes are the servers that cannot decode the consumer's config and
+	// crash on it, whether they host it or not.
+	Crashes []Crash `json:"crashes,omitempty"`
+	Audit   Audit   `json:"audit"`
+}
+
+// Crash is a server that crashes on a consumer it cannot decode.
+type Crash struct {
+	Server  string `json:"server"`
+	Version string `json:"version"`
+	// Feature names the feature it cannot decode ("ack_flow_control").
+	Feature string `json:"feature"`
+	// Answered is false for a server only an earlier audit saw.
+	Answered bool `json:"answered"`
 }
 
 // ConsumerReset asks whether RESET is safe for the consumer. See the package

@@ -67,7 +67,11 @@ type consumerOutput struct {
 	Replicas      int                  `json:"replicas"`
 	RequiredLevel int                  `json:"required_level"`
 	Peers         []auditor.Peer       `json:"peers"`
-	Audit         apiAudit             `json:"audit"`
+	// ResetBy are the mirrors and sources that RESET it by themselves.
+	ResetBy []string `json:"reset_by,omitempty"`
+	// Crashes are the servers that cannot decode it and crash on it.
+	Crashes []auditor.Crash `json:"crashes,omitempty"`
+	Audit   apiAudit        `json:"audit"`
 }
 
 // apiError is the body of every answer but 200.
@@ -161,7 +165,7 @@ func (a *api) consumer(w http.ResponseWriter, r *http.Request) {
 	}
 	a.write(w, http.StatusOK, consumerOutput{Domain: v.Domain, Account: v.Account, AccountName: v.AccountName, Stream: v.Stream, Consumer: v.Consumer,
 		Reset: v.Reset, Reason: v.Reason, Leader: v.Leader, Replicas: v.Replicas, RequiredLevel: v.RequiredLevel,
-		Peers: nonNil(v.Peers), Audit: info})
+		Peers: nonNil(v.Peers), ResetBy: v.ResetBy, Crashes: v.Crashes, Audit: info})
 }
 
 // maxAgeOf reads ?max_age=; bounded is false without one.

@@ -271,6 +271,19 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 			!strings.Contains(missing[0].Message, "last seen running 2.12.15") {
 			t.Errorf("SERVER_MISSING n3 %+v", missing)
 		}
+		// A follower of a consumer whose leader answers RESET: the words say
+		// it crashes again on restart, before it is restarted.
+		if len(missing) == 1 && !strings.Contains(missing[0].Message, "if it crashed on a replicated RESET, it crashes again on every restart until it is upgraded") {
+			t.Errorf("SERVER_MISSING n3 says nothing of the restart: %q", missing[0].Message)
+		}
+		// And it does: its leader catches it up with the reset entry again.
+		sys.Relaunch("n3")
+		if err := sys.WaitExit("n3", 60*time.Second); err != nil {
+			t.Fatalf("the crashed 2.12 follower survived its restart: %v", err)
+		}
+		if n := strings.Count(sys.Log("n3"), "Unknown group entry op type: 18"); n != 2 {
+			t.Fatalf("n3 exited again with %d reset-op panics logged in all, want 2:\n%s", n, sys.LogTail("n3", 20))
+		}
 	})
 }
 

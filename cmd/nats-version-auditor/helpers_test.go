@@ -700,3 +700,79 @@ func openStatic(t *testing.T, bin string) *elf.File {
 	}
 	return f
 }
+
+// createAsync sends a JetStream create request and logs the replies that
+// come within a second, but does not judge them: which server answers first
+// is a race (an old server that cannot decode the request answers "invalid
+// JSON" although the meta leader creates the asset), so the test looks at
+// the servers instead.
+func createAsync(t *testing.T, nc *nats.Conn, subject string, body any) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := natstest.Gather(nc, subject, b, 8, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if strings.Contains(string(m.Data), `"error"`) {
+			t.Logf("%s answered: %s", subject, m.Data)
+		}
+	}
+}
+
+// logLines returns the lines of the server's log holding every one of words.
+func logLines(sys *natstest.System, name string, words ...string) []string {
+	var out []string
+	for line := range strings.SplitSeq(sys.Log(name), "\n") {
+		ok := true
+		for _, w := range words {
+			ok = ok && strings.Contains(line, w)
+		}
+		if ok {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// assetsOn returns, per server, the APP consumers ("STREAM/consumer")
+// its JSZ lists, and the APP streams.
+func assetsOn(sysConn *nats.Conn, servers int) (map[string]map[string]bool, error) {
+	jsz, err := natstest.JSZ(sysConn, server.JSzOptions{Accounts: true, Streams: true, Consumer: true}, servers, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]bool{}
+	for name, resp := range jsz {
+		out[name] = map[string]bool{}
+		for _, acc := range resp.Data.AccountDetails {
+			if acc.Name != "APP" {
+				continue
+			}
+			for _, sd := range acc.Streams {
+				out[name][sd.Name] = true
+				for _, ci := range sd.Consumer {
+					out[name][sd.Name+"/"+ci.Name] = true
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// roundS rounds a duration to the second for the logs.
+func roundS(d time.Duration) string { return d.Round(time.Second).String() }
+
+// report fetches /api/v1/report from an audit started after the request.
+func (d *daemon) report(t *testing.T) reportAPIOutput {
+	t.Helper()
+	code, body := d.get(t, "/api/v1/report?max_age=0s")
+	var rep reportAPIOutput
+	if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK {
+		t.Fatalf("/api/v1/report: %d %v\n%.300s", code, err, body)
+	}
+	return rep
+}

@@ -16,16 +16,19 @@ import (
 // The server versions the tests run side by side. Old is below the default
 // floor, Floor is the first release at it, New is above it. NoLevels is the
 // last release line before JetStream API levels (2.11): it reports none and
-// runs assets it does not fully understand online.
+// runs assets it does not fully understand online. FirstLevels is the last
+// release of the first line with API levels (level 1): unlike Old, its
+// decoder logs an assignment it cannot read and runs on.
 const (
-	NoLevels = "v2.10.27"
-	Old      = "v2.12.15"
-	Floor    = "v2.14.0"
-	New      = "v2.15.3"
+	NoLevels    = "v2.10.27"
+	FirstLevels = "v2.11.12"
+	Old         = "v2.12.15"
+	Floor       = "v2.14.0"
+	New         = "v2.15.3"
 )
 
 // Versions lists every version the harness builds.
-var Versions = []string{NoLevels, Old, Floor, New}
+var Versions = []string{NoLevels, FirstLevels, Old, Floor, New}
 
 // CacheDir is where built nats-server binaries are kept: $NATS_SERVER_CACHE,
 // else .cache/nats-server at the module root (git-ignored).

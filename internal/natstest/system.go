@@ -512,6 +512,15 @@ func (sys *System) Restart(name, version string) {
 	sys.WaitReady(name)
 }
 
+// Relaunch starts the named server's process again, on the same ports and
+// store, without waiting for it to be ready: a server that crashes during
+// its recovery never is.
+func (sys *System) Relaunch(name string) {
+	sys.t.Helper()
+	sys.Kill(name)
+	sys.launch(sys.Server(name))
+}
+
 // WaitExit waits up to timeout for the named server's process to end on its own.
 func (sys *System) WaitExit(name string, timeout time.Duration) error {
 	select {

@@ -140,12 +140,12 @@ func TestIndentAndStrip(t *testing.T) {
 // runbook section, and a list without its alert, or an alert without its list, is an error.
 func TestRunbookCodes(t *testing.T) {
 	rules := []byte("groups:\n- name: g\n  rules:\n" +
-		"  - alert: Crit\n    expr: sum(nats_version_auditor_findings{severity=\"CRITICAL\", code!~\"SERVER_BELOW_FLOOR|CONSUMER_.*\"}) > 0\n" +
+		"  - alert: Crit\n    expr: sum(nats_version_auditor_findings{severity=\"CRITICAL\", code!~\"SERVER_BELOW_FLOOR|CONSUMER_.*|ASSET_CRASHES_SERVER|SOURCING_.*\"}) > 0\n" +
 		"  - alert: Other\n    expr: up == 0\n")
 	start := "<!-- codes of Crit: generated -->\n"
 	got, err := runbookCodes([]byte("# R\n\n"+start+"- stale\n"+codesEnd+"after\n"), rules)
 	want := "# R\n\n" + start +
-		"- `ASSET_API_LEVEL_UNSUPPORTED` (CRITICAL): a stream's or consumer's _nats.req.level is above the API level of a server in its peer set.\n" +
+		"- `ASSET_API_LEVEL_UNSUPPORTED` (CRITICAL): a stream's or consumer's required API level (its _nats.req.level, or durable sourcing, which that does not record) is above the API level of a server in its peer set.\n" +
 		codesEnd + "after\n"
 	if err != nil || string(got) != want {
 		t.Errorf("runbookCodes: %v\n%s\nwant\n%s", err, got, want)

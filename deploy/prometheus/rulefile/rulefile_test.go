@@ -19,9 +19,10 @@ func TestFindingCodes(t *testing.T) {
 		expr               string
 		selected, excluded []auditor.Code
 	}{
-		{`sum by (code) (nats_version_auditor_findings{severity="CRITICAL", code!~"SERVER_BELOW_FLOOR|CONSUMER_.*"}) > 0`,
-			[]auditor.Code{auditor.AssetAPILevelUnsupported},
-			[]auditor.Code{auditor.ServerBelowFloor, auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor}},
+		{`sum by (code) (nats_version_auditor_findings{severity="CRITICAL", code!~"SERVER_BELOW_FLOOR|CONSUMER_.*|SOURCING_.*"}) > 0`,
+			[]auditor.Code{auditor.AssetAPILevelUnsupported, auditor.AssetCrashesServer},
+			[]auditor.Code{auditor.ServerBelowFloor, auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor,
+				auditor.SourcingResetUnanswered, auditor.SourcingResetCrashesFollower}},
 		{`nats_version_auditor_findings{code="SERVER_MISSING"} > 0`, []auditor.Code{auditor.ServerMissing}, nil},
 		{`nats_version_auditor_findings{severity="UNKNOWN", code!="AUDIT_INCOMPLETE", namespace="x"}`,
 			[]auditor.Code{auditor.ServerMissing, auditor.VersionUnparseable}, []auditor.Code{auditor.AuditIncomplete}},

@@ -1,0 +1,424 @@
+package auditor
+
+import (
+	"strings"
+
+	"golang.org/x/mod/semver"
+)
+
+// Outcome is what a server does with a stream or consumer whose config uses
+// a feature the server does not have.
+type Outcome string
+
+// The outcomes, from harmless to fatal. Every one but Supported concerns the
+// server as a peer of the asset, except CrashesOnDecode: every member of a
+// JetStream domain's meta group decodes every assignment, so a server that
+// crashes on one crashes whether it hosts the asset or not.
+const (
+	// Supported: the server runs the asset with the feature.
+	Supported Outcome = "supported"
+	// IgnoredOnline: the server decodes the config leniently, drops what it
+	// does not know and runs the asset online without the feature: its copy
+	// silently diverges from the others'. As the server that handles a
+	// create, it creates the asset without the feature.
+	IgnoredOnline Outcome = "ignored_online"
+	// HeldOffline: the server decodes the config strictly, logs the asset as
+	// unsupported ("Detected unsupported stream ...") and keeps it offline,
+	// running on.
+	HeldOffline Outcome = "held_offline"
+	// NotLoaded: the server cannot decode the config at all (a value its
+	// decoder rejects), logs "failed to decode ... assignment" and runs on,
+	// but never loads the asset: as a peer its replica never runs.
+	NotLoaded Outcome = "not_loaded"
+	// CreateRefused: as the server that handles the create, the server
+	// answers it with an error (invalid JSON, err_code 10025).
+	CreateRefused Outcome = "create_refused"
+	// CrashesOnDecode: like NotLoaded, and the server's next meta snapshot
+	// (about a minute after it starts) decodes the assignment again and
+	// panics; the process exits, peer or not. Restarted, it replays the
+	// assignment and fails to decode it again.
+	CrashesOnDecode Outcome = "crashes_on_decode"
+)
+
+// Handling is what the servers of one version range do with an asset that
+// uses a feature.
+type Handling struct {
+	// From and Below bound the range [From, Below) in canonical form
+	// ("v2.12.5"); an empty From is every older version.
+	From, Below string
+	// Asset is what such a server does with an asset that exists (created
+	// through a newer meta leader).
+	Asset Outcome
+	// Create is what it does with a create request it handles: as the meta
+	// leader for a stream; for a consumer, every server decodes the request
+	// and one that cannot answers the client first with an error, although a
+	// newer meta leader may still create it.
+	Create Outcome
+	// Evidence is the real-server test or the server source lines the row
+	// rests on.
+	Evidence string
+}
+
+// Feature is a JetStream feature an asset's config can use, what brings
+// it, and what servers that predate it do with such an asset.
+type Feature struct {
+	// Name is a stable identifier, as findings and metrics write it.
+	Name string
+	// Title is the feature as operators call it.
+	Title string
+	Kind  AssetKind
+	// Level is the JetStream API level that brings the feature. The level
+	// the server records in the asset's _nats.req.level may be lower (see
+	// DurableSourcing).
+	Level int
+	// Since is the first release with the feature, canonical ("v2.14.0").
+	Since string
+	// Uses reports whether a config of the feature's Kind uses it.
+	Uses func(*AssetConfig) bool
+	// Source cites the server source that defines the feature.
+	Source string
+	// Older is what each range of older releases does, oldest first;
+	// together the ranges cover every version below Since.
+	Older []Handling
+}
+
+// AssetConfig is the part of a stream's or consumer's config (as JSZ with
+// config:true reports it) that Features detect. The JSON names are
+// nats-server's StreamConfig and ConsumerConfig fields.
+type AssetConfig struct {
+	// Stream config.
+	AllowMsgTTL            bool            `json:"allow_msg_ttl,omitempty"`
+	SubjectDeleteMarkerTTL int64           `json:"subject_delete_marker_ttl,omitempty"`
+	AllowMsgCounter        bool            `json:"allow_msg_counter,omitempty"`
+	AllowAtomicPublish     bool            `json:"allow_atomic,omitempty"`
+	AllowMsgSchedules      bool            `json:"allow_msg_schedules,omitempty"`
+	PersistMode            string          `json:"persist_mode,omitempty"`
+	AllowBatchPublish      bool            `json:"allow_batched,omitempty"`
+	Mirror                 *StreamSource   `json:"mirror,omitempty"`
+	Sources                []*StreamSource `json:"sources,omitempty"`
+
+	// Consumer config.
+	AckPolicy      string   `json:"ack_policy,omitempty"`
+	DeliverSubject string   `json:"deliver_subject,omitempty"`
+	PauseUntil     string   `json:"pause_until,omitempty"`
+	PriorityGroups []string `json:"priority_groups,omitempty"`
+	PriorityPolicy string   `json:"priority_policy,omitempty"`
+	PinnedTTL      int64    `json:"priority_timeout,omitempty"`
+}
+
+// StreamSource is a mirror's or source's origin, as StreamConfig's mirror
+// and sources name it.
+type StreamSource struct {
+	Name string `json:"name"`
+	// Consumer is set for durable sourcing (2.14): the mirror or source
+	// reads through this durable consumer of the origin.
+	Consumer *struct {
+		Name           string `json:"name,omitempty"`
+		DeliverSubject string `json:"deliver_subject,omitempty"`
+	} `json:"consumer,omitempty"`
+	External *struct {
+		APIPrefix string `json:"api,omitempty"`
+	} `json:"external,omitempty"`
+}
+
+// Version ranges the handling rows use, each where the server's decoders
+// changed.
+const (
+	// v2.11.0: API levels, TTLs, pause, priority groups. Assignments are
+	// still decoded leniently (2.11.8 jetstream_cluster.go:7269, :7695).
+	v211 = "v2.11.0"
+	// v2.11.9: assignments decoded strictly; an unknown field makes the
+	// asset unsupported (held offline) (2.11.12 jetstream_cluster.go:7717,
+	// :177-190; absent in 2.11.8).
+	v2119 = "v2.11.9"
+	v212  = "v2.12.0"
+	// v2.12.5: the asynchronous meta snapshot re-decodes the log's
+	// assignments and panics on one it cannot decode (2.12.15
+	// jetstream_cluster.go:2326-2355, called from :1765 every minute
+	// (:1580); absent in 2.12.4).
+	v2125 = "v2.12.5"
+	v214  = "v2.14.0"
+)
+
+// Create-path handling, from the API request decoders: 2.10.27 decodes
+// create requests leniently (jetstream_api.go:1402, :3855); 2.11.12 strictly
+// only with jetstream strict mode, off by default (jetstream_api.go:1194-1215,
+// jetstream.go:568); 2.12.15 strictly by default (jetstream_api.go:1226-1247,
+// jetstream.go:570). A value the decoder rejects fails every one of them.
+const (
+	// streams210 and streams211 are where 2.10 and 2.11 decode stream
+	// assignments: leniently, and from 2.11.9 strictly, holding an asset
+	// with an unknown field offline.
+	streams210 = "2.10.27 decodes stream assignments leniently (jetstream_cluster.go:7214); " + createLenient
+	streams211 = "2.11.12 jetstream_cluster.go:7715-7717 (strict stream decode), :177-190 (unsupported); " + createLenient
+
+	createLenient = "create: 2.10.27 jetstream_api.go:1402/:3855 (lenient), 2.11.12 jetstream_api.go:1194-1215 with jetstream.go:568 (strict mode off by default)"
+	createStrict  = "create: 2.12.15 jetstream_api.go:1226-1247 with jetstream.go:570 (strict by default)"
+)
+
+// fieldFeature is the handling of a feature that adds a config field: older
+// servers drop an unknown field (2.10, and 2.11 before 2.11.9) or hold the
+// asset offline (2.11.9 on).
+func fieldFeature(since string, evidence ...string) []Handling {
+	ev := func(i int) string {
+		if i < len(evidence) {
+			return evidence[i]
+		}
+		return ""
+	}
+	var out []Handling
+	add := func(from, below string, asset, create Outcome, e string) {
+		if semver.Compare(from, since) >= 0 && from != "" {
+			return
+		}
+		if semver.Compare(below, since) > 0 {
+			below = since
+		}
+		out = append(out, Handling{From: from, Below: below, Asset: asset, Create: create, Evidence: e})
+	}
+	add("", v211, IgnoredOnline, IgnoredOnline, ev(0))
+	add(v211, v2119, IgnoredOnline, IgnoredOnline, "2.11.8 jetstream_cluster.go:7269 (lenient stream decode, no unsupported state); "+createLenient)
+	add(v2119, v212, HeldOffline, IgnoredOnline, ev(1))
+	add(v212, since, HeldOffline, CreateRefused, ev(2))
+	return out
+}
+
+// Features lists the JetStream features the audit detects in asset
+// configs, with what older servers do with them. Each row's evidence is a
+// real-server test (TestFact..., cmd/nats-version-auditor) or cited source
+// lines in the nats-server module of that version.
+var Features = []Feature{
+	{
+		Name: "msg_ttl", Title: "per-message TTLs", Kind: KindStream, Level: 1, Since: v211,
+		Uses:   func(c *AssetConfig) bool { return c.AllowMsgTTL },
+		Source: "2.11.0 stream.go:105; jetstream_versioning.go (2.15.3 :124-127)",
+		Older: []Handling{{Below: v211, Asset: IgnoredOnline, Create: IgnoredOnline,
+			Evidence: "TestFactAPIGapsOfOldPeers/a_2.10_peer_runs_a_TTL_stream_online_and_diverges; " + createLenient}},
+	},
+	{
+		Name: "delete_marker_ttl", Title: "subject delete-marker TTLs", Kind: KindStream, Level: 1, Since: v211,
+		Uses:   func(c *AssetConfig) bool { return c.SubjectDeleteMarkerTTL > 0 },
+		Source: "2.11.0 stream.go:109; jetstream_versioning.go (2.15.3 :124-127)",
+		Older: []Handling{{Below: v211, Asset: IgnoredOnline, Create: IgnoredOnline,
+			Evidence: "2.10.27 has no such field; " + streams210}},
+	},
+	{
+		Name: "pause", Title: "consumer pause", Kind: KindConsumer, Level: 1, Since: v211,
+		Uses:   func(c *AssetConfig) bool { return c.PauseUntil != "" && !strings.HasPrefix(c.PauseUntil, "0001-01-01") },
+		Source: "2.11.0 consumer.go:124; 2.14.0 jetstream_versioning.go:155-160",
+		Older: []Handling{{Below: v211, Asset: IgnoredOnline, Create: IgnoredOnline,
+			Evidence: "2.10.27 has no such field; decodes leniently (jetstream_cluster.go:7613); " + createLenient}},
+	},
+	{
+		Name: "priority_groups", Title: "priority groups (overflow, pinned_client)", Kind: KindConsumer, Level: 1, Since: v211,
+		Uses: func(c *AssetConfig) bool {
+			return len(c.PriorityGroups) > 0 || c.PinnedTTL != 0 || (c.PriorityPolicy != "" && c.PriorityPolicy != "none")
+		},
+		Source: "2.11.0 consumer.go:127-129, :224-225; 2.14.0 jetstream_versioning.go:162-164",
+		Older: []Handling{{Below: v211, Asset: IgnoredOnline, Create: IgnoredOnline,
+			Evidence: "2.10.27 has no priority fields; decodes leniently (jetstream_cluster.go:7613); " + createLenient}},
+	},
+	{
+		// An enum value: 2.11's PriorityPolicy decoder rejects it.
+		Name: "priority_prioritized", Title: "prioritized priority policy", Kind: KindConsumer, Level: 1, Since: v212,
+		Uses:   func(c *AssetConfig) bool { return c.PriorityPolicy == "prioritized" },
+		Source: "2.12.0 consumer.go:239",
+		Older: []Handling{
+			{Below: v211, Asset: IgnoredOnline, Create: IgnoredOnline,
+				Evidence: "TestFactUndecodableAssets (2.10.27 logs nothing, runs on); 2.10.27 has no priority_policy field"},
+			{From: v211, Below: v212, Asset: NotLoaded, Create: CreateRefused,
+				Evidence: "TestFactUndecodableAssets (2.11.12 logs the decode error, runs on, never loads it as a peer); 2.11.12 consumer.go:268-277, jetstream_cluster.go:2163-2167, :1512-1524"},
+		},
+	},
+	{
+		Name: "msg_counter", Title: "counters", Kind: KindStream, Level: 2, Since: v212,
+		Uses:   func(c *AssetConfig) bool { return c.AllowMsgCounter },
+		Source: "2.12.0 stream.go:114; jetstream_versioning.go (2.15.3 :129-132)",
+		Older: fieldFeature(v212,
+			streams210,
+			streams211),
+	},
+	{
+		Name: "atomic_batch", Title: "atomic batch publishing", Kind: KindStream, Level: 2, Since: v212,
+		Uses:   func(c *AssetConfig) bool { return c.AllowAtomicPublish },
+		Source: "2.12.0 stream.go:117; jetstream_versioning.go (2.15.3 :134-137)",
+		Older: fieldFeature(v212,
+			streams210,
+			"TestFactUndecodableAssets (2.11.12 peer: held offline); "+streams211),
+	},
+	{
+		Name: "msg_schedules", Title: "message schedules", Kind: KindStream, Level: 2, Since: v212,
+		Uses:   func(c *AssetConfig) bool { return c.AllowMsgSchedules },
+		Source: "2.12.0 stream.go:120; jetstream_versioning.go (2.15.3 :139-142)",
+		Older: fieldFeature(v212,
+			streams210,
+			streams211),
+	},
+	{
+		Name: "async_persist", Title: "async persist mode", Kind: KindStream, Level: 2, Since: v212,
+		Uses:   func(c *AssetConfig) bool { return c.PersistMode == "async" },
+		Source: "2.12.0 stream.go:123, :198; jetstream_versioning.go (2.15.3 :144-147)",
+		Older: fieldFeature(v212,
+			streams210,
+			"(no persist_mode field) "+streams211),
+	},
+	{
+		Name: "fast_batch", Title: "fast batch publishing (allow_batched)", Kind: KindStream, Level: 4, Since: v214,
+		Uses:   func(c *AssetConfig) bool { return c.AllowBatchPublish },
+		Source: "2.14.0 stream.go:126; jetstream_versioning.go:85-88",
+		Older: fieldFeature(v214,
+			streams210,
+			"TestFactUndecodableAssets (2.11.12 peer: held offline); "+streams211,
+			"TestFactAPIGapsOfOldPeers/a_2.12_peer_runs_a_level-4_stream_offline; "+createStrict),
+	},
+	{
+		// An enum value: every AckPolicy decoder before 2.14 rejects it.
+		Name: "ack_flow_control", Title: "flow-control acks (ack_policy: flow_control)", Kind: KindConsumer, Level: 4, Since: v214,
+		Uses:   func(c *AssetConfig) bool { return c.AckPolicy == "flow_control" },
+		Source: "2.14.0 store.go:603, :636; jetstream_versioning.go:166-169",
+		Older: []Handling{
+			{Below: v211, Asset: NotLoaded, Create: CreateRefused,
+				Evidence: "TestFactUndecodableAssets (2.10.27 logs the decode error, runs on); 2.10.27 store.go:618-630, jetstream_cluster.go:1948-1951"},
+			{From: v211, Below: v2125, Asset: NotLoaded, Create: CreateRefused,
+				Evidence: "TestFactUndecodableAssets (2.11.12 logs the decode error, runs on); 2.11.12 store.go:633-643, jetstream_cluster.go:2163-2167, :1512-1524; 2.12.4 has no re-decoding snapshot"},
+			{From: v2125, Below: v214, Asset: CrashesOnDecode, Create: CreateRefused,
+				Evidence: "TestFactUndecodableAssets (2.12.15 panics at its meta snapshot, peer or not; restarted, fails to decode it again); 2.12.15 store.go:631-641, jetstream_cluster.go:2337-2342"},
+		},
+	},
+	{
+		// A nested field: older servers see an unknown field in mirror or
+		// sources. The server does not raise _nats.req.level for it
+		// (2.14.0 jetstream_versioning.go:46-90), although the mirror
+		// requires a level-4 origin (stream.go:3596-3597).
+		Name: "durable_sourcing", Title: "durable sourcing", Kind: KindStream, Level: 4, Since: v214,
+		Uses: func(c *AssetConfig) bool {
+			if c.Mirror != nil && c.Mirror.Consumer != nil {
+				return true
+			}
+			for _, s := range c.Sources {
+				if s != nil && s.Consumer != nil {
+					return true
+				}
+			}
+			return false
+		},
+		Source: "2.14.0 stream.go:411-423 (StreamSource.Consumer), :3564-3590 (RESET instead of a consumer create)",
+		Older: fieldFeature(v214,
+			streams210,
+			"(StreamSource has no consumer field) "+streams211,
+			"TestFactDurableSourcing (2.12.15 not a peer: runs on); 2.12.15 jetstream_cluster.go:9205-9219 (strict stream decode: the nested field is unknown); "+createStrict),
+	},
+}
+
+// FeatureSet is a set of Features, by index.
+type FeatureSet uint64
+
+// Has reports whether the set holds the feature named name.
+func (s FeatureSet) Has(name string) bool {
+	for i, f := range Features {
+		if f.Name == name {
+			return s&(1<<i) != 0
+		}
+	}
+	return false
+}
+
+// Features lists the set's features in table order.
+func (s FeatureSet) Features() []Feature {
+	var out []Feature
+	for i, f := range Features {
+		if s&(1<<i) != 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Names lists the names of the set's features in table order.
+func (s FeatureSet) Names() []string {
+	var out []string
+	for _, f := range s.Features() {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// DetectFeatures returns the features a config of the given kind uses.
+func DetectFeatures(kind AssetKind, c *AssetConfig) FeatureSet {
+	if c == nil {
+		return 0
+	}
+	var s FeatureSet
+	for i, f := range Features {
+		if f.Kind == kind && f.Uses(c) {
+			s |= 1 << i
+		}
+	}
+	return s
+}
+
+// HandlingBy returns what a server of the given version does with an asset
+// using the feature. A version at or above Since supports it; a version
+// that is not one gets the worst outcome of any older range, since the
+// audit cannot tell.
+func (f Feature) HandlingBy(version string) Handling {
+	v, err := ParseVersion(version)
+	if err != nil {
+		worst := Handling{Asset: Supported, Create: Supported, Evidence: "version unreadable: the worst of every older range"}
+		for _, h := range f.Older {
+			if outcomeRank(h.Asset) > outcomeRank(worst.Asset) {
+				worst.Asset = h.Asset
+			}
+			if outcomeRank(h.Create) > outcomeRank(worst.Create) {
+				worst.Create = h.Create
+			}
+		}
+		return worst
+	}
+	if semver.Compare(v, f.Since) >= 0 {
+		return Handling{From: f.Since, Asset: Supported, Create: Supported, Evidence: f.Source}
+	}
+	// A pre-release sorts below its release: 2.14.0-RC.2 counts as older.
+	for _, h := range f.Older {
+		if (h.From == "" || semver.Compare(v, h.From) >= 0) && semver.Compare(v, h.Below) < 0 {
+			return h
+		}
+	}
+	return Handling{Asset: Supported, Create: Supported}
+}
+
+func outcomeRank(o Outcome) int {
+	switch o {
+	case IgnoredOnline:
+		return 1
+	case HeldOffline:
+		return 2
+	case CreateRefused:
+		return 3
+	case NotLoaded:
+		return 4
+	case CrashesOnDecode:
+		return 5
+	}
+	return 0
+}
+
+// durableSources lists the origin consumers a stream config reads through.
+func durableSources(c *AssetConfig) []DurableSource {
+	var out []DurableSource
+	add := func(s *StreamSource, mirror bool) {
+		if s == nil || s.Consumer == nil || s.Consumer.Name == "" {
+			return
+		}
+		d := DurableSource{Stream: s.Name, Consumer: s.Consumer.Name, Mirror: mirror}
+		if s.External != nil {
+			d.APIPrefix = s.External.APIPrefix
+		}
+		out = append(out, d)
+	}
+	add(c.Mirror, true)
+	for _, s := range c.Sources {
+		add(s, false)
+	}
+	return out
+}

@@ -1,0 +1,283 @@
+package auditor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// DecodeCrash is a server that cannot decode an asset's config and crashes
+// on it: every member of a JetStream domain's meta group decodes every
+// assignment of the domain, so hosting the asset does not matter.
+type DecodeCrash struct {
+	Server  Server
+	Feature Feature
+	// Missing is set for a server that did not answer this audit: its
+	// version is the one an earlier audit saw.
+	Missing bool
+}
+
+// DecodeCrashes lists the servers in the asset's JetStream domain that
+// crash on its config: those that answered, then those only an earlier
+// audit saw (lastSeen), which crash again when they come back. A server
+// that crashes on several of its features is listed once, for the first.
+func DecodeCrashes(a *Asset, servers []Server, lastSeen map[string]Server) []DecodeCrash {
+	if a.Features == 0 {
+		return nil
+	}
+	features := a.Features.Features()
+	var out []DecodeCrash
+	answered := make(map[string]bool, len(servers))
+	check := func(s Server, missing bool) {
+		if !s.JetStream || s.Domain != a.Domain {
+			return
+		}
+		for _, f := range features {
+			if f.HandlingBy(s.Version).Asset == CrashesOnDecode {
+				out = append(out, DecodeCrash{Server: s, Feature: f, Missing: missing})
+				return
+			}
+		}
+	}
+	for _, s := range servers {
+		answered[s.Name] = true
+		check(s, false)
+	}
+	for _, name := range sortedKeys(lastSeen) {
+		if !answered[name] {
+			check(lastSeen[name], true)
+		}
+	}
+	return out
+}
+
+// Sourcer is a mirror or source that reads an origin consumer through
+// durable sourcing: while a server at ResetVersion or later leads it, it
+// sends that consumer $JS.API.CONSUMER.RESET by itself at setup, after each
+// of its leader changes and on retries (2.14.0 stream.go:3564-3590), whether
+// or not any application does.
+type Sourcer struct {
+	Account, Stream string
+	Mirror          bool
+	// Leader leads the mirror or source stream ("" for none).
+	Leader string
+}
+
+// Name is the stream as findings write it.
+func (s Sourcer) Name() string { return s.Account + " > " + s.Stream }
+
+// Kind is "mirror" or "source".
+func (s Sourcer) Kind() string {
+	if s.Mirror {
+		return "mirror"
+	}
+	return "source"
+}
+
+// Sourcers maps every origin consumer some stream of snap reads through
+// durable sourcing to those streams, sorted by name. An origin named through
+// an external API prefix "$JS.<domain>.API" is looked for in that domain,
+// in the same account; one behind another prefix cannot be placed and is
+// left out.
+func Sourcers(snap *Snapshot) map[ConsumerKey][]Sourcer {
+	var out map[ConsumerKey][]Sourcer
+	for i := range snap.Streams {
+		a := &snap.Streams[i]
+		for _, d := range a.DurableSources {
+			domain, ok := a.Domain, true
+			if d.APIPrefix != "" {
+				domain, ok = apiPrefixDomain(d.APIPrefix)
+			}
+			if !ok {
+				continue
+			}
+			if out == nil {
+				out = map[ConsumerKey][]Sourcer{}
+			}
+			k := ConsumerKey{Domain: domain, Account: a.Account, Stream: d.Stream, Consumer: d.Consumer}
+			out[k] = append(out[k], Sourcer{Account: a.Account, Stream: a.Stream, Mirror: d.Mirror, Leader: a.Leader})
+		}
+	}
+	for k := range out {
+		slices.SortFunc(out[k], func(x, y Sourcer) int { return strings.Compare(x.Name(), y.Name()) })
+	}
+	return out
+}
+
+// apiPrefixDomain reads the domain of a JetStream API prefix "$JS.<d>.API".
+func apiPrefixDomain(prefix string) (string, bool) {
+	d, ok := strings.CutPrefix(strings.TrimSuffix(prefix, "."), "$JS.")
+	if !ok {
+		return "", false
+	}
+	d, ok = strings.CutSuffix(d, ".API")
+	if !ok || d == "" || strings.Contains(d, ".") {
+		return "", false
+	}
+	return d, true
+}
+
+// sourcerNames writes the sourcers as findings name them: "mirror APP >
+// MIRROR, source APP > AGG".
+func sourcerNames(ss []Sourcer) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = s.Kind() + " " + s.Name()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// crashFindings are the ASSET_CRASHES_SERVER findings of one asset.
+func crashFindings(a *Asset, servers []Server, lastSeen map[string]Server) []Finding {
+	var out []Finding
+	for _, c := range DecodeCrashes(a, servers, lastSeen) {
+		s, f := c.Server, c.Feature
+		fd := Finding{Code: AssetCrashesServer, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
+			Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer, Feature: f.Name}
+		if c.Missing {
+			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s, not answering and last seen running %s, cannot decode it; each time it restarts it fails to decode it again and can panic at its next meta snapshot, whether it hosts the %s or not, until it is upgraded or the %s is removed",
+				a.Kind, a.name(), f.Title, Display(f.Since), s.Name, s.Version, a.Kind, a.Kind)
+		} else {
+			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s running %s cannot decode it and panics at its next meta snapshot (about a minute after it starts), whether it hosts the %s or not; after every restart it fails to decode it again and can panic again, until it is upgraded or the %s is removed",
+				a.Kind, a.name(), f.Title, Display(f.Since), s.Name, s.Version, a.Kind, a.Kind)
+		}
+		out = append(out, fd)
+	}
+	return out
+}
+
+// sourcingFindings are the findings about an origin consumer that mirrors
+// or sources RESET by themselves: the same verdicts as an application's
+// RESET, whatever the floor, since no application decides when it is sent.
+func sourcingFindings(a *Asset, sourcers []Sourcer, byName map[string]Server) []Finding {
+	// A sourcer led by a server before ResetVersion holds the stream
+	// offline (it does not know durable sourcing) and sends nothing; one
+	// without a leader may get a leader that does.
+	var senders []Sourcer
+	for _, s := range sourcers {
+		if ls, ok := byName[s.Leader]; s.Leader == "" || (ok && answersReset(ls.Version)) {
+			senders = append(senders, s)
+		}
+	}
+	if len(senders) == 0 {
+		return nil
+	}
+	who := sourcerNames(senders)
+	base := Finding{Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer, Sourcers: make([]string, len(senders))}
+	for i, s := range senders {
+		base.Sourcers[i] = s.Name()
+	}
+	leader, hasLeader := byName[a.Leader]
+	var out []Finding
+	if hasLeader && !answersReset(leader.Version) {
+		f := base
+		f.Code, f.Server, f.Cluster, f.Version = SourcingResetUnanswered, leader.Name, leader.Cluster, leader.Version
+		f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself; its leader %s runs %s and leaves the RESET unanswered: the %s stalls, with no error",
+			a.name(), who, leader.Name, leader.Version, senders[0].Kind())
+		out = append(out, f)
+	}
+	// Followers below ResetVersion crash on the first RESET a leader at
+	// ResetVersion answers: now, if one leads or none does, or as soon as
+	// one of the peers that could lead takes over.
+	newPeer := ""
+	for _, p := range a.Peers {
+		if s, ok := byName[p]; ok && answersReset(s.Version) {
+			newPeer = p
+			break
+		}
+	}
+	for _, p := range a.Peers {
+		s, ok := byName[p]
+		if !ok || p == a.Leader || answersReset(s.Version) {
+			continue
+		}
+		f := base
+		f.Code, f.Server, f.Cluster, f.Version, f.Peer = SourcingResetCrashesFollower, s.Name, s.Cluster, s.Version, a.Leader
+		switch {
+		case hasLeader && answersReset(leader.Version), !hasLeader:
+			f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself at setup and after each of its leader changes; follower %s runs %s and panics on the replicated reset (Unknown group entry op type: 18), and again on every restart: a crash loop",
+				a.name(), who, s.Name, s.Version)
+		case newPeer != "":
+			f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself; once %s or another server at %s or later leads it, follower %s (running %s) panics on the replicated reset (Unknown group entry op type: 18), and again on every restart: a crash loop",
+				a.name(), who, newPeer, Display(ResetVersion), s.Name, s.Version)
+		default:
+			continue // every peer is old: nobody answers, nothing replicates
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// missingAfterReset says what a missing server, last seen below
+// ResetVersion, does when it comes back if it crashed on a replicated
+// RESET: the words SERVER_MISSING adds, or "".
+func missingAfterReset(name string, last Server, snap *Snapshot, sourcers map[ConsumerKey][]Sourcer, byName map[string]Server) string {
+	if answersReset(last.Version) {
+		return ""
+	}
+	var reset, sourced []string
+	for i := range snap.Consumers {
+		a := &snap.Consumers[i]
+		if !slices.Contains(a.Peers, name) || a.Leader == name {
+			continue
+		}
+		if ls, ok := byName[a.Leader]; !ok || !answersReset(ls.Version) {
+			continue
+		}
+		k := ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}
+		if ss := sourcers[k]; len(ss) > 0 {
+			sourced = append(sourced, a.name()+" (RESET by "+sourcerNames(ss)+")")
+		} else {
+			reset = append(reset, a.name())
+		}
+	}
+	switch {
+	case len(sourced) > 0:
+		return fmt.Sprintf("; it follows %s, whose leader answers RESET and which durable sourcing RESETs by itself: a server below %s that crashed on a replicated RESET crashes again on every restart until it is upgraded",
+			strings.Join(sourced, ", "), Display(ResetVersion))
+	case len(reset) > 0:
+		return fmt.Sprintf("; it follows consumers whose leader answers RESET (%s): if it crashed on a replicated RESET, it crashes again on every restart until it is upgraded",
+			strings.Join(reset, ", "))
+	}
+	return ""
+}
+
+// hazards adds the findings of crashes and stalls no application asks for:
+// assets a server of their domain cannot decode, and origin consumers that
+// mirrors and sources RESET by themselves. Both hold whatever the floor.
+// The crashes are not narrowed by the policy's patterns: the server that
+// goes down takes every asset it hosts with it.
+func (e *evaluation) hazards(snap *Snapshot) {
+	for i := range snap.Streams {
+		for _, f := range crashFindings(&snap.Streams[i], snap.Servers, snap.LastSeen) {
+			e.add(f)
+		}
+	}
+	for i := range snap.Consumers {
+		a := &snap.Consumers[i]
+		for _, f := range crashFindings(a, snap.Servers, snap.LastSeen) {
+			e.add(f)
+		}
+		ss := e.sourcers[ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}]
+		if len(ss) == 0 || !e.selectedSourcing(*a, ss) {
+			continue
+		}
+		for _, f := range sourcingFindings(a, ss, e.seen) {
+			e.add(f)
+		}
+	}
+}
+
+// selectedSourcing: the policy selects the origin consumer or one of the
+// streams that read it.
+func (e *evaluation) selectedSourcing(a Asset, ss []Sourcer) bool {
+	if e.selected(a) {
+		return true
+	}
+	for _, s := range ss {
+		if e.selected(Asset{Kind: KindStream, Account: s.Account, Stream: s.Stream}) {
+			return true
+		}
+	}
+	return false
+}
