@@ -1,6 +1,7 @@
 package natstest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -485,11 +486,45 @@ func (sys *System) LameDuck(name string) {
 }
 
 // Pause stops the named server with SIGSTOP: its sockets stay open but it
-// answers nothing. Resume undoes it.
+// answers nothing. Resume undoes it. It returns once the kernel reports the
+// process stopped: a signal is only queued when kill(2) returns, and on a
+// loaded machine the server can go on answering for a moment after that,
+// long enough for an audit started next to hear it.
 func (sys *System) Pause(name string) {
+	sys.t.Helper()
+	pid := sys.Server(name).cmd.Process.Pid
 	if err := sys.Server(name).cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		sys.t.Fatal(err)
 	}
+	if err := Eventually(10*time.Second, func() error { return stopped(pid) }); err != nil {
+		sys.t.Fatalf("pausing %s: %v", name, err)
+	}
+}
+
+// stopped reports whether every thread of the process is stopped by a
+// signal: state "T" in /proc/PID/task/TID/stat (proc(5)). A group stop
+// reaches the threads one by one.
+func stopped(pid int) error {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(stats) == 0 {
+		return fmt.Errorf("no threads of process %d: %v", pid, err)
+	}
+	for _, stat := range stats {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return err
+		}
+		// The state follows the command name, which is in parentheses and
+		// may itself hold spaces.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return fmt.Errorf("unreadable %s", stat)
+		}
+		if state := b[i+2]; state != 'T' {
+			return fmt.Errorf("%s: state %c, not stopped", stat, state)
+		}
+	}
+	return nil
 }
 
 // Resume continues a paused server.
