@@ -41,6 +41,7 @@ type serveCommand struct {
 	minInterval    time.Duration
 	scope          string
 	maxAssetSeries int
+	system         string
 
 	events           bool
 	eventMinInterval time.Duration
@@ -62,6 +63,9 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 	c.cmd.Flag("audit.event-min-interval", "Least time between the start of any audit and one an event starts; bursts of events share one audit").
 		Default("1s").DurationVar(&c.eventMinInterval)
 	c.cmd.Flag("metrics.max-asset-series", "Most per-consumer series one scrape exposes").Default(fmt.Sprint(metrics.DefaultMaxAssetSeries)).IntVar(&c.maxAssetSeries)
+	c.cmd.Flag("metrics.system", "Name of the NATS system this auditor watches, exported as the label "+metrics.SystemLabel+
+		" on every series, so that alerts tell apart systems watched from one namespace (e.g. <nats namespace>/<nats release>)").
+		PlaceHolder("NAME").StringVar(&c.system)
 	return c
 }
 
@@ -131,13 +135,14 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, e
 // health endpoints, the JSON API and the landing page.
 func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger, more ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(
+	sysReg := metrics.WithSystem(reg, c.system)
+	sysReg.MustRegister(
 		metrics.NewCollector(sched.Latest, c.maxAssetSeries),
 		versioncollector.NewCollector("nats_version_auditor"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	reg.MustRegister(more...)
+	sysReg.MustRegister(more...)
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
 
 	mux := http.NewServeMux()
