@@ -37,6 +37,7 @@ const (
 	nonRootID     = int64(65532)
 	healthzPath   = "/healthz"
 	readyzPath    = "/readyz"
+	completezPath = "/completez"
 	monitoringAPI = "monitoring.coreos.com/v1"
 )
 
@@ -390,8 +391,8 @@ func containerSecurity(t testing.TB, where string, c *corev1.Container, spec *co
 type probeKind int
 
 const (
-	standaloneProbes probeKind = iota // liveness /healthz, readiness /readyz
-	sidecarProbes                     // liveness /healthz, readiness never /readyz
+	standaloneProbes probeKind = iota // liveness /healthz, readiness /readyz (an audit finished)
+	sidecarProbes                     // liveness /healthz, readiness never on the auditor's state
 	jobProbes                         // none: a run-to-completion check
 )
 
@@ -417,6 +418,11 @@ func probes(t testing.TB, where string, c *corev1.Container, kind probeKind) {
 		port := p.HTTPGet.Port
 		if port.Type != intstr.String || !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == port.StrVal }) {
 			t.Errorf("%s: %s probe targets %q, not a named port of the container", where, name, port.String())
+		}
+	}
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
+		if httpPath(p) == completezPath {
+			t.Errorf("%s: %s probe on %s (last audit complete): every NATS rolling upgrade would take the pod out", where, name, completezPath)
 		}
 	}
 	switch kind {

@@ -108,7 +108,7 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, e
 		defer ev.stop()
 		eventMetrics = append(eventMetrics, ev.collector())
 	}
-	go sched.Get(ctx) // a first audit, so that /readyz can turn ready before any scrape
+	go sched.Get(ctx) // a first audit, so that /readyz turns ready before any scrape
 
 	srv := &http.Server{Handler: c.handler(sched, logger, eventMetrics...), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -155,9 +155,24 @@ func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger, mo
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
+	// Readiness is "this process can answer": once the first audit has
+	// finished, whatever it found, /metrics and the API answer from it. A
+	// rolling upgrade of NATS leaves audits incomplete exactly when
+	// applications ask whether a RESET is safe, so completeness stays in the
+	// answers (complete: false, reset: unknown), the metrics and the alerts,
+	// never in the Service's endpoints.
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if sched.Latest().Report == nil {
+			http.Error(w, "no audit has finished yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	// For scripts and people, not for probes: whether the last audit saw
+	// every expected server and read every reply.
+	mux.HandleFunc("/completez", func(w http.ResponseWriter, _ *http.Request) {
 		res := sched.Latest()
-		if res.Report == nil || !res.Report.Complete() {
+		if res.Report == nil || !complete(res.Report) {
 			http.Error(w, "the last audit did not complete", http.StatusServiceUnavailable)
 			return
 		}
@@ -171,7 +186,8 @@ func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger, mo
 		Links: []web.LandingLinks{
 			{Address: c.telemetryPath, Text: "Metrics"},
 			{Address: "/healthz", Text: "Liveness"},
-			{Address: "/readyz", Text: "Readiness (last audit complete)"},
+			{Address: "/readyz", Text: "Readiness (an audit has finished)"},
+			{Address: "/completez", Text: "Last audit complete (not for probes)"},
 			{Address: "/api/v1/report", Text: "The last report (JSON API)"},
 		},
 	})
