@@ -36,10 +36,18 @@ func valuesFile(t *testing.T, values string) string {
 	return p
 }
 
-// render runs helm template with values and decodes every rendered document strictly.
+// requiredValues is what an install must give (nats.url), as the install line of deploy/README
+// does; every render starts from it and values override it.
+const requiredValues = `
+nats:
+  url: nats://nats.nats.svc:4222
+`
+
+// render runs helm template with the required values and values, and decodes every rendered
+// document strictly.
 func render(t *testing.T, name, values string) []object {
 	t.Helper()
-	out, err := helm(t, "template", "audit", chartDir, "--namespace", "monitoring", "-f", valuesFile(t, values))
+	out, err := helm(t, "template", "audit", chartDir, "--namespace", "monitoring", "-f", valuesFile(t, requiredValues), "-f", valuesFile(t, values))
 	if err != nil {
 		t.Fatalf("helm template (%s): %v\n%s", name, err, out)
 	}
@@ -60,6 +68,7 @@ prometheusRule:
 const contextValues = `
 nats:
   url: ""
+  system: payments/nats
   credentials:
     existingSecret: ""
   context:
@@ -107,7 +116,7 @@ func TestHelmLint(t *testing.T) {
 		"monitoring switch": "monitoring:\n  enabled: true\n"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			out, err := helm(t, "lint", "--strict", chartDir, "-f", valuesFile(t, values))
+			out, err := helm(t, "lint", "--strict", chartDir, "-f", valuesFile(t, requiredValues), "-f", valuesFile(t, values))
 			t.Logf("helm lint --strict (%s):\n%s", name, out)
 			if err != nil {
 				t.Errorf("helm lint --strict (%s): %v", name, err)
@@ -128,7 +137,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 
 	c := d.Spec.Template.Spec.Containers[0]
 	want := map[string]string{
-		"server": "nats://nats:4222", "creds": "/etc/nats-version-auditor/creds/sys.creds", "floor": "2.14.0",
+		"server": "nats://nats.nats.svc:4222", "metrics.system": "nats/nats", "creds": "/etc/nats-version-auditor/creds/sys.creds", "floor": "2.14.0",
 		"scope": "cluster", "audit.min-interval": "15s", "metrics.max-asset-series": "500", "timeout": "5s",
 		"web.listen-address": ":7779", "web.telemetry-path": "/metrics", "log.level": "info", "log.format": "logfmt",
 	}
@@ -178,7 +187,7 @@ func TestHelmTemplateContext(t *testing.T) {
 	spec := d.Spec.Template.Spec
 	c := spec.Containers[0]
 	for f, v := range map[string]string{
-		"context": "sys", "floor": "2.15", "audit.min-interval": "30s", "log.format": "json",
+		"context": "sys", "metrics.system": "payments/nats", "floor": "2.15", "audit.min-interval": "30s", "log.format": "json",
 		"tlsca": "/etc/nats-version-auditor/tls/ca.crt", "tlscert": "/etc/nats-version-auditor/tls/tls.crt",
 		"tlskey": "/etc/nats-version-auditor/tls/tls.key", "web.config.file": "/etc/nats-version-auditor/web/web-config.yml",
 	} {
@@ -255,6 +264,11 @@ func TestHelmTemplateConfigMapContext(t *testing.T) {
 func TestHelmTemplateRejectsBadValues(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct{ values, why string }{
+		// No URL, or one whose bare host resolves in the auditor's own namespace: refused.
+		"no nats.url":                {"nats:\n  url: \"\"\n", "nats.url is required"},
+		"bare host":                  {"nats:\n  url: nats://nats:4222\n", `the host "nats" resolves in this release's namespace (monitoring)`},
+		"bare host without scheme":   {"nats:\n  url: nats:4222\n", "resolves in this release's namespace"},
+		"context without a system":   {"nats:\n  url: \"\"\n  context:\n    name: sys\n    existingSecret: s\n", "nats.system is required"},
 		"unknown scope":              {"audit:\n  scope: everything\n", "/audit/scope"},
 		"misspelt key":               {"audit:\n  flor: 2.14.0\n", "'flor' not allowed"},
 		"context without its source": {"nats:\n  context:\n    name: sys\n", "nats.context.name is set"},
@@ -268,7 +282,7 @@ func TestHelmTemplateRejectsBadValues(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			out, err := helm(t, "template", "audit", chartDir, "-f", valuesFile(t, c.values))
+			out, err := helm(t, "template", "audit", chartDir, "--namespace", "monitoring", "-f", valuesFile(t, requiredValues), "-f", valuesFile(t, c.values))
 			if err == nil || !strings.Contains(out, c.why) {
 				t.Errorf("helm template with %s: want an error about %q, got %v:\n%s", name, c.why, err, out)
 			}
@@ -295,7 +309,7 @@ func renderNotes(t *testing.T, values string) string {
 	if err := os.WriteFile(filepath.Join(dst, "templates", "notes-under-test.yaml"), []byte(tmpl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := helm(t, "template", "audit", dst, "--namespace", "monitoring", "-f", valuesFile(t, values),
+	out, err := helm(t, "template", "audit", dst, "--namespace", "monitoring", "-f", valuesFile(t, requiredValues), "-f", valuesFile(t, values),
 		"--show-only", "templates/notes-under-test.yaml")
 	if err != nil {
 		t.Fatalf("rendering NOTES.txt: %v\n%s", err, out)

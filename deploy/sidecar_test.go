@@ -131,7 +131,7 @@ func TestNatsSidecarValues(t *testing.T) {
 	for name, files := range map[string][]string{
 		"sidecar values alone":        {sidecarValuesPath},
 		"with the example values":     {sidecarValuesPath, exampleValuesPath},
-		"overridden floor and labels": {sidecarValuesPath, "inline:natsVersionAuditor:\n  floor: \"2.15\"\n  monitoring:\n    labels:\n      release: prometheus\n      team: nats\n"},
+		"overridden floor and labels": {sidecarValuesPath, "inline:natsVersionAuditor:\n  floor: \"2.15\"\n  system: payments\n  monitoring:\n    labels:\n      release: prometheus\n      team: nats\n"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -147,6 +147,17 @@ func TestNatsSidecarValues(t *testing.T) {
 				t.Fatalf("helm template of the official chart: %v\n%s", err, out)
 			}
 			checkSidecar(t, name, objs)
+			// Every sidecar names its system (label nats_system): <namespace>/<release full
+			// name> unless given, the name the standalone chart derives from
+			// nats://nats.nats.svc:4222, so that one system has one name however it is watched.
+			wantSystem := "nats/nats"
+			if name == "overridden floor and labels" {
+				wantSystem = "payments"
+			}
+			_, c := sidecar(t, name, objs)
+			if got, _ := flagValue(c.Args, "metrics.system"); got != wantSystem {
+				t.Errorf("%s: the sidecar's --metrics.system is %q, want %s", name, got, wantSystem)
+			}
 			switch name {
 			case "with the example values":
 				checkExampleValues(t, objs)
