@@ -4,7 +4,7 @@
 // daemon's contract says, the chart passes helm lint, the alert rules pass promtool, and every
 // flag the manifests pass exists in the binary.
 //
-// helm and promtool come from $TOOLS_BIN, else <module root>/.cache/tools/bin (make tools).
+// helm, promtool and prometheus come from $TOOLS_BIN, else <module root>/.cache/tools/bin (make tools).
 package deploy_test
 
 import (
@@ -55,7 +55,7 @@ func readFile(t testing.TB, rel string) []byte {
 	return b
 }
 
-// tool returns the path of helm or promtool. A missing tool fails the test: CI must run them.
+// tool returns the path of helm, promtool or prometheus. A missing tool fails the test: CI must run them.
 func tool(t testing.TB, name string) string {
 	t.Helper()
 	dir := os.Getenv("TOOLS_BIN")
