@@ -20,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -221,6 +222,9 @@ func newObject(apiVersion, kind string) any {
 		return &podMonitor{}
 	case monitoringAPI + " PrometheusRule":
 		return &prometheusRule{}
+	case "monitoring.coreos.com/v1alpha1 AlertmanagerConfig":
+		// prometheus-operator's own type: its CRD schema is generated from it.
+		return &monitoringv1alpha1.AlertmanagerConfig{}
 	case "argoproj.io/v1alpha1 AnalysisTemplate":
 		return &analysisTemplate{}
 	}
@@ -536,6 +540,7 @@ func TestStrictDecodingRejectsUnknownFields(t *testing.T) {
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          securityContext: {readOnlyRootFilesytem: true}\n",
 		"apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\nspec:\n  endpoints: [{port: metrics, intervall: 30s}]\n",
 		"apiVersion: v1\nkind: Service\nmetadata: {name: x, name: y}\n",
+		"apiVersion: monitoring.coreos.com/v1alpha1\nkind: AlertmanagerConfig\nmetadata: {name: x}\nspec:\n  inhibitRules: [{sourceMatchers: [{name: alertname, value: A}]}]\n",
 	} {
 		var meta struct {
 			APIVersion string `json:"apiVersion"`

@@ -3,10 +3,12 @@ package deploy_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -379,8 +381,8 @@ func TestHelmTemplateMonitoringSwitch(t *testing.T) {
 		release string
 	}{
 		"switch on": {"monitoring:\n  enabled: true\n",
-			[]string{"ConfigMap", "Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}, "audit-nats-version-auditor", "kube-prometheus-stack"},
-		"fullnameOverride and own release label without dashboard": {"fullnameOverride: nva\nmonitoring:\n  enabled: true\n  labels:\n    release: prom\ngrafanaDashboard:\n  enabled: false\n",
+			[]string{"AlertmanagerConfig", "ConfigMap", "Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}, "audit-nats-version-auditor", "kube-prometheus-stack"},
+		"fullnameOverride and own release label without dashboard and inhibition": {"fullnameOverride: nva\nmonitoring:\n  enabled: true\n  labels:\n    release: prom\ngrafanaDashboard:\n  enabled: false\nalertmanagerConfig:\n  enabled: false\n",
 			[]string{"Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}, "nva", "prom"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -399,6 +401,8 @@ func TestHelmTemplateMonitoringSwitch(t *testing.T) {
 					l = v.Metadata.Labels
 				case *prometheusRule:
 					l = v.Metadata.Labels
+				case *monitoringv1alpha1.AlertmanagerConfig:
+					l = v.Labels
 				case *corev1.ConfigMap:
 					l = v.Labels
 					if l["grafana_dashboard"] != "1" {
@@ -422,5 +426,44 @@ func checkDashboardConfigMap(t *testing.T, cm *corev1.ConfigMap) {
 	want := strings.TrimSpace(string(readFile(t, "deploy/grafana/nats-version-auditor.json")))
 	if got := strings.TrimSpace(cm.Data["nats-version-auditor.json"]); got != want {
 		t.Errorf("dashboard ConfigMap %s does not hold deploy/grafana/nats-version-auditor.json (%d bytes, want %d)", cm.Name, len(got), len(want))
+	}
+}
+
+// TestHelmAlertmanagerConfig: the monitoring switch ships the inhibition as an AlertmanagerConfig
+// (decoded strictly into prometheus-operator's own type): exactly the rules of the example, held
+// to the rules' labels as the example is, in the namespace the release's alerts carry (the
+// operator adds namespace=<its namespace> to every matcher), labelled for the selectors.
+func TestHelmAlertmanagerConfig(t *testing.T) {
+	t.Parallel()
+	objs := render(t, "inhibition", "monitoring:\n  enabled: true\nalertmanagerConfig:\n  labels:\n    alertmanagerConfig: nats\n")
+	amc := one[monitoringv1alpha1.AlertmanagerConfig](t, "inhibition", objs)
+	sm := one[serviceMonitor](t, "inhibition", objs)
+	if amc.Namespace != "monitoring" || sm.Metadata.Namespace != amc.Namespace {
+		t.Errorf("AlertmanagerConfig in namespace %q, the ServiceMonitor (whose targets give the alerts their namespace) in %q: want both the release's, monitoring",
+			amc.Namespace, sm.Metadata.Namespace)
+	}
+	if amc.Labels["release"] != "kube-prometheus-stack" || amc.Labels["alertmanagerConfig"] != "nats" {
+		t.Errorf("AlertmanagerConfig labels %v lack the monitoring labels and its own", amc.Labels)
+	}
+	if amc.Spec.Route != nil || len(amc.Spec.Receivers) > 0 {
+		t.Errorf("the AlertmanagerConfig routes or receives (%v, %v): it should only inhibit", amc.Spec.Route, amc.Spec.Receivers)
+	}
+	var got []inhibitRule
+	matchers := func(ms []monitoringv1alpha1.Matcher) []string {
+		var out []string
+		for _, m := range ms {
+			if err := m.Validate(); err != nil {
+				t.Errorf("matcher %+v: %v", m, err)
+			}
+			out = append(out, m.String())
+		}
+		return out
+	}
+	for _, r := range amc.Spec.InhibitRules {
+		got = append(got, inhibitRule{SourceMatchers: matchers(r.SourceMatch), TargetMatchers: matchers(r.TargetMatch), Equal: r.Equal})
+	}
+	checkInhibition(t, "the chart's AlertmanagerConfig", got)
+	if want := exampleInhibitRules(t); !reflect.DeepEqual(got, want) {
+		t.Errorf("the chart's AlertmanagerConfig inhibits\n%v\nthe example %s\n%v\n(run go generate ./deploy/prometheus/gen)", got, inhibitPath, want)
 	}
 }

@@ -392,15 +392,7 @@ func TestRulesTellSystemsApart(t *testing.T) {
 			}
 		}
 	}
-	var cfg struct {
-		InhibitRules []struct {
-			Equal []string `json:"equal"`
-		} `json:"inhibit_rules"`
-	}
-	if err := yaml.Unmarshal(readFile(t, inhibitPath), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range cfg.InhibitRules {
+	for _, r := range exampleInhibitRules(t) {
 		if !slices.Contains(r.Equal, "namespace") || !slices.Contains(r.Equal, metrics.SystemLabel) {
 			t.Errorf("%s: equal %v: one system's alert would inhibit another's", inhibitPath, r.Equal)
 		}
@@ -409,19 +401,34 @@ func TestRulesTellSystemsApart(t *testing.T) {
 
 var alertnameMatcher = regexp.MustCompile(`^alertname(=~|=)"([^"]+)"$`)
 
-// TestAlertmanagerInhibition: the inhibition example names alerts that exist, and every label
-// it requires equal is one both the source and the target alert carry (else it never inhibits).
-func TestAlertmanagerInhibition(t *testing.T) {
+// inhibitRule is one Alertmanager inhibition rule with its matchers as Alertmanager writes them.
+type inhibitRule struct {
+	SourceMatchers []string `json:"source_matchers"`
+	TargetMatchers []string `json:"target_matchers"`
+	Equal          []string `json:"equal"`
+}
+
+// exampleInhibitRules decodes deploy/prometheus/alertmanager-inhibit.yml strictly.
+func exampleInhibitRules(t testing.TB) []inhibitRule {
+	t.Helper()
 	var cfg struct {
-		InhibitRules []struct {
-			SourceMatchers []string `json:"source_matchers"`
-			TargetMatchers []string `json:"target_matchers"`
-			Equal          []string `json:"equal"`
-		} `json:"inhibit_rules"`
+		InhibitRules []inhibitRule `json:"inhibit_rules"`
 	}
 	if err := strict(readFile(t, inhibitPath), &cfg); err != nil {
 		t.Fatalf("%s: %v", inhibitPath, err)
 	}
+	return cfg.InhibitRules
+}
+
+// TestAlertmanagerInhibition: the inhibition example names alerts that exist, and every label
+// it requires equal is one both the source and the target alert carry (else it never inhibits).
+func TestAlertmanagerInhibition(t *testing.T) {
+	checkInhibition(t, inhibitPath, exampleInhibitRules(t))
+}
+
+// checkInhibition holds inhibition rules to the alerts of rules.yml.
+func checkInhibition(t testing.TB, where string, rules []inhibitRule) {
+	t.Helper()
 	byName := map[string]rulefile.Rule{}
 	for _, a := range alerts(sourceRules(t)) {
 		byName[a.Alert] = a
@@ -431,7 +438,7 @@ func TestAlertmanagerInhibition(t *testing.T) {
 		for _, m := range ms {
 			p := alertnameMatcher.FindStringSubmatch(m)
 			if p == nil {
-				t.Errorf("%s: matcher %q is not on alertname", inhibitPath, m)
+				t.Errorf("%s: matcher %q is not on alertname", where, m)
 				continue
 			}
 			re := regexp.MustCompile("^(?:" + p[2] + ")$")
@@ -442,20 +449,20 @@ func TestAlertmanagerInhibition(t *testing.T) {
 			}
 		}
 		if len(out) == 0 {
-			t.Errorf("%s: %q match no alert of %s", inhibitPath, ms, rulesPath)
+			t.Errorf("%s: %q match no alert of %s", where, ms, rulesPath)
 		}
 		return out
 	}
-	if len(cfg.InhibitRules) == 0 {
-		t.Fatal("no inhibit_rules")
+	if len(rules) == 0 {
+		t.Fatalf("%s: no inhibition rules", where)
 	}
 	pageOncePerServer := false
-	for _, r := range cfg.InhibitRules {
+	for _, r := range rules {
 		for _, a := range slices.Concat(matching(r.SourceMatchers), matching(r.TargetMatchers)) {
 			ls := alertLabels(a)
 			for _, l := range r.Equal {
 				if !ls[l] {
-					t.Errorf("%s: equal %v, but %s has no label %s: the rule never inhibits", inhibitPath, r.Equal, a.Alert, l)
+					t.Errorf("%s: equal %v, but %s has no label %s: the rule never inhibits", where, r.Equal, a.Alert, l)
 				}
 			}
 		}
@@ -465,7 +472,7 @@ func TestAlertmanagerInhibition(t *testing.T) {
 		}
 	}
 	if !pageOncePerServer {
-		t.Error("no inhibition of the consumer alerts by NatsServerBelowVersionFloor: one old server pages once per consumer")
+		t.Errorf("%s: no inhibition of the consumer alerts by NatsServerBelowVersionFloor: one old server pages once per consumer", where)
 	}
 }
 

@@ -3,7 +3,8 @@
 // own PrometheusRule (a chart cannot read files outside its directory), and the PrometheusRule
 // entry that ends the extraResources of deploy/helm/nats-sidecar-values.yaml (everything after
 // its marker line). It also writes, into each runbook section of an alert on finding codes,
-// the list of the codes it reports, from the registry auditor.Codes.
+// the list of the codes it reports, from the registry auditor.Codes; and, from
+// deploy/prometheus/alertmanager-inhibit.yml, the inhibitRules of the chart's AlertmanagerConfig.
 //
 //	go generate ./deploy/prometheus/gen   # or: go run ./deploy/prometheus/gen
 //	go run ./deploy/prometheus/gen -check # exit 1 if a copy is out of date
@@ -131,11 +132,16 @@ spec:
 		return nil, fmt.Errorf("%s: %w", runbookPath, err)
 	}
 
+	inhibit, err := chartInhibitRules(root)
+	if err != nil {
+		return nil, err
+	}
 	return []genfiles.File{
 		{Path: prometheusRulePath, Content: rule.Bytes()},
 		{Path: chartRulesPath, Content: chart.Bytes()},
 		{Path: sidecarValuesPath, Content: sidecar.Bytes()},
 		{Path: runbookPath, Content: runbook},
+		inhibit,
 	}, nil
 }
 
