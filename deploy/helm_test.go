@@ -445,8 +445,15 @@ func TestHelmAlertmanagerConfig(t *testing.T) {
 	if amc.Labels["release"] != "kube-prometheus-stack" || amc.Labels["alertmanagerConfig"] != "nats" {
 		t.Errorf("AlertmanagerConfig labels %v lack the monitoring labels and its own", amc.Labels)
 	}
+	checkAlertmanagerConfig(t, "the chart's AlertmanagerConfig", amc)
+}
+
+// checkAlertmanagerConfig: an AlertmanagerConfig deploy/ ships only inhibits, with exactly the
+// rules of the example, held to the rules' labels as the example is.
+func checkAlertmanagerConfig(t *testing.T, where string, amc *monitoringv1alpha1.AlertmanagerConfig) {
+	t.Helper()
 	if amc.Spec.Route != nil || len(amc.Spec.Receivers) > 0 {
-		t.Errorf("the AlertmanagerConfig routes or receives (%v, %v): it should only inhibit", amc.Spec.Route, amc.Spec.Receivers)
+		t.Errorf("%s routes or receives (%v, %v): it should only inhibit", where, amc.Spec.Route, amc.Spec.Receivers)
 	}
 	var got []inhibitRule
 	matchers := func(ms []monitoringv1alpha1.Matcher) []string {
@@ -462,8 +469,8 @@ func TestHelmAlertmanagerConfig(t *testing.T) {
 	for _, r := range amc.Spec.InhibitRules {
 		got = append(got, inhibitRule{SourceMatchers: matchers(r.SourceMatch), TargetMatchers: matchers(r.TargetMatch), Equal: r.Equal})
 	}
-	checkInhibition(t, "the chart's AlertmanagerConfig", got)
+	checkInhibition(t, where, got)
 	if want := exampleInhibitRules(t); !reflect.DeepEqual(got, want) {
-		t.Errorf("the chart's AlertmanagerConfig inhibits\n%v\nthe example %s\n%v\n(run go generate ./deploy/prometheus/gen)", got, inhibitPath, want)
+		t.Errorf("%s inhibits\n%v\nthe example %s\n%v\n(run go generate ./deploy/prometheus/gen)", where, got, inhibitPath, want)
 	}
 }

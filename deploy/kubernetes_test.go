@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -85,7 +86,7 @@ func TestKustomizeBase(t *testing.T) {
 		kinds = append(kinds, o.Kind)
 	}
 	slices.Sort(kinds)
-	if want := []string{"ConfigMap", "Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}; !slices.Equal(kinds, want) {
+	if want := []string{"AlertmanagerConfig", "ConfigMap", "Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}; !slices.Equal(kinds, want) {
 		t.Fatalf("base objects %v, want %v", kinds, want)
 	}
 
@@ -124,6 +125,13 @@ func TestKustomizeBase(t *testing.T) {
 		t.Errorf("dashboard ConfigMap labels %v lack grafana_dashboard: \"1\"", cm.Labels)
 	}
 	checkDashboardConfigMap(t, cm)
+	// The inhibition, generated from the example; no namespace of its own, so that the overlay's
+	// is both its and the ServiceMonitor's (the operator matches the alerts' namespace to it).
+	amc := one[monitoringv1alpha1.AlertmanagerConfig](t, "kustomize base", objs)
+	if amc.Namespace != "" || amc.Labels["release"] != "kube-prometheus-stack" {
+		t.Errorf("AlertmanagerConfig namespace %q, labels %v: want no namespace and the release label", amc.Namespace, amc.Labels)
+	}
+	checkAlertmanagerConfig(t, "deploy/kubernetes/alertmanagerconfig.yaml", amc)
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName != "nats-version-auditor-creds" {
 			t.Errorf("the base mounts Secret %s, want the documented nats-version-auditor-creds", v.Secret.SecretName)

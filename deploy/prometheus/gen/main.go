@@ -4,7 +4,8 @@
 // entry that ends the extraResources of deploy/helm/nats-sidecar-values.yaml (everything after
 // its marker line). It also writes, into each runbook section of an alert on finding codes,
 // the list of the codes it reports, from the registry auditor.Codes; and, from
-// deploy/prometheus/alertmanager-inhibit.yml, the inhibitRules of the chart's AlertmanagerConfig.
+// deploy/prometheus/alertmanager-inhibit.yml, the inhibitRules of the chart's AlertmanagerConfig
+// and the kustomize base's AlertmanagerConfig.
 //
 //	go generate ./deploy/prometheus/gen   # or: go run ./deploy/prometheus/gen
 //	go run ./deploy/prometheus/gen -check # exit 1 if a copy is out of date
@@ -132,7 +133,7 @@ spec:
 		return nil, fmt.Errorf("%s: %w", runbookPath, err)
 	}
 
-	inhibit, err := chartInhibitRules(root)
+	inhibit, err := inhibitFiles(root)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ spec:
 		{Path: chartRulesPath, Content: chart.Bytes()},
 		{Path: sidecarValuesPath, Content: sidecar.Bytes()},
 		{Path: runbookPath, Content: runbook},
-		inhibit,
+		inhibit[0], inhibit[1],
 	}, nil
 }
 
