@@ -26,7 +26,8 @@ import (
 // in A, 2.10.27 in B) and leading an R1 consumer. The auditors run as the standalone chart's
 // would, all in one namespace: two replicas of release A and one of release B, each with the
 // --metrics.system its chart derives. The rules are deploy/prometheus/rules.yml unchanged (no
-// for: shortened: a pending alert is what is looked for); only the evaluation interval is 1s.
+// for: shortened: a pending alert is what is looked for); only the intervals are short (2s
+// scrapes, 1s evaluations).
 // Prometheus' alerts API must show exactly one pending NatsServerBelowVersionFloor and one
 // NatsConsumerLeaderBelowVersionFloor per system, each quoting its own system's version, and
 // keep showing exactly that over further evaluations once every target has been scraped.
@@ -85,7 +86,7 @@ func TestRealPrometheusAlertsPerSystem(t *testing.T) {
 		for range s.replicas {
 			addr := natstest.FreeAddr(t)
 			start(auditor, append(s.sys.SysArgs("n1"), "serve", "--web.listen-address", addr,
-				"--metrics.system", s.name, "--audit.min-interval", "2s")...)
+				"--metrics.system", s.name, "--audit.min-interval", "1h")...)
 			addrs = append(addrs, fmt.Sprintf("%q", addr))
 			targets++
 		}
@@ -94,7 +95,10 @@ func TestRealPrometheusAlertsPerSystem(t *testing.T) {
 			s.job, strings.Join(addrs, ", "))
 	}
 	dir := t.TempDir()
-	config := "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n" +
+	// Scrapes are served from the audit at start (--audit.min-interval 1h), so none waits for an
+	// audit and none times out on a busy machine: a failed scrape would mark the series stale and
+	// reset the pending alerts.
+	config := "global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n  evaluation_interval: 1s\n" +
 		"rule_files:\n  - " + path(t, rulesPath) + "\nscrape_configs:\n" + scrape.String()
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
