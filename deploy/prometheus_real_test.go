@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,9 +66,9 @@ func TestRealPrometheusAlertsPerSystem(t *testing.T) {
 			_ = p.Wait()
 		}
 	})
-	start := func(name string, args ...string) *syncBuffer {
+	start := func(name string, args ...string) *natstest.LockedBuffer {
 		t.Helper()
-		out := &syncBuffer{}
+		out := &natstest.LockedBuffer{}
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -255,22 +254,4 @@ func TestRealPrometheusAlertsPerSystem(t *testing.T) {
 	if err := check(alerts); err != nil {
 		fail("after three more evaluations: %v", err)
 	}
-}
-
-// syncBuffer collects a process's output for the failure message while the process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
