@@ -11,6 +11,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TOOLS_BIN   := $(CURDIR)/.cache/tools/bin
 HELM        := $(TOOLS_BIN)/helm
 PROMTOOL    := $(TOOLS_BIN)/promtool
+PROMETHEUS  := $(TOOLS_BIN)/prometheus
 NATSCLI     := $(TOOLS_BIN)/nats
 
 # A count, not a duration: in Go 1.26 a duration -fuzztime can fail at its
@@ -32,14 +33,18 @@ build:
 servers:
 	$(GO) run ./internal/natstest/servers
 
-# helm and promtool for the deploy/ tests, built from the module proxy once.
-tools: $(HELM) $(PROMTOOL)
+# helm, promtool and prometheus for the deploy/ tests, built from the module proxy once.
+# prometheus runs the shipped rules against real auditors (no UI assets: its API is enough).
+tools: $(HELM) $(PROMTOOL) $(PROMETHEUS)
 
 $(HELM):
 	GOBIN=$(TOOLS_BIN) $(GO) install helm.sh/helm/v3/cmd/helm@v3.22.0
 
 $(PROMTOOL):
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@v0.316.0
+
+$(PROMETHEUS):
+	GOBIN=$(TOOLS_BIN) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@v0.316.0
 
 $(NATSCLI):
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/nats-io/natscli/nats@v0.5.0

@@ -4,7 +4,7 @@
 // daemon's contract says, the chart passes helm lint, the alert rules pass promtool, and every
 // flag the manifests pass exists in the binary.
 //
-// helm and promtool come from $TOOLS_BIN, else <module root>/.cache/tools/bin (make tools).
+// helm, promtool and prometheus come from $TOOLS_BIN, else <module root>/.cache/tools/bin (make tools).
 package deploy_test
 
 import (
@@ -20,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,7 @@ const (
 	nonRootID     = int64(65532)
 	healthzPath   = "/healthz"
 	readyzPath    = "/readyz"
+	completezPath = "/completez"
 	monitoringAPI = "monitoring.coreos.com/v1"
 )
 
@@ -54,7 +56,7 @@ func readFile(t testing.TB, rel string) []byte {
 	return b
 }
 
-// tool returns the path of helm or promtool. A missing tool fails the test: CI must run them.
+// tool returns the path of helm, promtool or prometheus. A missing tool fails the test: CI must run them.
 func tool(t testing.TB, name string) string {
 	t.Helper()
 	dir := os.Getenv("TOOLS_BIN")
@@ -220,6 +222,9 @@ func newObject(apiVersion, kind string) any {
 		return &podMonitor{}
 	case monitoringAPI + " PrometheusRule":
 		return &prometheusRule{}
+	case "monitoring.coreos.com/v1alpha1 AlertmanagerConfig":
+		// prometheus-operator's own type: its CRD schema is generated from it.
+		return &monitoringv1alpha1.AlertmanagerConfig{}
 	case "argoproj.io/v1alpha1 AnalysisTemplate":
 		return &analysisTemplate{}
 	}
@@ -390,8 +395,8 @@ func containerSecurity(t testing.TB, where string, c *corev1.Container, spec *co
 type probeKind int
 
 const (
-	standaloneProbes probeKind = iota // liveness /healthz, readiness /readyz
-	sidecarProbes                     // liveness /healthz, readiness never /readyz
+	standaloneProbes probeKind = iota // liveness /healthz, readiness /readyz (an audit finished)
+	sidecarProbes                     // liveness /healthz, readiness never on the auditor's state
 	jobProbes                         // none: a run-to-completion check
 )
 
@@ -417,6 +422,11 @@ func probes(t testing.TB, where string, c *corev1.Container, kind probeKind) {
 		port := p.HTTPGet.Port
 		if port.Type != intstr.String || !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == port.StrVal }) {
 			t.Errorf("%s: %s probe targets %q, not a named port of the container", where, name, port.String())
+		}
+	}
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
+		if httpPath(p) == completezPath {
+			t.Errorf("%s: %s probe on %s (last audit complete): every NATS rolling upgrade would take the pod out", where, name, completezPath)
 		}
 	}
 	switch kind {
@@ -530,6 +540,7 @@ func TestStrictDecodingRejectsUnknownFields(t *testing.T) {
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          securityContext: {readOnlyRootFilesytem: true}\n",
 		"apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\nspec:\n  endpoints: [{port: metrics, intervall: 30s}]\n",
 		"apiVersion: v1\nkind: Service\nmetadata: {name: x, name: y}\n",
+		"apiVersion: monitoring.coreos.com/v1alpha1\nkind: AlertmanagerConfig\nmetadata: {name: x}\nspec:\n  inhibitRules: [{sourceMatchers: [{name: alertname, value: A}]}]\n",
 	} {
 		var meta struct {
 			APIVersion string `json:"apiVersion"`

@@ -3,10 +3,12 @@ package deploy_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -36,10 +38,18 @@ func valuesFile(t *testing.T, values string) string {
 	return p
 }
 
-// render runs helm template with values and decodes every rendered document strictly.
+// requiredValues is what an install must give (nats.url), as the install line of deploy/README
+// does; every render starts from it and values override it.
+const requiredValues = `
+nats:
+  url: nats://nats.nats.svc:4222
+`
+
+// render runs helm template with the required values and values, and decodes every rendered
+// document strictly.
 func render(t *testing.T, name, values string) []object {
 	t.Helper()
-	out, err := helm(t, "template", "audit", chartDir, "--namespace", "monitoring", "-f", valuesFile(t, values))
+	out, err := helm(t, "template", "audit", chartDir, "--namespace", "monitoring", "-f", valuesFile(t, requiredValues), "-f", valuesFile(t, values))
 	if err != nil {
 		t.Fatalf("helm template (%s): %v\n%s", name, err, out)
 	}
@@ -60,6 +70,7 @@ prometheusRule:
 const contextValues = `
 nats:
   url: ""
+  system: payments/nats
   credentials:
     existingSecret: ""
   context:
@@ -107,7 +118,7 @@ func TestHelmLint(t *testing.T) {
 		"monitoring switch": "monitoring:\n  enabled: true\n"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			out, err := helm(t, "lint", "--strict", chartDir, "-f", valuesFile(t, values))
+			out, err := helm(t, "lint", "--strict", chartDir, "-f", valuesFile(t, requiredValues), "-f", valuesFile(t, values))
 			t.Logf("helm lint --strict (%s):\n%s", name, out)
 			if err != nil {
 				t.Errorf("helm lint --strict (%s): %v", name, err)
@@ -128,7 +139,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 
 	c := d.Spec.Template.Spec.Containers[0]
 	want := map[string]string{
-		"server": "nats://nats:4222", "creds": "/etc/nats-version-auditor/creds/sys.creds", "floor": "2.14.0",
+		"server": "nats://nats.nats.svc:4222", "metrics.system": "nats/nats", "creds": "/etc/nats-version-auditor/creds/sys.creds", "floor": "2.14.0",
 		"scope": "cluster", "audit.min-interval": "15s", "metrics.max-asset-series": "500", "timeout": "5s",
 		"web.listen-address": ":7779", "web.telemetry-path": "/metrics", "log.level": "info", "log.format": "logfmt",
 	}
@@ -178,7 +189,7 @@ func TestHelmTemplateContext(t *testing.T) {
 	spec := d.Spec.Template.Spec
 	c := spec.Containers[0]
 	for f, v := range map[string]string{
-		"context": "sys", "floor": "2.15", "audit.min-interval": "30s", "log.format": "json",
+		"context": "sys", "metrics.system": "payments/nats", "floor": "2.15", "audit.min-interval": "30s", "log.format": "json",
 		"tlsca": "/etc/nats-version-auditor/tls/ca.crt", "tlscert": "/etc/nats-version-auditor/tls/tls.crt",
 		"tlskey": "/etc/nats-version-auditor/tls/tls.key", "web.config.file": "/etc/nats-version-auditor/web/web-config.yml",
 	} {
@@ -255,6 +266,11 @@ func TestHelmTemplateConfigMapContext(t *testing.T) {
 func TestHelmTemplateRejectsBadValues(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct{ values, why string }{
+		// No URL, or one whose bare host resolves in the auditor's own namespace: refused.
+		"no nats.url":                {"nats:\n  url: \"\"\n", "nats.url is required"},
+		"bare host":                  {"nats:\n  url: nats://nats:4222\n", `the host "nats" resolves in this release's namespace (monitoring)`},
+		"bare host without scheme":   {"nats:\n  url: nats:4222\n", "resolves in this release's namespace"},
+		"context without a system":   {"nats:\n  url: \"\"\n  context:\n    name: sys\n    existingSecret: s\n", "nats.system is required"},
 		"unknown scope":              {"audit:\n  scope: everything\n", "/audit/scope"},
 		"misspelt key":               {"audit:\n  flor: 2.14.0\n", "'flor' not allowed"},
 		"context without its source": {"nats:\n  context:\n    name: sys\n", "nats.context.name is set"},
@@ -268,7 +284,7 @@ func TestHelmTemplateRejectsBadValues(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			out, err := helm(t, "template", "audit", chartDir, "-f", valuesFile(t, c.values))
+			out, err := helm(t, "template", "audit", chartDir, "--namespace", "monitoring", "-f", valuesFile(t, requiredValues), "-f", valuesFile(t, c.values))
 			if err == nil || !strings.Contains(out, c.why) {
 				t.Errorf("helm template with %s: want an error about %q, got %v:\n%s", name, c.why, err, out)
 			}
@@ -295,7 +311,7 @@ func renderNotes(t *testing.T, values string) string {
 	if err := os.WriteFile(filepath.Join(dst, "templates", "notes-under-test.yaml"), []byte(tmpl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := helm(t, "template", "audit", dst, "--namespace", "monitoring", "-f", valuesFile(t, values),
+	out, err := helm(t, "template", "audit", dst, "--namespace", "monitoring", "-f", valuesFile(t, requiredValues), "-f", valuesFile(t, values),
 		"--show-only", "templates/notes-under-test.yaml")
 	if err != nil {
 		t.Fatalf("rendering NOTES.txt: %v\n%s", err, out)
@@ -365,8 +381,8 @@ func TestHelmTemplateMonitoringSwitch(t *testing.T) {
 		release string
 	}{
 		"switch on": {"monitoring:\n  enabled: true\n",
-			[]string{"ConfigMap", "Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}, "audit-nats-version-auditor", "kube-prometheus-stack"},
-		"fullnameOverride and own release label without dashboard": {"fullnameOverride: nva\nmonitoring:\n  enabled: true\n  labels:\n    release: prom\ngrafanaDashboard:\n  enabled: false\n",
+			[]string{"AlertmanagerConfig", "ConfigMap", "Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}, "audit-nats-version-auditor", "kube-prometheus-stack"},
+		"fullnameOverride and own release label without dashboard and inhibition": {"fullnameOverride: nva\nmonitoring:\n  enabled: true\n  labels:\n    release: prom\ngrafanaDashboard:\n  enabled: false\nalertmanagerConfig:\n  enabled: false\n",
 			[]string{"Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}, "nva", "prom"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -385,6 +401,8 @@ func TestHelmTemplateMonitoringSwitch(t *testing.T) {
 					l = v.Metadata.Labels
 				case *prometheusRule:
 					l = v.Metadata.Labels
+				case *monitoringv1alpha1.AlertmanagerConfig:
+					l = v.Labels
 				case *corev1.ConfigMap:
 					l = v.Labels
 					if l["grafana_dashboard"] != "1" {
@@ -408,5 +426,51 @@ func checkDashboardConfigMap(t *testing.T, cm *corev1.ConfigMap) {
 	want := strings.TrimSpace(string(readFile(t, "deploy/grafana/nats-version-auditor.json")))
 	if got := strings.TrimSpace(cm.Data["nats-version-auditor.json"]); got != want {
 		t.Errorf("dashboard ConfigMap %s does not hold deploy/grafana/nats-version-auditor.json (%d bytes, want %d)", cm.Name, len(got), len(want))
+	}
+}
+
+// TestHelmAlertmanagerConfig: the monitoring switch ships the inhibition as an AlertmanagerConfig
+// (decoded strictly into prometheus-operator's own type): exactly the rules of the example, held
+// to the rules' labels as the example is, in the namespace the release's alerts carry (the
+// operator adds namespace=<its namespace> to every matcher), labelled for the selectors.
+func TestHelmAlertmanagerConfig(t *testing.T) {
+	t.Parallel()
+	objs := render(t, "inhibition", "monitoring:\n  enabled: true\nalertmanagerConfig:\n  labels:\n    alertmanagerConfig: nats\n")
+	amc := one[monitoringv1alpha1.AlertmanagerConfig](t, "inhibition", objs)
+	sm := one[serviceMonitor](t, "inhibition", objs)
+	if amc.Namespace != "monitoring" || sm.Metadata.Namespace != amc.Namespace {
+		t.Errorf("AlertmanagerConfig in namespace %q, the ServiceMonitor (whose targets give the alerts their namespace) in %q: want both the release's, monitoring",
+			amc.Namespace, sm.Metadata.Namespace)
+	}
+	if amc.Labels["release"] != "kube-prometheus-stack" || amc.Labels["alertmanagerConfig"] != "nats" {
+		t.Errorf("AlertmanagerConfig labels %v lack the monitoring labels and its own", amc.Labels)
+	}
+	checkAlertmanagerConfig(t, "the chart's AlertmanagerConfig", amc)
+}
+
+// checkAlertmanagerConfig: an AlertmanagerConfig deploy/ ships only inhibits, with exactly the
+// rules of the example, held to the rules' labels as the example is.
+func checkAlertmanagerConfig(t *testing.T, where string, amc *monitoringv1alpha1.AlertmanagerConfig) {
+	t.Helper()
+	if amc.Spec.Route != nil || len(amc.Spec.Receivers) > 0 {
+		t.Errorf("%s routes or receives (%v, %v): it should only inhibit", where, amc.Spec.Route, amc.Spec.Receivers)
+	}
+	var got []inhibitRule
+	matchers := func(ms []monitoringv1alpha1.Matcher) []string {
+		var out []string
+		for _, m := range ms {
+			if err := m.Validate(); err != nil {
+				t.Errorf("matcher %+v: %v", m, err)
+			}
+			out = append(out, m.String())
+		}
+		return out
+	}
+	for _, r := range amc.Spec.InhibitRules {
+		got = append(got, inhibitRule{SourceMatchers: matchers(r.SourceMatch), TargetMatchers: matchers(r.TargetMatch), Equal: r.Equal})
+	}
+	checkInhibition(t, where, got)
+	if want := exampleInhibitRules(t); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s inhibits\n%v\nthe example %s\n%v\n(run go generate ./deploy/prometheus/gen)", where, got, inhibitPath, want)
 	}
 }

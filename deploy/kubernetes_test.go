@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -85,7 +86,7 @@ func TestKustomizeBase(t *testing.T) {
 		kinds = append(kinds, o.Kind)
 	}
 	slices.Sort(kinds)
-	if want := []string{"Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}; !slices.Equal(kinds, want) {
+	if want := []string{"AlertmanagerConfig", "ConfigMap", "Deployment", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}; !slices.Equal(kinds, want) {
 		t.Fatalf("base objects %v, want %v", kinds, want)
 	}
 
@@ -107,10 +108,30 @@ func TestKustomizeBase(t *testing.T) {
 	if len(k.Images) != 1 || k.Images[0].Name != image || k.Images[0].NewTag != tag {
 		t.Errorf("kustomization images %+v do not pin %s to the Deployment's tag %s", k.Images, image, tag)
 	}
-	// Overlays patch the NATS URL by index (see kustomization.yaml): keep it second.
-	if len(c.Args) < 2 || !strings.HasPrefix(c.Args[1], "--server=") {
-		t.Errorf("args[1] is not --server=...: %q", c.Args)
+	// Overlays patch the NATS URL and the system's name by index (see kustomization.yaml).
+	if len(c.Args) < 3 || !strings.HasPrefix(c.Args[1], "--server=") || !strings.HasPrefix(c.Args[2], "--metrics.system=") {
+		t.Errorf("args[1] is not --server=... or args[2] not --metrics.system=...: %q", c.Args)
 	}
+	// The default URL names the NATS namespace (a bare host would resolve in the auditor's), and
+	// the default system is the one the chart derives from it and the sidecar values give.
+	if server, _ := flagValue(c.Args, "server"); server != "nats://nats.nats.svc:4222" {
+		t.Errorf("--server=%s, want nats://nats.nats.svc:4222", server)
+	}
+	if system, _ := flagValue(c.Args, "metrics.system"); system != "nats/nats" {
+		t.Errorf("--metrics.system=%s, want nats/nats", system)
+	}
+	cm := one[corev1.ConfigMap](t, "kustomize base", objs)
+	if cm.Labels["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap labels %v lack grafana_dashboard: \"1\"", cm.Labels)
+	}
+	checkDashboardConfigMap(t, cm)
+	// The inhibition, generated from the example; no namespace of its own, so that the overlay's
+	// is both its and the ServiceMonitor's (the operator matches the alerts' namespace to it).
+	amc := one[monitoringv1alpha1.AlertmanagerConfig](t, "kustomize base", objs)
+	if amc.Namespace != "" || amc.Labels["release"] != "kube-prometheus-stack" {
+		t.Errorf("AlertmanagerConfig namespace %q, labels %v: want no namespace and the release label", amc.Namespace, amc.Labels)
+	}
+	checkAlertmanagerConfig(t, "deploy/kubernetes/alertmanagerconfig.yaml", amc)
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName != "nats-version-auditor-creds" {
 			t.Errorf("the base mounts Secret %s, want the documented nats-version-auditor-creds", v.Secret.SecretName)

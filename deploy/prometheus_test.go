@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
@@ -216,7 +218,7 @@ func TestRulesUseTheCollectorsNames(t *testing.T) {
 	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, 0).Describe(ch)
 	close(ch)
 	names := map[string]bool{}
-	labelNames := map[string]bool{"namespace": true, "job": true, "instance": true}
+	labelNames := map[string]bool{"namespace": true, "job": true, "instance": true, metrics.SystemLabel: true}
 	for d := range ch {
 		s := d.String()
 		if m := fqName.FindStringSubmatch(s); m != nil {
@@ -363,21 +365,70 @@ func alertLabels(a rulefile.Rule) map[string]bool {
 	return out
 }
 
+var queryMatchers = regexp.MustCompile(`printf "[a-z_]+\{([^}]*)\}"`)
+
+// TestRulesTellSystemsApart: a NATS system is (namespace, nats_system). Every aggregation of
+// every alert keeps both, every query a description makes for the alert's own system selects
+// both, and every inhibition rule that requires namespace equal requires nats_system equal: two
+// systems watched from one namespace never share an alert or silence each other's.
+func TestRulesTellSystemsApart(t *testing.T) {
+	for _, a := range alerts(sourceRules(t)) {
+		bys := byClause.FindAllStringSubmatch(a.Expr, -1)
+		if len(bys) == 0 {
+			t.Errorf("%s aggregates by nothing: every auditor of every system would be its own alert", a.Alert)
+		}
+		for _, m := range bys {
+			ls := strings.Split(m[1], ",")
+			for i := range ls {
+				ls[i] = strings.TrimSpace(ls[i])
+			}
+			if !slices.Contains(ls, "namespace") || !slices.Contains(ls, metrics.SystemLabel) {
+				t.Errorf("%s: by (%s) does not keep namespace and %s", a.Alert, m[1], metrics.SystemLabel)
+			}
+		}
+		for _, m := range queryMatchers.FindAllStringSubmatch(a.Annotations["description"], -1) {
+			if strings.Contains(m[1], "namespace=") && !strings.Contains(m[1], metrics.SystemLabel+"=%q") {
+				t.Errorf("%s: the description queries {%s}, another system's series too", a.Alert, m[1])
+			}
+		}
+	}
+	for _, r := range exampleInhibitRules(t) {
+		if !slices.Contains(r.Equal, "namespace") || !slices.Contains(r.Equal, metrics.SystemLabel) {
+			t.Errorf("%s: equal %v: one system's alert would inhibit another's", inhibitPath, r.Equal)
+		}
+	}
+}
+
 var alertnameMatcher = regexp.MustCompile(`^alertname(=~|=)"([^"]+)"$`)
 
-// TestAlertmanagerInhibition: the inhibition example names alerts that exist, and every label
-// it requires equal is one both the source and the target alert carry (else it never inhibits).
-func TestAlertmanagerInhibition(t *testing.T) {
+// inhibitRule is one Alertmanager inhibition rule with its matchers as Alertmanager writes them.
+type inhibitRule struct {
+	SourceMatchers []string `json:"source_matchers"`
+	TargetMatchers []string `json:"target_matchers"`
+	Equal          []string `json:"equal"`
+}
+
+// exampleInhibitRules decodes deploy/prometheus/alertmanager-inhibit.yml strictly.
+func exampleInhibitRules(t testing.TB) []inhibitRule {
+	t.Helper()
 	var cfg struct {
-		InhibitRules []struct {
-			SourceMatchers []string `json:"source_matchers"`
-			TargetMatchers []string `json:"target_matchers"`
-			Equal          []string `json:"equal"`
-		} `json:"inhibit_rules"`
+		InhibitRules []inhibitRule `json:"inhibit_rules"`
 	}
 	if err := strict(readFile(t, inhibitPath), &cfg); err != nil {
 		t.Fatalf("%s: %v", inhibitPath, err)
 	}
+	return cfg.InhibitRules
+}
+
+// TestAlertmanagerInhibition: the inhibition example names alerts that exist, and every label
+// it requires equal is one both the source and the target alert carry (else it never inhibits).
+func TestAlertmanagerInhibition(t *testing.T) {
+	checkInhibition(t, inhibitPath, exampleInhibitRules(t))
+}
+
+// checkInhibition holds inhibition rules to the alerts of rules.yml.
+func checkInhibition(t testing.TB, where string, rules []inhibitRule) {
+	t.Helper()
 	byName := map[string]rulefile.Rule{}
 	for _, a := range alerts(sourceRules(t)) {
 		byName[a.Alert] = a
@@ -387,7 +438,7 @@ func TestAlertmanagerInhibition(t *testing.T) {
 		for _, m := range ms {
 			p := alertnameMatcher.FindStringSubmatch(m)
 			if p == nil {
-				t.Errorf("%s: matcher %q is not on alertname", inhibitPath, m)
+				t.Errorf("%s: matcher %q is not on alertname", where, m)
 				continue
 			}
 			re := regexp.MustCompile("^(?:" + p[2] + ")$")
@@ -398,20 +449,20 @@ func TestAlertmanagerInhibition(t *testing.T) {
 			}
 		}
 		if len(out) == 0 {
-			t.Errorf("%s: %q match no alert of %s", inhibitPath, ms, rulesPath)
+			t.Errorf("%s: %q match no alert of %s", where, ms, rulesPath)
 		}
 		return out
 	}
-	if len(cfg.InhibitRules) == 0 {
-		t.Fatal("no inhibit_rules")
+	if len(rules) == 0 {
+		t.Fatalf("%s: no inhibition rules", where)
 	}
 	pageOncePerServer := false
-	for _, r := range cfg.InhibitRules {
+	for _, r := range rules {
 		for _, a := range slices.Concat(matching(r.SourceMatchers), matching(r.TargetMatchers)) {
 			ls := alertLabels(a)
 			for _, l := range r.Equal {
 				if !ls[l] {
-					t.Errorf("%s: equal %v, but %s has no label %s: the rule never inhibits", inhibitPath, r.Equal, a.Alert, l)
+					t.Errorf("%s: equal %v, but %s has no label %s: the rule never inhibits", where, r.Equal, a.Alert, l)
 				}
 			}
 		}
@@ -421,6 +472,49 @@ func TestAlertmanagerInhibition(t *testing.T) {
 		}
 	}
 	if !pageOncePerServer {
-		t.Error("no inhibition of the consumer alerts by NatsServerBelowVersionFloor: one old server pages once per consumer")
+		t.Errorf("%s: no inhibition of the consumer alerts by NatsServerBelowVersionFloor: one old server pages once per consumer", where)
+	}
+}
+
+// TestRunbookQueries: every PromQL query of the runbook parses, uses only what the exporter
+// exposes (the same check as the rules), and keeps each system apart as the alerts do.
+func TestRunbookQueries(t *testing.T) {
+	runbook := string(readFile(t, runbookPath))
+	var queries []string
+	for _, block := range strings.Split(runbook, "```promql\n")[1:] {
+		body, _, ok := strings.Cut(block, "```")
+		if !ok {
+			t.Fatalf("%s: unterminated promql block", runbookPath)
+		}
+		queries = append(queries, strings.Split(strings.TrimSpace(body), "\n")...)
+	}
+	if len(queries) < 3 {
+		t.Fatalf("%s: %d PromQL queries, want the diagnosis queries", runbookPath, len(queries))
+	}
+	for _, q := range queries {
+		e, err := parser.NewParser(parser.Options{}).ParseExpr(q)
+		if err != nil {
+			t.Errorf("%s: %q does not parse: %v", runbookPath, q, err)
+			continue
+		}
+		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+			switch n := n.(type) {
+			case *parser.VectorSelector:
+				if !metricName.MatchString(n.Name) {
+					t.Errorf("%s: %q reads %s, not an auditor metric", runbookPath, q, n.Name)
+				}
+				has := func(l string) bool {
+					return slices.ContainsFunc(n.LabelMatchers, func(m *labels.Matcher) bool { return m.Name == l })
+				}
+				if !has("namespace") || !has(metrics.SystemLabel) {
+					t.Errorf("%s: %q does not select one system (namespace and %s)", runbookPath, q, metrics.SystemLabel)
+				}
+			case *parser.AggregateExpr:
+				if !slices.Contains(n.Grouping, "namespace") || !slices.Contains(n.Grouping, metrics.SystemLabel) {
+					t.Errorf("%s: %q aggregates without namespace and %s", runbookPath, q, metrics.SystemLabel)
+				}
+			}
+			return nil
+		})
 	}
 }

@@ -1,13 +1,16 @@
 package deploy_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nkeys"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -131,7 +134,7 @@ func TestNatsSidecarValues(t *testing.T) {
 	for name, files := range map[string][]string{
 		"sidecar values alone":        {sidecarValuesPath},
 		"with the example values":     {sidecarValuesPath, exampleValuesPath},
-		"overridden floor and labels": {sidecarValuesPath, "inline:natsVersionAuditor:\n  floor: \"2.15\"\n  monitoring:\n    labels:\n      release: prometheus\n      team: nats\n"},
+		"overridden floor and labels": {sidecarValuesPath, "inline:natsVersionAuditor:\n  floor: \"2.15\"\n  system: payments\n  monitoring:\n    labels:\n      release: prometheus\n      team: nats\n"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -147,9 +150,21 @@ func TestNatsSidecarValues(t *testing.T) {
 				t.Fatalf("helm template of the official chart: %v\n%s", err, out)
 			}
 			checkSidecar(t, name, objs)
+			// Every sidecar names its system (label nats_system): <namespace>/<release full
+			// name> unless given, the name the standalone chart derives from
+			// nats://nats.nats.svc:4222, so that one system has one name however it is watched.
+			wantSystem := "nats/nats"
+			if name == "overridden floor and labels" {
+				wantSystem = "payments"
+			}
+			_, c := sidecar(t, name, objs)
+			if got, _ := flagValue(c.Args, "metrics.system"); got != wantSystem {
+				t.Errorf("%s: the sidecar's --metrics.system is %q, want %s", name, got, wantSystem)
+			}
 			switch name {
 			case "with the example values":
 				checkExampleValues(t, objs)
+				checkNatsBox(t, out)
 			case "overridden floor and labels":
 				if p := policyOf(t, objs); p != "floor: \"2.15\"\n" {
 					t.Errorf("policy.yaml %q, want the overridden floor as a string", p)
@@ -411,4 +426,141 @@ func sidecarArgs(t *testing.T) [][]string {
 		out = append(out, c.Args)
 	}
 	return out
+}
+
+// checkNatsBox: with the example values the official chart's nats-box and its `helm test` pod
+// still connect. Once accounts have users the server refuses a connection without credentials,
+// and the chart's default context has none: the example gives the default context an nkey user
+// of APP from a Secret, which both the nats-box Deployment and the test pod mount where the
+// context says.
+func checkNatsBox(t *testing.T, out string) {
+	t.Helper()
+	var contexts *corev1.Secret
+	var box *appsv1.Deployment
+	var testPod *corev1.Pod
+	var conf string
+	for _, doc := range splitDocs([]byte(out)) {
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		_ = yaml.Unmarshal(doc, &meta)
+		var err error
+		switch {
+		case meta.Kind == "Secret" && meta.Metadata.Name == "nats-box-contexts":
+			contexts = &corev1.Secret{}
+			err = strict(doc, contexts)
+		case meta.Kind == "Deployment" && meta.Metadata.Name == "nats-box":
+			box = &appsv1.Deployment{}
+			err = strict(doc, box)
+		case meta.Kind == "Pod":
+			testPod = &corev1.Pod{}
+			err = strict(doc, testPod)
+		case meta.Kind == "ConfigMap":
+			var cm corev1.ConfigMap
+			err = strict(doc, &cm)
+			if c, ok := cm.Data["nats.conf"]; ok {
+				conf = c
+			}
+		}
+		if err != nil {
+			t.Fatalf("example values: %s %s: %v", meta.Kind, meta.Metadata.Name, err)
+		}
+	}
+	if contexts == nil || box == nil || testPod == nil {
+		t.Fatalf("example values: nats-box contexts %v, Deployment %v, helm test pod %v: all must render", contexts != nil, box != nil, testPod != nil)
+	}
+	if testPod.Annotations["helm.sh/hook"] != "test" || len(testPod.Spec.Containers) != 1 ||
+		!strings.Contains(strings.Join(testPod.Spec.Containers[0].Args, " "), "nats request") {
+		t.Errorf("example values: the helm test pod is not the chart's request-reply test: %+v", testPod.Spec.Containers)
+	}
+	var ctx struct {
+		URL   string `json:"url"`
+		NKey  string `json:"nkey"`
+		Creds string `json:"creds"`
+		User  string `json:"user"`
+	}
+	if err := json.Unmarshal([]byte(contexts.StringData["default.json"]), &ctx); err != nil {
+		t.Fatalf("example values: nats-box default context: %v", err)
+	}
+	var server struct {
+		NoAuthUser string `json:"no_auth_user"`
+		Accounts   map[string]struct {
+			Users []struct {
+				User string `json:"user"`
+				NKey string `json:"nkey"`
+			} `json:"users"`
+		} `json:"accounts"`
+	}
+	if err := json.Unmarshal(natsConfJSON(conf), &server); err != nil {
+		t.Fatalf("example values: nats.conf is not the JSON the chart writes: %v", err)
+	}
+	users, auditorKey := 0, ""
+	var appKeys []string
+	for name, acc := range server.Accounts {
+		for _, u := range acc.Users {
+			users++
+			if u.NKey == "" {
+				continue
+			}
+			if !nkeys.IsValidPublicUserKey(u.NKey) {
+				t.Errorf("example values: account %s: nkey %s is not a public user key", name, u.NKey)
+			}
+			switch name {
+			case "SYS":
+				auditorKey = u.NKey
+			case "APP":
+				appKeys = append(appKeys, u.NKey)
+			}
+		}
+	}
+	if users > 0 && server.NoAuthUser == "" && ctx.NKey == "" && ctx.Creds == "" && ctx.User == "" {
+		t.Fatalf("example values: accounts have users and no no_auth_user, but nats-box's default context %+v has no credentials: nats-box and helm test are refused", ctx)
+	}
+	if ctx.NKey == "" {
+		return
+	}
+	if len(appKeys) == 0 || slices.Contains(appKeys, auditorKey) {
+		t.Errorf("example values: the default context uses an nkey, but APP has no nkey user of its own (%v; the auditor's is %s)", appKeys, auditorKey)
+	}
+	for what, spec := range map[string]*corev1.PodSpec{"nats-box": &box.Spec.Template.Spec, "helm test pod": &testPod.Spec} {
+		if !mountsSecretFile(spec, ctx.NKey) {
+			t.Errorf("example values: %s does not mount a Secret at %s, the default context's nkey", what, ctx.NKey)
+		}
+		if !mountsSecretFile(spec, "/etc/nats-contexts/default.json") {
+			t.Errorf("example values: %s does not mount the contexts Secret", what)
+		}
+	}
+}
+
+// bareValue is a value the chart's nats.conf leaves unquoted: a $VAR, a size such as 10Gi.
+var bareValue = regexp.MustCompile(`(:\s*)(\$?\w*[A-Za-z]\w*)(\s*[,\n}])`)
+
+// natsConfJSON quotes nats.conf's bare values, so that it decodes as JSON.
+func natsConfJSON(conf string) []byte {
+	return []byte(bareValue.ReplaceAllStringFunc(conf, func(m string) string {
+		p := bareValue.FindStringSubmatch(m)
+		if p[2] == "true" || p[2] == "false" || p[2] == "null" {
+			return m
+		}
+		return p[1] + `"` + p[2] + `"` + p[3]
+	}))
+}
+
+// mountsSecretFile reports whether a container of spec mounts a Secret volume at file's directory.
+func mountsSecretFile(spec *corev1.PodSpec, file string) bool {
+	dir := file[:strings.LastIndex(file, "/")]
+	for _, c := range spec.Containers {
+		for _, m := range c.VolumeMounts {
+			if strings.TrimSuffix(m.MountPath, "/") != dir {
+				continue
+			}
+			if slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name && v.Secret != nil && v.Secret.SecretName != "" }) {
+				return true
+			}
+		}
+	}
+	return false
 }

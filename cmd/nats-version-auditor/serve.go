@@ -41,6 +41,7 @@ type serveCommand struct {
 	minInterval    time.Duration
 	scope          string
 	maxAssetSeries int
+	system         string
 
 	events           bool
 	eventMinInterval time.Duration
@@ -62,6 +63,9 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 	c.cmd.Flag("audit.event-min-interval", "Least time between the start of any audit and one an event starts; bursts of events share one audit").
 		Default("1s").DurationVar(&c.eventMinInterval)
 	c.cmd.Flag("metrics.max-asset-series", "Most per-consumer series one scrape exposes").Default(fmt.Sprint(metrics.DefaultMaxAssetSeries)).IntVar(&c.maxAssetSeries)
+	c.cmd.Flag("metrics.system", "Name of the NATS system this auditor watches, exported as the label "+metrics.SystemLabel+
+		" on every series, so that alerts tell apart systems watched from one namespace (e.g. <nats namespace>/<nats release>)").
+		PlaceHolder("NAME").StringVar(&c.system)
 	return c
 }
 
@@ -104,7 +108,7 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, e
 		defer ev.stop()
 		eventMetrics = append(eventMetrics, ev.collector())
 	}
-	go sched.Get(ctx) // a first audit, so that /readyz can turn ready before any scrape
+	go sched.Get(ctx) // a first audit, so that /readyz turns ready before any scrape
 
 	srv := &http.Server{Handler: c.handler(sched, logger, eventMetrics...), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -131,13 +135,14 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, e
 // health endpoints, the JSON API and the landing page.
 func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger, more ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(
+	sysReg := metrics.WithSystem(reg, c.system)
+	sysReg.MustRegister(
 		metrics.NewCollector(sched.Latest, c.maxAssetSeries),
 		versioncollector.NewCollector("nats_version_auditor"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	reg.MustRegister(more...)
+	sysReg.MustRegister(more...)
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
 
 	mux := http.NewServeMux()
@@ -150,9 +155,24 @@ func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger, mo
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
+	// Readiness is "this process can answer": once the first audit has
+	// finished, whatever it found, /metrics and the API answer from it. A
+	// rolling upgrade of NATS leaves audits incomplete exactly when
+	// applications ask whether a RESET is safe, so completeness stays in the
+	// answers (complete: false, reset: unknown), the metrics and the alerts,
+	// never in the Service's endpoints.
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if sched.Latest().Report == nil {
+			http.Error(w, "no audit has finished yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	// For scripts and people, not for probes: whether the last audit saw
+	// every expected server and read every reply.
+	mux.HandleFunc("/completez", func(w http.ResponseWriter, _ *http.Request) {
 		res := sched.Latest()
-		if res.Report == nil || !res.Report.Complete() {
+		if res.Report == nil || !complete(res.Report) {
 			http.Error(w, "the last audit did not complete", http.StatusServiceUnavailable)
 			return
 		}
@@ -166,7 +186,8 @@ func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger, mo
 		Links: []web.LandingLinks{
 			{Address: c.telemetryPath, Text: "Metrics"},
 			{Address: "/healthz", Text: "Liveness"},
-			{Address: "/readyz", Text: "Readiness (last audit complete)"},
+			{Address: "/readyz", Text: "Readiness (an audit has finished)"},
+			{Address: "/completez", Text: "Last audit complete (not for probes)"},
 			{Address: "/api/v1/report", Text: "The last report (JSON API)"},
 		},
 	})

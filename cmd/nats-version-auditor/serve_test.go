@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -123,30 +125,92 @@ func TestServeEndpointsAndShutdown(t *testing.T) {
 	}
 }
 
-func TestServeReadyzFollowsCompleteness(t *testing.T) {
+// TestServeStaysReadyDuringOutage: readiness means the process can answer. With one server of
+// the cluster stopped, as at every step of a rolling upgrade, /readyz stays 200 (the Service
+// keeps the pod), the consumer API answers (a consumer whose peers are all up is safe, from an
+// audit that says it is incomplete), the report says what is missing, and only /completez,
+// which no probe uses, and the metrics say the audit is incomplete.
+func TestServeStaysReadyDuringOutage(t *testing.T) {
 	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
-	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "0s", "--timeout", "1s")...)
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	addStreamAndConsumer(t, app, "LOCAL", "on-n1", 1, "node:n1")
+	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "0s", "--timeout", "2s")...)
 	if err := natstest.Eventually(10*time.Second, func() error {
-		if code, _ := d.get(t, "/readyz"); code != http.StatusOK {
-			return fmt.Errorf("/readyz %d", code)
+		for _, p := range []string{"/readyz", "/completez"} {
+			if code, body := d.get(t, p); code != http.StatusOK {
+				return fmt.Errorf("%s %d %s", p, code, body)
+			}
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	sys.Pause("n3")
-	defer sys.Resume("n3")
-	mfs := d.scrape(t) // a fresh audit: --audit.min-interval 0s
+	if err := sys.Stop("n3", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	var cons consumerOutput
+	if err := natstest.Eventually(20*time.Second, func() error {
+		code, body := d.get(t, "/api/v1/consumers/APP/LOCAL/on-n1?max_age=0s")
+		if code != http.StatusOK {
+			return fmt.Errorf("consumer API %d %s", code, body)
+		}
+		cons = consumerOutput{}
+		if err := json.Unmarshal([]byte(body), &cons); err != nil {
+			return err
+		}
+		if cons.Audit.Complete {
+			return fmt.Errorf("the audit is still complete with n3 stopped: %s", body)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if cons.Reset != auditor.ResetSafe || cons.Leader != "n1" {
+		t.Errorf("consumer on n1 alone with n3 stopped: reset %q, leader %q, want safe on n1 (%s)", cons.Reset, cons.Leader, cons.Reason)
+	}
+	if code, body := d.get(t, "/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz %d %q during the outage, want 200: the Service would drop the API", code, body)
+	}
+	if code, _ := d.get(t, "/completez"); code != http.StatusServiceUnavailable {
+		t.Errorf("/completez %d after an incomplete audit, want 503", code)
+	}
+	code, body := d.get(t, "/api/v1/report")
+	var rep reportAPIOutput
+	if err := json.Unmarshal([]byte(body), &rep); code != http.StatusOK || err != nil {
+		t.Fatalf("report API %d %v: %s", code, err, body)
+	}
+	missing := slices.ContainsFunc(rep.Findings, func(f auditor.Finding) bool { return f.Code == auditor.ServerMissing && f.Server == "n3" })
+	if rep.Status != auditor.Unknown || !missing || rep.Audit.ServersResponded != 2 {
+		t.Errorf("report during the outage: status %s, n3 missing %v, %d of %d servers responded; want UNKNOWN, n3 missing, 2",
+			rep.Status, missing, rep.Audit.ServersResponded, rep.Audit.ServersExpected)
+	}
+	mfs := d.scrape(t)
 	if v := value(mfs, "nats_version_auditor_up"); v != 0 {
-		t.Errorf("up = %v with n3 hung, want 0", v)
-	}
-	if got := series(mfs, "nats_version_auditor_server_missing"); !slices.Equal(got, []string{"nats_version_auditor_server_missing{server_name=n3} 1"}) {
-		t.Errorf("server_missing %v, want n3", got)
-	}
-	if code, _ := d.get(t, "/readyz"); code != http.StatusServiceUnavailable {
-		t.Errorf("/readyz %d after an incomplete audit, want 503", code)
+		t.Errorf("up = %v with n3 stopped, want 0", v)
 	}
 	if code, _ := d.get(t, "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz %d, want 200 whatever the audit says", code)
+	}
+}
+
+// TestServeReadyzWaitsForAnAudit: before any audit has finished there is nothing to answer
+// from, so the pod is not ready; an audit that reached no server is an answer (the API says
+// so with 503 and the reason), so it is ready then.
+func TestServeReadyzWaitsForAnAudit(t *testing.T) {
+	d := startServe(t, "-s", "nats://"+natstest.FreeAddr(t), "--audit.min-interval", "1h")
+	if err := natstest.Eventually(10*time.Second, func() error {
+		if code, body := d.get(t, "/readyz"); code != http.StatusOK {
+			return fmt.Errorf("/readyz %d %s", code, body)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := d.get(t, "/completez"); code != http.StatusServiceUnavailable {
+		t.Errorf("/completez %d with NATS unreachable, want 503", code)
+	}
+	if code, body := d.get(t, "/api/v1/consumers/APP/S/C"); code != http.StatusServiceUnavailable || !strings.Contains(body, "reached no server") {
+		t.Errorf("consumer API with NATS unreachable: %d %s", code, body)
 	}
 }

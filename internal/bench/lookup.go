@@ -40,13 +40,13 @@ func lookups(h *natstest.Program, cfg config, sys *natstest.System, streams []st
 		return time.Since(start)
 	}
 	err := natstest.Eventually(2*time.Minute, func() error {
-		resp, err := http.Get(base + "/readyz")
+		resp, err := http.Get(base + "/completez")
 		if err != nil {
 			return err
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz %d", resp.StatusCode)
+			return fmt.Errorf("/completez %d", resp.StatusCode)
 		}
 		return nil
 	})

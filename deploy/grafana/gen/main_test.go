@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
@@ -47,7 +48,7 @@ func exporterNames(t *testing.T) (names, labelNames map[string]bool) {
 	close(ch)
 	names = map[string]bool{}
 	// Target labels Prometheus Operator adds to every scraped series.
-	labelNames = map[string]bool{"namespace": true, "job": true, "instance": true, "pod": true}
+	labelNames = map[string]bool{"namespace": true, "job": true, "instance": true, "pod": true, metrics.SystemLabel: true}
 	for d := range ch {
 		s := d.String()
 		if m := fqName.FindStringSubmatch(s); m != nil {
@@ -237,6 +238,46 @@ func TestDashboardPanels(t *testing.T) {
 	} {
 		if !strings.Contains(strings.Join(qs["panel "+c.title], "\n"), c.metric) {
 			t.Errorf("no panel %q reading %s", c.title, c.metric)
+		}
+	}
+}
+
+// TestDashboardTellsSystemsApart: a NATS system is (namespace, nats_system), as in the alert
+// rules. The dashboard has a variable for each, every selector of a panel filters on both, and
+// every aggregation that keeps namespace keeps nats_system: two systems watched from one
+// namespace, whose servers share names, are never merged into one row or line.
+func TestDashboardTellsSystemsApart(t *testing.T) {
+	qs := dashboardQueries(t)
+	if _, ok := qs["variable "+metrics.SystemLabel]; !ok {
+		t.Fatalf("no dashboard variable %s", metrics.SystemLabel)
+	}
+	for where, exprs := range qs {
+		if strings.HasPrefix(where, "variable ") {
+			continue
+		}
+		for _, expr := range exprs {
+			e, err := parser.NewParser(parser.Options{}).ParseExpr(grafanaVars.Replace(expr))
+			if err != nil {
+				t.Errorf("%s: %v", where, err)
+				continue
+			}
+			parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+				switch n := n.(type) {
+				case *parser.VectorSelector:
+					if !slices.ContainsFunc(n.LabelMatchers, func(m *labels.Matcher) bool { return m.Name == metrics.SystemLabel }) {
+						t.Errorf("%s: %s does not filter on %s", where, n, metrics.SystemLabel)
+					}
+				case *parser.AggregateExpr:
+					if slices.Contains(n.Grouping, "namespace") && !slices.Contains(n.Grouping, metrics.SystemLabel) {
+						t.Errorf("%s: %s groups by namespace without %s", where, n.Op, metrics.SystemLabel)
+					}
+				case *parser.BinaryExpr:
+					if m := n.VectorMatching; m != nil && slices.Contains(m.MatchingLabels, "namespace") && !slices.Contains(m.MatchingLabels, metrics.SystemLabel) {
+						t.Errorf("%s: matches on namespace without %s", where, metrics.SystemLabel)
+					}
+				}
+				return nil
+			})
 		}
 	}
 }

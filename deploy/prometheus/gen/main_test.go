@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
@@ -26,8 +27,8 @@ func root(t *testing.T) string {
 // would write now: edit deploy/prometheus/rules.yml, then run go generate ./deploy/prometheus/gen.
 func TestGeneratedFilesUpToDate(t *testing.T) {
 	r := root(t)
-	if outs, err := generate(r); err != nil || len(outs) != 4 {
-		t.Fatalf("generator writes %d files (%v), want 4", len(outs), err)
+	if outs, err := generate(r); err != nil || len(outs) != 6 {
+		t.Fatalf("generator writes %d files (%v), want 6 (three copies of the rules, the runbook, the inhibition for the chart and the kustomize base)", len(outs), err)
 	}
 	if err := run(r, true); err != nil {
 		t.Errorf("gen -check: %v", err)
@@ -51,8 +52,8 @@ func TestGeneratedCopiesCarryTheSourceGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range outs {
-		if o.Path == runbookPath {
-			continue // TestRunbookCodes
+		if o.Path == runbookPath || o.Path == chartInhibitPath || o.Path == baseInhibitPath {
+			continue // TestRunbookCodes; TestChartInhibitRules and the deploy tests
 		}
 		if o.Path != sidecarValuesPath && !bytes.HasPrefix(o.Content, []byte(header)) {
 			t.Errorf("%s does not start with the generated-file header", o.Path)
@@ -159,6 +160,37 @@ func TestRunbookCodes(t *testing.T) {
 	} {
 		if _, err := runbookCodes([]byte(runbook), rules); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestChartInhibitRules: the chart's inhibitRules are the example's, matcher for matcher (the
+// chart test renders them and holds them to the rules' labels).
+func TestChartInhibitRules(t *testing.T) {
+	f, err := chartInhibitRules(root(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(f.Content, []byte(inhibitHeader)) {
+		t.Errorf("%s does not start with the generated-file header", f.Path)
+	}
+	var spec struct {
+		InhibitRules []monitoringv1alpha1.InhibitRule `json:"inhibitRules"`
+	}
+	if err := yaml.UnmarshalStrict(f.Content, &spec); err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.InhibitRules) != 4 {
+		t.Fatalf("%d rules, want the example's 4", len(spec.InhibitRules))
+	}
+	first := spec.InhibitRules[0]
+	if len(first.SourceMatch) != 1 || first.SourceMatch[0] != (monitoringv1alpha1.Matcher{Name: "alertname", Value: "NatsServerBelowVersionFloor", MatchType: monitoringv1alpha1.MatchEqual}) ||
+		len(first.TargetMatch) != 1 || first.TargetMatch[0].MatchType != monitoringv1alpha1.MatchRegexp {
+		t.Errorf("first rule %+v, want alertname=\"NatsServerBelowVersionFloor\" inhibiting a regexp of the consumer alerts", first)
+	}
+	for _, bad := range [][]string{{`alertname~"A"`}, nil} {
+		if _, err := operatorMatchers(bad); err == nil {
+			t.Errorf("operatorMatchers(%q) accepted", bad)
 		}
 	}
 }

@@ -77,7 +77,49 @@ app.kubernetes.io/component: exporter
 /etc/nats-version-auditor/config
 {{- end }}
 
+{{/* The host of the first of nats.url's comma-separated URLs (nats.go adds nats:// to one without a scheme). */}}
+{{- define "nats-version-auditor.natsHost" -}}
+{{- $u := splitList "," .Values.nats.url | first | trim }}
+{{- if not (contains "://" $u) }}{{ $u = printf "nats://%s" $u }}{{ end }}
+{{- (urlParse $u).hostname }}
+{{- end }}
+
+{{/*
+The NATS system the auditor watches, exported as the label nats_system (--metrics.system), by
+which the alerts, the inhibition and the dashboard tell apart systems watched from one namespace:
+nats.system, else <namespace>/<service> of a nats.url naming <service>.<namespace>.svc[...] or
+<service>.<namespace> (the official chart's Service is named after its release), else the host.
+*/}}
+{{- define "nats-version-auditor.system" -}}
+{{- if .Values.nats.system }}
+{{- .Values.nats.system }}
+{{- else if .Values.nats.url }}
+{{- $host := include "nats-version-auditor.natsHost" . }}
+{{- $parts := splitList "." $host }}
+{{- if and (ge (len $parts) 2) (or (eq (len $parts) 2) (eq (index $parts 2) "svc")) (not (regexMatch "^[0-9]+$" (index $parts 1))) }}
+{{- printf "%s/%s" (index $parts 1) (index $parts 0) }}
+{{- else }}
+{{- $host }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- define "nats-version-auditor.validate" -}}
+{{- if not (or .Values.nats.url .Values.nats.context.name) }}
+{{- fail (printf "nats.url is required: the URL of the NATS system to audit, naming its namespace, e.g. --set nats.url=nats://nats.nats.svc:4222 (a bare nats://nats:4222 would resolve in this release's namespace, %s); or set nats.context.name to take it from a natscli context" .Release.Namespace) }}
+{{- end }}
+{{- if .Values.nats.url }}
+{{- $host := include "nats-version-auditor.natsHost" . }}
+{{- if not $host }}
+{{- fail (printf "nats.url %q: no host in it; want e.g. nats://nats.nats.svc:4222" .Values.nats.url) }}
+{{- end }}
+{{- if and (not (contains "." $host)) (not (contains ":" $host)) (ne $host "localhost") }}
+{{- fail (printf "nats.url %q: the host %q resolves in this release's namespace (%s), not the NATS namespace; name it: nats://%s.<nats namespace>.svc:4222" .Values.nats.url $host .Release.Namespace $host) }}
+{{- end }}
+{{- end }}
+{{- if not (include "nats-version-auditor.system" .) }}
+{{- fail "nats.system is required when nats.url is empty (the URL comes from the context): the name of the NATS system, exported as the label nats_system, e.g. <nats namespace>/<nats release>" }}
+{{- end }}
 {{- with .Values.nats.context }}
 {{- if .name }}
 {{- if and .existingSecret .existingConfigMap }}
