@@ -7,6 +7,9 @@ import (
 	"testing"
 )
 
+// floorMessage is the one message of a floor that is not one (auditor.ParseFloor).
+const floorMessage = "is not a floor: want MAJOR.MINOR or MAJOR.MINOR.PATCH, such as 2.14, 2.14.0 or v2.14.0"
+
 func TestUsageErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -16,7 +19,10 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", nil, "usage:"},
 		{"unknown command", []string{"chek"}, `expected command but got "chek"`},
 		{"unknown flag", []string{"check", "--flor", "2.14"}, "unknown long flag '--flor'"},
-		{"floor not a version", []string{"check", "--floor", "latest"}, `--floor: "latest" is not a semantic version`},
+		{"floor not a version", []string{"check", "--floor", "latest"}, `--floor: "latest" ` + floorMessage},
+		{"floor of one number", []string{"check", "--floor", "14"}, `--floor: "14" ` + floorMessage},
+		{"floor of one small number", []string{"report", "--floor", "2"}, `--floor: "2" ` + floorMessage},
+		{"floor of one number with v", []string{"serve", "--floor", "v14"}, `--floor: "v14" ` + floorMessage},
 		{"bad format", []string{"check", "--format", "xml"}, "enum value must be one of"},
 		{"missing creds file", []string{"check", "--creds", "/nonexistent/sys.creds", "-s", "nats://127.0.0.1:1"}, "/nonexistent/sys.creds"},
 		{"unknown context", []string{"check", "--context", "no-such-context"}, `load NATS context "no-such-context"`},

@@ -35,7 +35,7 @@ func addAssetFilterFlags(cmd *kingpin.CmdClause, p *policyFlags) {
 }
 
 func (p *policyFlags) policy() (auditor.Policy, error) {
-	floor, err := auditor.ParseVersion(p.floor)
+	floor, err := auditor.ParseFloor(p.floor)
 	if err != nil {
 		return auditor.Policy{}, fmt.Errorf("--floor: %w", err)
 	}
@@ -76,7 +76,7 @@ func readPolicyFile(path string) (auditor.Policy, error) {
 	if err := json.Unmarshal(pf.Floor, &floor); err != nil {
 		return auditor.Policy{}, fmt.Errorf(`--policy.file %s: floor must be a quoted string such as "2.14.0", not %s (YAML reads an unquoted 2.10 as the number 2.1)`, path, pf.Floor)
 	}
-	v, err := auditor.ParseVersion(floor)
+	v, err := auditor.ParseFloor(floor)
 	if err != nil {
 		return auditor.Policy{}, fmt.Errorf("--policy.file %s: floor: %w", path, err)
 	}
