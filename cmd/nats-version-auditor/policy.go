@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"sync"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -38,6 +39,18 @@ func (p *policyFlags) policy() (auditor.Policy, error) {
 	floor, err := auditor.ParseFloor(p.floor)
 	if err != nil {
 		return auditor.Policy{}, fmt.Errorf("--floor: %w", err)
+	}
+	for _, f := range []struct {
+		flag     string
+		patterns []string
+	}{{"--account", p.accounts}, {"--stream", p.streams}, {"--consumer", p.consumers}} {
+		for _, pat := range f.patterns {
+			// path.Match reports a malformed pattern only when it gets that
+			// far; a pattern that can never match would narrow the gate to nothing.
+			if _, err := path.Match(pat, ""); err != nil {
+				return auditor.Policy{}, fmt.Errorf("%s %q: not a glob pattern: %w", f.flag, pat, err)
+			}
+		}
 	}
 	return auditor.Policy{Floor: floor, Accounts: p.accounts, Streams: p.streams, Consumers: p.consumers}, nil
 }
