@@ -69,7 +69,10 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 		}
 		e.add(Finding{Code: AuditIncomplete, Server: pr.Server, Message: msg})
 	}
-	if len(snap.Servers) == 0 {
+	// An audit that could not run (Failed) has its reason already: "no
+	// server answered" would be false of one a server answered before its
+	// user was refused a request.
+	if len(snap.Servers) == 0 && len(snap.Problems) == 0 {
 		e.add(Finding{Code: AuditIncomplete, Message: "no server answered the audit"})
 	}
 

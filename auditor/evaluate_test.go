@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -521,5 +522,17 @@ func TestEvaluateNarrowedToNothing(t *testing.T) {
 				t.Errorf("status %s, want %s", r.Status, want)
 			}
 		})
+	}
+}
+
+// TestEvaluateFailedAudit: an audit that could not run is UNKNOWN with its
+// one reason, not also "no server answered".
+func TestEvaluateFailedAudit(t *testing.T) {
+	r := Failed(errors.New("permissions violation: ..."), time.Now(), Policy{Floor: DefaultFloor})
+	if r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "audit: permissions violation: ..." {
+		t.Errorf("status %s, findings %+v", r.Status, r.Findings)
+	}
+	if r := Evaluate(&Snapshot{}, Policy{Floor: DefaultFloor}); r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "no server answered the audit" {
+		t.Errorf("an empty snapshot: status %s, findings %+v", r.Status, r.Findings)
 	}
 }
