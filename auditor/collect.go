@@ -83,9 +83,26 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
+	// A request the user may not make is refused asynchronously (an -ERR
+	// on the connection) and looks like silence: end the audit at once
+	// with the cause rather than wait out the timeout for replies that
+	// cannot come.
+	ctx, deny := context.WithCancelCause(ctx)
+	defer deny(nil)
 
 	c := newCollection(ctx, nc, opts)
 	lastErr := nc.LastError()
+	denied := func() *PermissionError {
+		err := nc.LastError()
+		if err == nil || err == lastErr {
+			return nil
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return auditDenied(err, inboxPrefix(nc), c.snap.Servers)
+	}
+	poll := time.NewTicker(permissionPoll)
+	defer poll.Stop()
 
 	inbox := nc.NewRespInbox()
 	sub, err := nc.Subscribe(inbox, c.onStatsz)
@@ -111,7 +128,12 @@ wait:
 		}
 		select {
 		case <-c.wake:
+		case <-poll.C:
 		case <-ctx.Done():
+			break wait
+		}
+		if perr := denied(); perr != nil {
+			deny(perr)
 			break wait
 		}
 	}
@@ -124,6 +146,10 @@ wait:
 
 	if err := parentErr(ctx); err != nil {
 		return nil, err
+	}
+	var perr *PermissionError
+	if errors.As(context.Cause(ctx), &perr) {
+		return nil, perr
 	}
 	// A request or subscription the user may not make fails asynchronously:
 	// the audit sees only silence. Name the cause.

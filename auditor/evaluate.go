@@ -3,7 +3,6 @@ package auditor
 import (
 	"cmp"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 )
@@ -60,11 +59,20 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	}
 	e.hazards(snap)
 	e.leafnodes(snap.Leafnodes)
-	for _, pr := range snap.Problems {
-		e.add(Finding{Code: AuditIncomplete, Server: pr.Server,
-			Message: fmt.Sprintf("%s: %s", pr.Request, pr.Err)})
+	for _, f := range unmatched(snap, p) {
+		e.add(f)
 	}
-	if len(snap.Servers) == 0 {
+	for _, pr := range snap.Problems {
+		msg := fmt.Sprintf("%s: %s", pr.Request, pr.Err)
+		if pr.Server != "" {
+			msg = fmt.Sprintf("%s of %s: %s", pr.Request, pr.Server, pr.Err)
+		}
+		e.add(Finding{Code: AuditIncomplete, Server: pr.Server, Message: msg})
+	}
+	// An audit that could not run (Failed) has its reason already: "no
+	// server answered" would be false of one a server answered before its
+	// user was refused a request.
+	if len(snap.Servers) == 0 && len(snap.Problems) == 0 {
 		e.add(Finding{Code: AuditIncomplete, Message: "no server answered the audit"})
 	}
 
@@ -146,22 +154,10 @@ func (e *evaluation) meta(m MetaGroup) {
 }
 
 func (e *evaluation) selected(a Asset) bool {
-	match := func(patterns []string, v string) bool {
-		if len(patterns) == 0 {
-			return true
-		}
-		for _, p := range patterns {
-			if ok, _ := path.Match(p, v); ok {
-				return true
-			}
-		}
+	if !accountSelected(e.p.Accounts, a) || !matchAny(e.p.Streams, a.Stream) {
 		return false
 	}
-	accountMatch := match(e.p.Accounts, a.Account) || (a.AccountName != "" && match(e.p.Accounts, a.AccountName))
-	if !accountMatch || !match(e.p.Streams, a.Stream) {
-		return false
-	}
-	return a.Kind != KindConsumer || match(e.p.Consumers, a.Consumer)
+	return a.Kind != KindConsumer || matchAny(e.p.Consumers, a.Consumer)
 }
 
 // asset judges one stream or consumer: who leads it, who follows it, and

@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -465,5 +466,73 @@ func TestEvaluateUnreadableLevel(t *testing.T) {
 	}
 	if len(got) != 1 || !strings.HasPrefix(got[0], "new: ") || !strings.Contains(got[0], "not a number") {
 		t.Errorf("findings %q", got)
+	}
+}
+
+// TestEvaluateNarrowedToNothing: a pattern that selects nothing the audit
+// saw is UNKNOWN and says which pattern; the gate did not see what it was
+// asked about.
+func TestEvaluateNarrowedToNothing(t *testing.T) {
+	snap := Snapshot{Servers: cluster(), ExpectedCount: 3,
+		Streams: []Asset{stream("ORDERS", "n1", "n1", "n2", "n3")},
+		Consumers: []Asset{consumer("ORDERS", "worker", "n1", "n1", "n2", "n3"),
+			func() Asset { a := consumer("BILLING", "payer", "n1", "n1"); a.Account = "OTHER"; return a }(),
+			// Operator mode: the account is its key, with its JWT name beside it.
+			func() Asset {
+				a := consumer("KEYED", "k", "n1", "n1")
+				a.Account, a.AccountName = "ADKEY", "NAMED"
+				return a
+			}()}}
+	tests := []struct {
+		name   string
+		policy Policy
+		want   []string // the messages of the findings, all AUDIT_INCOMPLETE
+	}{
+		{"no patterns", Policy{}, nil},
+		{"every pattern matches", Policy{Accounts: []string{"APP"}, Streams: []string{"ORD*"}, Consumers: []string{"work*"}}, nil},
+		{"misspelt stream", Policy{Streams: []string{"ORDRES"}},
+			[]string{`stream pattern "ORDRES" matches no stream the audit saw: the gate checked nothing it was narrowed to`}},
+		{"one of two streams", Policy{Streams: []string{"ORDERS", "ORDRES"}},
+			[]string{`stream pattern "ORDRES" matches no stream the audit saw: the gate checked nothing it was narrowed to`}},
+		{"misspelt account", Policy{Accounts: []string{"AP"}},
+			[]string{`account pattern "AP" matches no account the audit saw: the gate checked nothing it was narrowed to`}},
+		{"a consumer of another stream", Policy{Streams: []string{"ORDERS"}, Consumers: []string{"payer"}},
+			[]string{`consumer pattern "payer" matches no consumer the audit saw in the streams selected: the gate checked nothing it was narrowed to`}},
+		{"a stream of another account", Policy{Accounts: []string{"APP"}, Streams: []string{"BILLING"}},
+			[]string{`stream pattern "BILLING" matches no stream the audit saw in the accounts selected: the gate checked nothing it was narrowed to`}},
+		{"a consumer anywhere", Policy{Consumers: []string{"payer"}}, nil},
+		{"an account by its JWT name", Policy{Accounts: []string{"NAMED"}, Streams: []string{"KEYED"}}, nil},
+		{"an account by its key", Policy{Accounts: []string{"ADKEY"}, Consumers: []string{"k"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.policy.Floor = DefaultFloor
+			r := Evaluate(&snap, tt.policy)
+			var got []string
+			for _, f := range r.Findings {
+				if f.Code != AuditIncomplete {
+					t.Errorf("unexpected finding %s", brief(f))
+				}
+				got = append(got, f.Message)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("findings:\n  got  %q\n  want %q", got, tt.want)
+			}
+			if want := map[bool]Severity{true: OK, false: Unknown}[tt.want == nil]; r.Status != want {
+				t.Errorf("status %s, want %s", r.Status, want)
+			}
+		})
+	}
+}
+
+// TestEvaluateFailedAudit: an audit that could not run is UNKNOWN with its
+// one reason, not also "no server answered".
+func TestEvaluateFailedAudit(t *testing.T) {
+	r := Failed(errors.New("permissions violation: ..."), time.Now(), Policy{Floor: DefaultFloor})
+	if r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "audit: permissions violation: ..." {
+		t.Errorf("status %s, findings %+v", r.Status, r.Findings)
+	}
+	if r := Evaluate(&Snapshot{}, Policy{Floor: DefaultFloor}); r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "no server answered the audit" {
+		t.Errorf("an empty snapshot: status %s, findings %+v", r.Status, r.Findings)
 	}
 }

@@ -65,8 +65,8 @@ func (e *evaluation) missing(snap *Snapshot) int {
 		// against the caller's Expect stays.
 		unnamed -= min(unnamed, maxActive(snap.Servers)-len(snap.Servers))
 	}
-	message := fmt.Sprintf("%d of %d expected servers answered; %d missing servers were never named",
-		len(snap.Servers), snap.ExpectedCount, unnamed)
+	message := fmt.Sprintf("%d of %d expected servers answered; %s",
+		len(snap.Servers), snap.ExpectedCount, neverNamed(unnamed))
 	// The meta group keeps every peer, gracefully stopped or long dead, until
 	// it is removed: the one count that neither a clean shutdown nor the
 	// servers' forgetting a silent peer lowers.
@@ -74,8 +74,8 @@ func (e *evaluation) missing(snap *Snapshot) int {
 		short := m.Size - answeredIn(snap.Servers, m.Domain) - namedMissing
 		if short > unnamed {
 			unnamed = short
-			message = fmt.Sprintf("the JetStream meta group%s has %d peers and %d of its servers answered; %d missing servers were never named",
-				domainSuffix(m.Domain), m.Size, m.Size-namedMissing-short, short)
+			message = fmt.Sprintf("the JetStream meta group%s has %d peers and %d of its servers answered; %s",
+				domainSuffix(m.Domain), m.Size, m.Size-namedMissing-short, neverNamed(short))
 		}
 	}
 	if unnamed > 0 {
@@ -151,4 +151,12 @@ func maxActive(servers []Server) int {
 		n = max(n, s.ActiveServers)
 	}
 	return n
+}
+
+// neverNamed says how many missing servers no server named.
+func neverNamed(n int) string {
+	if n == 1 {
+		return "1 missing server was never named"
+	}
+	return fmt.Sprintf("%d missing servers were never named", n)
 }

@@ -44,6 +44,12 @@ type Crash struct {
 	Answered bool `json:"answered"`
 }
 
+// StreamKey names a stream: a JetStream domain ("" for none), an account
+// and the stream.
+type StreamKey struct {
+	Domain, Account, Stream string
+}
+
 type nameKey struct {
 	account, stream, consumer string
 }
@@ -61,6 +67,10 @@ type Index struct {
 	// accountNames the ids of each name that is not an id.
 	accounts     map[string]bool
 	accountNames map[string][]string
+	// byStream lists the consumers of each stream, in snapshot order, and
+	// streamDomains the domains of each account and stream name.
+	byStream      map[StreamKey][]int
+	streamDomains map[[2]string][]string
 	// problems are the servers a request failed against; global is set when
 	// a failure concerned no single server (a permissions violation, or an
 	// audit that could not run at all).
@@ -75,13 +85,15 @@ type Index struct {
 // and a report narrowed to one server still carries the census of all.
 func NewIndex(snap *Snapshot) *Index {
 	x := &Index{
-		byName:   make(map[nameKey]int, len(snap.Consumers)),
-		others:   map[nameKey][]int{},
-		servers:  make(map[string]*Server, len(snap.Servers)),
-		problems: map[string]bool{},
-		snap:     snap,
-		accounts: map[string]bool{},
-		sourcers: Sourcers(snap),
+		byName:        make(map[nameKey]int, len(snap.Consumers)),
+		others:        map[nameKey][]int{},
+		byStream:      map[StreamKey][]int{},
+		streamDomains: map[[2]string][]string{},
+		servers:       make(map[string]*Server, len(snap.Servers)),
+		problems:      map[string]bool{},
+		snap:          snap,
+		accounts:      map[string]bool{},
+		sourcers:      Sourcers(snap),
 	}
 	for i := range snap.Servers {
 		x.servers[snap.Servers[i].Name] = &snap.Servers[i]
@@ -99,6 +111,12 @@ func NewIndex(snap *Snapshot) *Index {
 	}
 	for i := range snap.Consumers {
 		a := &snap.Consumers[i]
+		sk := StreamKey{a.Domain, a.Account, a.Stream}
+		if _, seen := x.byStream[sk]; !seen {
+			an := [2]string{a.Account, a.Stream}
+			x.streamDomains[an] = append(x.streamDomains[an], a.Domain)
+		}
+		x.byStream[sk] = append(x.byStream[sk], i)
 		nk := nameKey{a.Account, a.Stream, a.Consumer}
 		if _, dup := x.byName[nk]; dup {
 			x.others[nk] = append(x.others[nk], i)
@@ -182,6 +200,11 @@ func (x *Index) Consumer(k ConsumerKey) (ConsumerView, bool) {
 	if !ok {
 		return ConsumerView{ConsumerKey: k, Reset: ResetUnknown, Reason: "the consumer was not seen in the last audit"}, false
 	}
+	return x.view(i, k), true
+}
+
+// view is the consumer at i of the snapshot, named k, with its verdict.
+func (x *Index) view(i int, k ConsumerKey) ConsumerView {
 	a := &x.snap.Consumers[i]
 	v := ConsumerView{ConsumerKey: k, AccountName: a.AccountName, Leader: a.Leader, Replicas: a.Replicas, RequiredLevel: a.RequiredLevel}
 	names := a.Peers
@@ -217,5 +240,26 @@ func (x *Index) Consumer(k ConsumerKey) (ConsumerView, bool) {
 		v.Crashes = append(v.Crashes, Crash{Server: c.Server.Name, Version: c.Server.Version, Feature: c.Feature.Name, Answered: !c.Missing})
 		v.Reason += fmt.Sprintf("; server %s (%s) cannot decode this consumer's %s and crashes on it, peer or not", c.Server.Name, c.Server.Version, c.Feature.Title)
 	}
-	return v, true
+	return v
+}
+
+// StreamDomains lists the JetStream domains in which the audit saw a
+// consumer of that account and stream.
+func (x *Index) StreamDomains(account, stream string) []string {
+	out := slices.Clone(x.streamDomains[[2]string{account, stream}])
+	slices.Sort(out)
+	return out
+}
+
+// StreamConsumers returns every consumer of the stream k that the audit
+// saw, each with its RESET verdict, in the order the audit listed them; none
+// when it saw no consumer of the stream.
+func (x *Index) StreamConsumers(k StreamKey) []ConsumerView {
+	idx := x.byStream[k]
+	out := make([]ConsumerView, 0, len(idx))
+	for _, i := range idx {
+		a := &x.snap.Consumers[i]
+		out = append(out, x.view(i, ConsumerKey{Domain: a.Domain, Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}))
+	}
+	return out
 }

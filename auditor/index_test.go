@@ -69,6 +69,28 @@ func TestIndexConsumer(t *testing.T) {
 		t.Errorf("Domains(nope) = %q, want none", got)
 	}
 
+	// A stream's consumers, each with the verdict Consumer gives it.
+	var all []string
+	for _, v := range x.StreamConsumers(StreamKey{"", "APP", "ORDERS"}) {
+		one, _ := x.Consumer(v.ConsumerKey)
+		if v.Reset != one.Reset || v.Reason != one.Reason || len(v.Peers) != len(one.Peers) {
+			t.Errorf("StreamConsumers %+v differs from Consumer %+v", v, one)
+		}
+		all = append(all, v.Consumer+":"+string(v.Reset))
+	}
+	if got, want := strings.Join(all, " "), "led-by-old:unanswered followed:crashes_follower fine:safe leader-unlisted:safe short:unknown gone-peer:unknown"; got != want {
+		t.Errorf("StreamConsumers(ORDERS) = %s, want %s", got, want)
+	}
+	if got := x.StreamConsumers(StreamKey{"edge", "APP", "ORDERS"}); len(got) != 1 || got[0].Consumer != "fine" || got[0].Domain != "edge" {
+		t.Errorf("StreamConsumers(edge ORDERS) = %+v", got)
+	}
+	if got := x.StreamConsumers(StreamKey{"", "APP", "NOPE"}); len(got) != 0 {
+		t.Errorf("StreamConsumers(NOPE) = %+v, want none", got)
+	}
+	if got := x.StreamDomains("APP", "ORDERS"); strings.Join(got, ",") != ",edge" {
+		t.Errorf("StreamDomains(ORDERS) = %q", got)
+	}
+
 	// A failed request to one server makes every consumer it is a peer of
 	// unknown, and only those; one that concerned no server, every consumer.
 	snap.Problems = []Problem{{Server: "n2", Request: "JSZ", Err: "timeout"}}

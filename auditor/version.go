@@ -3,6 +3,7 @@ package auditor
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"golang.org/x/mod/semver"
@@ -35,6 +36,27 @@ func ParseVersion(s string) (string, error) {
 		return "", fmt.Errorf("%q is not a semantic version", s)
 	}
 	return semver.Canonical(v), nil
+}
+
+// floorForm is what a floor may look like: MAJOR.MINOR or
+// MAJOR.MINOR.PATCH, an optional leading v, and on three parts an optional
+// pre-release. semver's own shorthand ("v14" is v14.0.0) would read a floor
+// of one number as a major release nobody runs.
+var floorForm = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?)?$`)
+
+// ParseFloor reads a version floor as an operator writes it ("2.14",
+// "2.14.0", "v2.14.0", "2.15.0-RC.1") into ParseVersion's canonical form.
+// Everything else, a single number such as "14" included, is refused with
+// the one message every place that reads a floor (--floor, --policy.file)
+// prints.
+func ParseFloor(s string) (string, error) {
+	v := strings.TrimSpace(s)
+	if floorForm.MatchString(v) {
+		if c, err := ParseVersion(v); err == nil {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not a floor: want MAJOR.MINOR or MAJOR.MINOR.PATCH, such as 2.14, 2.14.0 or v2.14.0 (a pre-release such as 2.15.0-RC.1 is allowed)", s)
 }
 
 // Display writes a version normalised by ParseVersion as servers and

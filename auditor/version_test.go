@@ -1,6 +1,9 @@
 package auditor
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCompareToFloor(t *testing.T) {
 	floor, err := ParseVersion("2.14")
@@ -50,6 +53,32 @@ func TestParseVersionFloorForms(t *testing.T) {
 	for _, in := range []string{"", "two", "2.14.0.1", "2.x"} {
 		if got, err := ParseVersion(in); err == nil {
 			t.Errorf("ParseVersion(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+func TestParseFloor(t *testing.T) {
+	for in, want := range map[string]string{
+		"2.14": "v2.14.0", "2.14.0": "v2.14.0", "v2.14.0": "v2.14.0", "v2.14": "v2.14.0", " 2.14.0 ": "v2.14.0",
+		"2.15.3": "v2.15.3", "2.15.0-RC.1": "v2.15.0-RC.1", "v2.14.0-preview.2": "v2.14.0-preview.2",
+		"2.14.0-fips": "v2.14.0", "0.1": "v0.1.0",
+	} {
+		if got, err := ParseFloor(in); err != nil || got != want {
+			t.Errorf("ParseFloor(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	// semver's shorthand reads "14" as v14.0.0 and "2" as v2.0.0: a floor
+	// of one number would turn the gate CRITICAL, or lower it to 2.0.0.
+	for _, in := range []string{"14", "2", "v14", "v2", "", " ", "latest", "2.14.x", "2.14.0.1", "2.14-RC.1",
+		"02.14", "2.014", "2.14.00", "2.14.0+build", "vv2.14", "2.", ".14", "2..14", "2.14.", "2.14.0-", "V2.14"} {
+		got, err := ParseFloor(in)
+		if err == nil {
+			t.Errorf("ParseFloor(%q) = %q, want an error", in, got)
+			continue
+		}
+		want := `is not a floor: want MAJOR.MINOR or MAJOR.MINOR.PATCH, such as 2.14, 2.14.0 or v2.14.0`
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseFloor(%q): %v; want the one floor message", in, err)
 		}
 	}
 }

@@ -1,21 +1,27 @@
 // Package client asks a running nats-version-auditor (`serve`) whether
-// $JS.API.CONSUMER.RESET is safe to send to one consumer, for applications
+// $JS.API.CONSUMER.RESET is safe to send to a consumer, for applications
 // that have no system-account credentials of their own.
 //
 // It fails closed. Send RESET only when
 //
-//	v, err := c.ConsumerReset(ctx, account, stream, consumer)
-//	if err == nil && v.Safe() { ... }
+//	d, err := c.ConsumerReset(ctx, account, stream, consumer)
+//	if err == nil && d.Safe() { ... }
 //
-// Safe is true only for VerdictSafe, and the verdict is VerdictUnknown
+// Safe is true only for VerdictSafe, and the decision is VerdictUnknown
 // whenever err is not nil: an unreachable auditor, a timeout, a status other
-// than 200 (a consumer the auditor has not seen is a 404, ErrNotFound), a
-// body that cannot be read, or an answer older than MaxAge (ErrStale).
+// than 200 (a consumer the auditor has not seen is ErrNotFound, a name in
+// more than one JetStream domain or account ErrAmbiguous, no audit yet
+// ErrNoAudit), a body that cannot be read, or an answer older than MaxAge
+// (ErrStale). The decision carries the auditor's reason either way.
+//
+// ConsumerResets and StreamResets ask about many consumers in one request,
+// as an application checks every durable it owns at start.
 //
 // The package depends on the standard library only.
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,6 +56,38 @@ var Verdicts = []Verdict{VerdictSafe, VerdictUnanswered, VerdictCrashesFollower,
 // Safe reports whether RESET may be sent: true for VerdictSafe only.
 func (v Verdict) Safe() bool { return v == VerdictSafe }
 
+// Decision is the verdict about one consumer with the reason for it.
+type Decision struct {
+	Verdict Verdict
+	// Reason is the auditor's reason for the verdict, or what went wrong
+	// asking it.
+	Reason string
+	// Err is, in the answers of ConsumerResets and StreamResets, why this
+	// consumer has no verdict (ErrNotFound, ErrAmbiguous, ...): the others
+	// may still have one. ConsumerReset returns it as its error.
+	Err error
+	// Consumer is the auditor's whole answer (leader, peers, versions),
+	// nil when it gave none.
+	Consumer *Consumer
+}
+
+// Safe reports whether RESET may be sent: only for VerdictSafe, which an
+// answer with an error never is.
+func (d Decision) Safe() bool { return d.Err == nil && d.Verdict.Safe() }
+
+// String is the verdict and its reason, for logs: "crashes_follower: leader
+// n2 runs 2.14.0 and answers RESET, but follower n3 (2.12.15) would crash".
+func (d Decision) String() string {
+	if d.Reason == "" {
+		return string(d.Verdict)
+	}
+	return string(d.Verdict) + ": " + d.Reason
+}
+
+func unknown(err error) Decision {
+	return Decision{Verdict: VerdictUnknown, Reason: err.Error(), Err: err}
+}
+
 // Defaults of a Client.
 const (
 	// DefaultMaxAge asks for an audit that started at most this long before
@@ -59,25 +97,75 @@ const (
 	// DefaultTimeout bounds a request when Client.HTTPClient is nil: enough
 	// for the auditor to run one audit (--timeout 5s by default).
 	DefaultTimeout = 10 * time.Second
+	// DefaultFreshTimeout bounds a request of a Fresh client when
+	// HTTPClient is nil: the auditor may first wait out its
+	// --audit.min-interval (15s by default), then run an audit (5s).
+	DefaultFreshTimeout = 30 * time.Second
 )
 
-// Errors ConsumerReset wraps.
+// Errors the client wraps. Each answer other than 200 is also a
+// *StatusError, with the auditor's message.
 var (
-	// ErrNotFound: the auditor's last audit did not see the consumer.
+	// ErrNotFound: the auditor's last audit did not see the consumer (404).
 	ErrNotFound = errors.New("the auditor has not seen the consumer")
-	// ErrStale: the answer comes from an audit older than MaxAge.
-	ErrStale = errors.New("the auditor's answer is older than MaxAge")
+	// ErrAmbiguous: the name is the consumer of more than one JetStream
+	// domain (name one with Client.Domain) or the account name of more
+	// than one account (ask by public key); 409. StatusError.Domains and
+	// StatusError.Accounts list them.
+	ErrAmbiguous = errors.New("the name means more than one consumer")
+	// ErrNoAudit: the auditor has no audit to answer from yet, or its last
+	// one reached no NATS server (503).
+	ErrNoAudit = errors.New("the auditor has no audit to answer from")
+	// ErrStale: the answer comes from an audit older than MaxAge (or, for a
+	// Fresh client, one that started before the request).
+	ErrStale = errors.New("the auditor's answer is older than asked for")
 )
 
-// StatusError is an answer other than 200 OK.
+// StatusError is an answer other than 200 OK. errors.Is tells which of
+// ErrNotFound, ErrAmbiguous and ErrNoAudit it is, when the auditor said so.
 type StatusError struct {
 	Code int
 	// Message is the auditor's error message, when it sent one.
 	Message string
+	// Domains and Accounts are, in a 409, the JetStream domains or the
+	// account public keys the name could mean.
+	Domains, Accounts []string
+	kind              error
 }
 
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("auditor answered %d %s: %s", e.Code, http.StatusText(e.Code), e.Message)
+}
+
+// Is reports whether e is the kind of answer target names.
+func (e *StatusError) Is(target error) bool { return e.kind != nil && target == e.kind }
+
+// Domain chooses the JetStream domain of the consumers asked about. The
+// zero value is AnyDomain.
+type Domain struct {
+	name string
+	set  bool
+}
+
+var (
+	// AnyDomain asks for the consumer in whichever JetStream domain the
+	// auditor saw it; seen in more than one, the answer is ErrAmbiguous.
+	AnyDomain = Domain{}
+	// DefaultDomain is the JetStream of servers that name no domain.
+	DefaultDomain = Domain{set: true}
+)
+
+// InDomain names a JetStream domain; InDomain("") is DefaultDomain.
+func InDomain(name string) Domain { return Domain{name: name, set: true} }
+
+func (d Domain) String() string {
+	switch {
+	case !d.set:
+		return "any domain"
+	case d.name == "":
+		return "the default domain"
+	}
+	return "domain " + d.name
 }
 
 // Client asks one auditor. The zero value is not usable: set BaseURL.
@@ -86,20 +174,24 @@ type Client struct {
 	BaseURL string
 	// HTTPClient sends the requests: set its Transport's TLSClientConfig for
 	// an auditor behind TLS with a private CA. Nil means a client with
-	// DefaultTimeout.
+	// DefaultTimeout (DefaultFreshTimeout when Fresh).
 	HTTPClient *http.Client
 	// Username and Password, when Username is set, are sent as basic auth
 	// (the auditor's --web.config.file basic_auth_users).
 	Username, Password string
-	// Domain is the JetStream domain of the consumers asked about. Empty
-	// asks for the consumer in whichever domain the auditor saw it; if it
-	// saw it in more than one, the answer is an error (409).
-	Domain string
+	// Domain is the JetStream domain of the consumers asked about:
+	// AnyDomain (the zero value), DefaultDomain or InDomain("hub").
+	Domain Domain
 	// MaxAge bounds how long before the request the audit behind the answer
 	// may have started (0 means DefaultMaxAge). The auditor waits for a
 	// fresh audit if it must; an answer that still does not meet the bound
-	// is VerdictUnknown with ErrStale.
+	// is ErrStale.
 	MaxAge time.Duration
+	// Fresh asks for an audit that started after the request (the API's
+	// max_age=0s), e.g. right before a RESET; MaxAge is then ignored. The
+	// auditor runs at most one audit per --audit.min-interval, so such an
+	// answer can take that long.
+	Fresh bool
 }
 
 // Peer is one member of the consumer's RAFT group.
@@ -157,90 +249,268 @@ type Crash struct {
 	Answered bool `json:"answered"`
 }
 
+// Ref names a consumer to ask about.
+type Ref struct {
+	Account  string `json:"account"`
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
+}
+
+func (r Ref) String() string { return r.Account + " > " + r.Stream + " > " + r.Consumer }
+
 // ConsumerReset asks whether RESET is safe for the consumer. See the package
 // documentation for how it fails closed.
-func (c *Client) ConsumerReset(ctx context.Context, account, stream, consumer string) (Verdict, error) {
+func (c *Client) ConsumerReset(ctx context.Context, account, stream, consumer string) (Decision, error) {
 	info, err := c.Consumer(ctx, account, stream, consumer)
 	if err != nil {
-		return VerdictUnknown, err
+		return unknown(err), err
 	}
-	return info.Reset, nil
+	return decision(info), nil
+}
+
+func decision(info *Consumer) Decision {
+	return Decision{Verdict: info.Reset, Reason: info.Reason, Consumer: info}
 }
 
 // Consumer returns the auditor's whole answer about the consumer: its
 // leader and peers with their versions and API levels, and the verdict. On
 // any error it returns nil.
 func (c *Client) Consumer(ctx context.Context, account, stream, consumer string) (*Consumer, error) {
-	for _, part := range []struct{ what, v string }{{"account", account}, {"stream", stream}, {"consumer", consumer}} {
-		if part.v == "" {
-			return nil, fmt.Errorf("nats-version-auditor client: empty %s name", part.what)
+	ref := Ref{account, stream, consumer}
+	if err := ref.check(); err != nil {
+		return nil, err
+	}
+	path := "/api/v1/consumers/" + url.PathEscape(account) + "/" + url.PathEscape(stream) + "/" + url.PathEscape(consumer)
+	var out Consumer
+	sent, err := c.do(ctx, http.MethodGet, path, nil, &out)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.answers(ref, out); err != nil {
+		return nil, err
+	}
+	if err := c.fresh(out.Audit, sent); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ConsumerResets asks about many consumers in one request (up to 10,000)
+// and returns a decision for each, in the order asked. A consumer the
+// auditor did not see, or whose name is ambiguous, has VerdictUnknown with
+// Err set (ErrNotFound, ErrAmbiguous); the others keep their verdicts. An
+// error returned is the request's own: then every decision is unknown.
+func (c *Client) ConsumerResets(ctx context.Context, refs ...Ref) ([]Decision, error) {
+	if len(refs) == 0 {
+		return nil, errors.New("nats-version-auditor client: no consumers to ask about")
+	}
+	for _, r := range refs {
+		if err := r.check(); err != nil {
+			return allUnknown(len(refs), err), err
 		}
 	}
-	if c.BaseURL == "" {
-		return nil, errors.New("nats-version-auditor client: no BaseURL")
-	}
-	maxAge := c.MaxAge
-	if maxAge <= 0 {
-		maxAge = DefaultMaxAge
-	}
-	q := url.Values{"max_age": {maxAge.String()}}
-	if c.Domain != "" {
-		q.Set("domain", c.Domain)
-	}
-	u := strings.TrimSuffix(c.BaseURL, "/") + "/api/v1/consumers/" +
-		url.PathEscape(account) + "/" + url.PathEscape(stream) + "/" + url.PathEscape(consumer) + "?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	body, err := json.Marshal(struct {
+		Consumers []Ref `json:"consumers"`
+	}{refs})
 	if err != nil {
-		return nil, fmt.Errorf("nats-version-auditor client: %w", err)
+		return allUnknown(len(refs), err), err
+	}
+	var out batchAnswer
+	sent, err := c.do(ctx, http.MethodPost, "/api/v1/consumers", body, &out)
+	if err == nil {
+		err = c.fresh(out.Audit, sent)
+	}
+	if err == nil && len(out.Consumers) != len(refs) {
+		err = fmt.Errorf("nats-version-auditor answered about %d consumers, not the %d asked for", len(out.Consumers), len(refs))
+	}
+	if err != nil {
+		return allUnknown(len(refs), err), err
+	}
+	ds := make([]Decision, len(refs))
+	for i, e := range out.Consumers {
+		ds[i] = c.entry(refs[i], e, out.Audit)
+	}
+	return ds, nil
+}
+
+// StreamResets asks about every consumer of the stream the auditor's last
+// audit saw, keyed by consumer name. A consumer on a server that did not
+// answer the audit is not listed (Consumer.Audit.Complete is false then):
+// ask by name, with ConsumerResets, for the consumers that must be there.
+func (c *Client) StreamResets(ctx context.Context, account, stream string) (map[string]Decision, error) {
+	if err := (Ref{account, stream, "-"}).check(); err != nil {
+		return nil, err
+	}
+	var out batchAnswer
+	sent, err := c.do(ctx, http.MethodGet, "/api/v1/consumers/"+url.PathEscape(account)+"/"+url.PathEscape(stream), nil, &out)
+	if err == nil {
+		err = c.fresh(out.Audit, sent)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ds := make(map[string]Decision, len(out.Consumers))
+	for _, e := range out.Consumers {
+		if e.Consumer.Consumer == "" {
+			return nil, errors.New("nats-version-auditor answered about a consumer without a name")
+		}
+		ds[e.Consumer.Consumer] = c.entry(Ref{account, stream, e.Consumer.Consumer}, e, out.Audit)
+	}
+	return ds, nil
+}
+
+// batchAnswer is the answer of the many-consumer endpoints.
+type batchAnswer struct {
+	Consumers []batchEntry `json:"consumers"`
+	Audit     Audit        `json:"audit"`
+}
+
+type batchEntry struct {
+	Consumer
+	Status  int      `json:"status"`
+	Error   string   `json:"error"`
+	Domains []string `json:"domains"`
+}
+
+// entry is the decision about one consumer of a batch.
+func (c *Client) entry(ref Ref, e batchEntry, audit Audit) Decision {
+	if e.Status != http.StatusOK {
+		return unknown(statusError(e.Status, apiError{Error: e.Error, Domains: e.Domains}))
+	}
+	e.Consumer.Audit = audit
+	if err := c.answers(ref, e.Consumer); err != nil {
+		return unknown(err)
+	}
+	return decision(&e.Consumer)
+}
+
+func allUnknown(n int, err error) []Decision {
+	ds := make([]Decision, n)
+	for i := range ds {
+		ds[i] = unknown(err)
+	}
+	return ds
+}
+
+func (r Ref) check() error {
+	for _, part := range []struct{ what, v string }{{"account", r.Account}, {"stream", r.Stream}, {"consumer", r.Consumer}} {
+		if part.v == "" {
+			return fmt.Errorf("nats-version-auditor client: empty %s name", part.what)
+		}
+	}
+	return nil
+}
+
+// apiError is the body of every answer but 200.
+type apiError struct {
+	Error    string   `json:"error"`
+	Domains  []string `json:"domains"`
+	Accounts []string `json:"accounts"`
+}
+
+func statusError(code int, e apiError) error {
+	serr := &StatusError{Code: code, Message: e.Error, Domains: e.Domains, Accounts: e.Accounts}
+	// A 404 or 503 without the auditor's own body is something else on the
+	// way (a proxy, a wrong path): no more than a StatusError.
+	switch {
+	case e.Error == "":
+	case code == http.StatusNotFound:
+		serr.kind = ErrNotFound
+	case code == http.StatusConflict:
+		serr.kind = ErrAmbiguous
+	case code == http.StatusServiceUnavailable:
+		serr.kind = ErrNoAudit
+	}
+	return serr
+}
+
+// do sends one request and decodes a 200's body into out; it returns when
+// the request was sent.
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) (time.Time, error) {
+	if c.BaseURL == "" {
+		return time.Time{}, errors.New("nats-version-auditor client: no BaseURL")
+	}
+	q := url.Values{"max_age": {c.maxAge().String()}}
+	if c.Domain.set {
+		q.Set("domain", c.Domain.name)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path+"?"+q.Encode(), bytes.NewReader(body))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("nats-version-auditor client: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if c.Username != "" {
 		req.SetBasicAuth(c.Username, c.Password)
 	}
 	hc := c.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: DefaultTimeout}
+		if c.Fresh {
+			hc.Timeout = DefaultFreshTimeout
+		}
 	}
 	sent := time.Now()
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("ask nats-version-auditor: %w", err)
+		return sent, fmt.Errorf("ask nats-version-auditor: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	// 10,000 consumers of a batch take some 7 MB with their peers.
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
-		return nil, fmt.Errorf("read nats-version-auditor's answer: %w", err)
+		return sent, fmt.Errorf("read nats-version-auditor's answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		_ = json.Unmarshal(body, &e)
-		serr := &StatusError{Code: resp.StatusCode, Message: e.Error}
-		if resp.StatusCode == http.StatusNotFound && e.Error != "" {
-			return nil, fmt.Errorf("%w: %w", ErrNotFound, serr)
-		}
-		return nil, serr
+		var e apiError
+		_ = json.Unmarshal(b, &e)
+		return sent, statusError(resp.StatusCode, e)
 	}
-	var out Consumer
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, fmt.Errorf("nats-version-auditor's answer is not JSON: %w", err)
+	if err := json.Unmarshal(b, out); err != nil {
+		return sent, fmt.Errorf("nats-version-auditor's answer is not JSON: %w", err)
 	}
-	// An account asked for by name is answered by its id.
-	if (out.Account != account && out.AccountName != account) || out.Stream != stream || out.Consumer != consumer || (c.Domain != "" && out.Domain != c.Domain) {
-		return nil, fmt.Errorf("nats-version-auditor answered about %s > %s > %s (domain %q), not the consumer asked for",
-			out.Account, out.Stream, out.Consumer, out.Domain)
+	return sent, nil
+}
+
+func (c *Client) maxAge() time.Duration {
+	switch {
+	case c.Fresh:
+		return 0
+	case c.MaxAge <= 0:
+		return DefaultMaxAge
+	}
+	return c.MaxAge
+}
+
+// answers checks that an answer is about ref, in the domain asked for,
+// with a verdict this client knows. An account asked for by name is
+// answered by its id.
+func (c *Client) answers(ref Ref, out Consumer) error {
+	if (out.Account != ref.Account && out.AccountName != ref.Account) || out.Stream != ref.Stream || out.Consumer != ref.Consumer ||
+		(c.Domain.set && out.Domain != c.Domain.name) {
+		return fmt.Errorf("nats-version-auditor answered about %s > %s > %s (domain %q), not %s in %s",
+			out.Account, out.Stream, out.Consumer, out.Domain, ref, c.Domain)
 	}
 	switch out.Reset {
 	case VerdictSafe, VerdictUnanswered, VerdictCrashesFollower, VerdictUnknown:
 	default:
-		return nil, fmt.Errorf("nats-version-auditor answered an unknown verdict %q", out.Reset)
+		return fmt.Errorf("nats-version-auditor answered an unknown verdict %q", out.Reset)
 	}
-	// The auditor already holds its answer to max_age; this holds it to
-	// the age it reports, allowing for the time the request took, so that a
-	// proxy's cache or an auditor that ignores max_age cannot pass old news.
-	if age := time.Duration(out.Audit.AgeSeconds * float64(time.Second)); age > maxAge+time.Since(sent) {
-		return nil, fmt.Errorf("%w: the audit started %s ago, MaxAge is %s", ErrStale, age.Round(time.Millisecond), maxAge)
+	return nil
+}
+
+// fresh holds an answer to the age the auditor reports, allowing for the
+// time the request took: the auditor already holds it to max_age, but a
+// proxy's cache or an auditor that ignores max_age must not pass old news.
+func (c *Client) fresh(a Audit, sent time.Time) error {
+	maxAge := c.maxAge()
+	if age := time.Duration(a.AgeSeconds * float64(time.Second)); age > maxAge+time.Since(sent) {
+		if c.Fresh {
+			return fmt.Errorf("%w: the audit started %s ago, before the request", ErrStale, age.Round(time.Millisecond))
+		}
+		return fmt.Errorf("%w: the audit started %s ago, MaxAge is %s", ErrStale, age.Round(time.Millisecond), maxAge)
 	}
-	return &out, nil
+	return nil
 }

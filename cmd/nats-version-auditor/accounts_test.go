@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/client"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -105,6 +108,21 @@ func TestAccountsOfOneName(t *testing.T) {
 		// A name no account has is not an account either.
 		if code, body := d.get(t, "/api/v1/consumers/NOPE/ORDERS/worker"); code != http.StatusNotFound {
 			t.Errorf("an account nobody has: %d %s", code, body)
+		}
+
+		// Many at once: by name, 409 for each; by key, each its own. The
+		// client says ErrAmbiguous, with both keys.
+		ctx := context.Background()
+		c := &client.Client{BaseURL: d.base}
+		var se *client.StatusError
+		if _, err := c.StreamResets(ctx, "APP", "ORDERS"); !errors.Is(err, client.ErrAmbiguous) || !errors.As(err, &se) || !slices.Equal(se.Accounts, keys) {
+			t.Errorf("StreamResets by the name both have: %v, want ErrAmbiguous naming %v", err, keys)
+		}
+		ds, err := c.ConsumerResets(ctx, client.Ref{Account: "APP", Stream: "ORDERS", Consumer: "worker"},
+			client.Ref{Account: keys[0], Stream: "ORDERS", Consumer: "worker"}, client.Ref{Account: keys[1], Stream: "ORDERS", Consumer: "worker"})
+		if err != nil || len(ds) != 3 || !errors.Is(ds[0].Err, client.ErrAmbiguous) || ds[0].Safe() ||
+			ds[1].Err != nil || ds[1].Consumer.Account != keys[0] || ds[2].Err != nil || ds[2].Consumer.Account != keys[1] {
+			t.Errorf("ConsumerResets by name and by each key: %v, %v", ds, err)
 		}
 	})
 }

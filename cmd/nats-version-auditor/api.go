@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -37,6 +38,8 @@ func registerAPI(mux *http.ServeMux, sched *auditor.Scheduler, logger *slog.Logg
 	a := &api{sched: sched, log: logger}
 	mux.HandleFunc("GET /api/v1/report", a.report)
 	mux.HandleFunc("GET /api/v1/consumers/{account}/{stream}/{consumer}", a.consumer)
+	mux.HandleFunc("GET /api/v1/consumers/{account}/{stream}", a.stream)
+	mux.HandleFunc("POST /api/v1/consumers", a.consumers)
 }
 
 // reportAPIOutput is `check --format json`'s document plus its age.
@@ -56,6 +59,12 @@ type apiAudit struct {
 
 // consumerOutput is the answer of /api/v1/consumers/{account}/{stream}/{consumer}.
 type consumerOutput struct {
+	consumerVerdict
+	Audit apiAudit `json:"audit"`
+}
+
+// consumerVerdict is what every answer says of one consumer.
+type consumerVerdict struct {
 	Domain        string               `json:"domain"`
 	Account       string               `json:"account"`
 	AccountName   string               `json:"account_name,omitempty"`
@@ -71,8 +80,46 @@ type consumerOutput struct {
 	ResetBy []string `json:"reset_by,omitempty"`
 	// Crashes are the servers that cannot decode it and crash on it.
 	Crashes []auditor.Crash `json:"crashes,omitempty"`
-	Audit   apiAudit        `json:"audit"`
 }
+
+func verdictOf(v auditor.ConsumerView) consumerVerdict {
+	return consumerVerdict{Domain: v.Domain, Account: v.Account, AccountName: v.AccountName, Stream: v.Stream, Consumer: v.Consumer,
+		Reset: v.Reset, Reason: v.Reason, Leader: v.Leader, Replicas: v.Replicas, RequiredLevel: v.RequiredLevel,
+		Peers: nonNil(v.Peers), ResetBy: v.ResetBy, Crashes: v.Crashes}
+}
+
+// batchOutput is the answer about many consumers: GET
+// /api/v1/consumers/{account}/{stream} (every consumer of the stream) and
+// POST /api/v1/consumers (a list).
+type batchOutput struct {
+	Consumers []batchEntry `json:"consumers"`
+	Audit     apiAudit     `json:"audit"`
+}
+
+// batchEntry is one consumer of a batch: what the one-consumer endpoint
+// would answer about it, its status code included.
+type batchEntry struct {
+	consumerVerdict
+	Status   int      `json:"status"`
+	Error    string   `json:"error,omitempty"`
+	Domains  []string `json:"domains,omitempty"`
+	Accounts []string `json:"accounts,omitempty"`
+}
+
+// batchRequest is the body of POST /api/v1/consumers.
+type batchRequest struct {
+	Consumers []struct {
+		Account  string `json:"account"`
+		Stream   string `json:"stream"`
+		Consumer string `json:"consumer"`
+	} `json:"consumers"`
+}
+
+// Bounds of POST /api/v1/consumers: 10,000 consumers take some 700 KB.
+const (
+	maxBatchConsumers = 10_000
+	maxBatchBytes     = 2 << 20
+)
 
 // apiError is the body of every answer but 200.
 type apiError struct {
@@ -106,66 +153,199 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) consumer(w http.ResponseWriter, r *http.Request) {
 	key := auditor.ConsumerKey{Account: r.PathValue("account"), Stream: r.PathValue("stream"), Consumer: r.PathValue("consumer")}
-	maxAge, bounded, err := maxAgeOf(r)
-	if err != nil {
-		a.write(w, http.StatusBadRequest, apiError{Error: err.Error(), Reset: auditor.ResetUnknown})
+	l, ok := a.latest(w, r)
+	if !ok {
 		return
 	}
-	res, fresh := a.result(r.Context(), maxAge, bounded)
-	if res.Report == nil {
-		a.write(w, http.StatusServiceUnavailable, apiError{Error: "no audit has finished yet", Reset: auditor.ResetUnknown})
+	domain, domainGiven := domainOf(r)
+	e := l.lookup(key, domain, domainGiven)
+	if e.Status != http.StatusOK {
+		a.write(w, e.Status, apiError{Error: e.Error, Reset: auditor.ResetUnknown, Domains: e.Domains, Accounts: e.Accounts, Audit: &l.info})
 		return
 	}
-	ir := a.index(res.Report)
-	idx, info := ir.index, auditOf(res.Report, ir.complete)
-	if len(res.Report.Snapshot.Servers) == 0 {
-		a.write(w, http.StatusServiceUnavailable, apiError{Error: "the last audit reached no server: " + firstProblem(res.Report),
-			Reset: auditor.ResetUnknown, Audit: &info})
+	a.write(w, http.StatusOK, consumerOutput{consumerVerdict: e.consumerVerdict, Audit: l.info})
+}
+
+// stream answers about every consumer of one stream the last audit saw.
+func (a *api) stream(w http.ResponseWriter, r *http.Request) {
+	account, stream := r.PathValue("account"), r.PathValue("stream")
+	l, ok := a.latest(w, r)
+	if !ok {
 		return
 	}
-	name := key.Account + " > " + key.Stream + " > " + key.Consumer
+	name := account + " > " + stream
 	// The account is asked for by id or by name; a name two accounts share
 	// (operator mode) must not answer for either.
-	switch ids := idx.Accounts(key.Account); len(ids) {
+	switch ids := l.ir.index.Accounts(account); len(ids) {
 	case 0:
 	case 1:
-		key.Account = ids[0]
+		account = ids[0]
 	default:
-		a.write(w, http.StatusConflict, apiError{Error: fmt.Sprintf("account name %q names %d accounts (%s): ask by public key",
-			key.Account, len(ids), strings.Join(ids, ", ")), Reset: auditor.ResetUnknown, Accounts: ids, Audit: &info})
+		a.write(w, http.StatusConflict, apiError{Error: ambiguousAccount(account, ids), Reset: auditor.ResetUnknown, Accounts: ids, Audit: &l.info})
 		return
 	}
-	if q := r.URL.Query(); q.Has("domain") {
-		key.Domain = q.Get("domain")
+	key := auditor.StreamKey{Account: account, Stream: stream}
+	if domain, given := domainOf(r); given {
+		key.Domain = domain
 	} else {
-		switch domains := idx.Domains(key.Account, key.Stream, key.Consumer); len(domains) {
+		switch domains := l.ir.index.StreamDomains(account, stream); len(domains) {
 		case 0:
 		case 1:
 			key.Domain = domains[0]
 		default:
-			a.write(w, http.StatusConflict, apiError{Error: fmt.Sprintf("consumer %s exists in %d JetStream domains: name one with ?domain=", name, len(domains)),
-				Reset: auditor.ResetUnknown, Domains: domains, Audit: &info})
+			a.write(w, http.StatusConflict, apiError{Error: fmt.Sprintf("stream %s exists in %d JetStream domains: name one with ?domain=", name, len(domains)),
+				Reset: auditor.ResetUnknown, Domains: domains, Audit: &l.info})
 			return
 		}
 	}
-	v, found := idx.Consumer(key)
+	views := l.ir.index.StreamConsumers(key)
+	if len(views) == 0 {
+		msg := fmt.Sprintf("no consumer of stream %s was seen in the last audit", name)
+		if key.Domain != "" {
+			msg = fmt.Sprintf("no consumer of stream %s was seen in JetStream domain %q in the last audit", name, key.Domain)
+		}
+		a.write(w, http.StatusNotFound, apiError{Error: msg + l.incomplete(), Reset: auditor.ResetUnknown, Audit: &l.info})
+		return
+	}
+	out := batchOutput{Consumers: make([]batchEntry, len(views)), Audit: l.info}
+	for i, v := range views {
+		out.Consumers[i] = l.entry(v)
+	}
+	a.write(w, http.StatusOK, out)
+}
+
+// consumers answers about a list of consumers, each as the one-consumer
+// endpoint would; ?domain= and ?max_age= apply to all of them.
+func (a *api) consumers(w http.ResponseWriter, r *http.Request) {
+	var req batchRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBatchBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		a.write(w, http.StatusBadRequest, apiError{Error: `want {"consumers": [{"account": ..., "stream": ..., "consumer": ...}, ...]}: ` + err.Error(), Reset: auditor.ResetUnknown})
+		return
+	}
+	if n := len(req.Consumers); n == 0 || n > maxBatchConsumers {
+		a.write(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("%d consumers asked for: want 1 to %d", n, maxBatchConsumers), Reset: auditor.ResetUnknown})
+		return
+	}
+	for i, c := range req.Consumers {
+		if c.Account == "" || c.Stream == "" || c.Consumer == "" {
+			a.write(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("consumers[%d]: account, stream and consumer must all be named", i), Reset: auditor.ResetUnknown})
+			return
+		}
+	}
+	l, ok := a.latest(w, r)
+	if !ok {
+		return
+	}
+	domain, domainGiven := domainOf(r)
+	out := batchOutput{Consumers: make([]batchEntry, len(req.Consumers)), Audit: l.info}
+	for i, c := range req.Consumers {
+		out.Consumers[i] = l.lookup(auditor.ConsumerKey{Account: c.Account, Stream: c.Stream, Consumer: c.Consumer}, domain, domainGiven)
+	}
+	a.write(w, http.StatusOK, out)
+}
+
+// latestAudit is the audit a request is answered from.
+type latestAudit struct {
+	ir     *indexedReport
+	info   apiAudit
+	fresh  bool
+	maxAge time.Duration
+}
+
+// latest returns the audit to answer r from, or writes the error that
+// there is none (and returns false): a bad ?max_age=, no audit yet, or an
+// audit that reached no server.
+func (a *api) latest(w http.ResponseWriter, r *http.Request) (latestAudit, bool) {
+	maxAge, bounded, err := maxAgeOf(r)
+	if err != nil {
+		a.write(w, http.StatusBadRequest, apiError{Error: err.Error(), Reset: auditor.ResetUnknown})
+		return latestAudit{}, false
+	}
+	res, fresh := a.result(r.Context(), maxAge, bounded)
+	if res.Report == nil {
+		a.write(w, http.StatusServiceUnavailable, apiError{Error: "no audit has finished yet", Reset: auditor.ResetUnknown})
+		return latestAudit{}, false
+	}
+	ir := a.index(res.Report)
+	l := latestAudit{ir: ir, info: auditOf(res.Report, ir.complete), fresh: fresh, maxAge: maxAge}
+	if len(res.Report.Snapshot.Servers) == 0 {
+		a.write(w, http.StatusServiceUnavailable, apiError{Error: "the last audit reached no server: " + firstProblem(res.Report),
+			Reset: auditor.ResetUnknown, Audit: &l.info})
+		return latestAudit{}, false
+	}
+	return l, true
+}
+
+// domainOf reads ?domain=; given is false without one.
+func domainOf(r *http.Request) (domain string, given bool) {
+	q := r.URL.Query()
+	return q.Get("domain"), q.Has("domain")
+}
+
+// lookup answers about one consumer as the one-consumer endpoint does: 200
+// with its verdict, 409 when it exists in several domains and none was
+// named, 404 when the audit did not see it.
+func (l latestAudit) lookup(key auditor.ConsumerKey, domain string, domainGiven bool) batchEntry {
+	name := key.Account + " > " + key.Stream + " > " + key.Consumer
+	unknown := consumerVerdict{Domain: domain, Account: key.Account, Stream: key.Stream, Consumer: key.Consumer,
+		Reset: auditor.ResetUnknown, Peers: []auditor.Peer{}}
+	// The account is asked for by id or by name; a name two accounts share
+	// (operator mode) must not answer for either.
+	switch ids := l.ir.index.Accounts(key.Account); len(ids) {
+	case 0:
+	case 1:
+		key.Account = ids[0]
+	default:
+		msg := ambiguousAccount(key.Account, ids)
+		unknown.Reason = msg
+		return batchEntry{consumerVerdict: unknown, Status: http.StatusConflict, Error: msg, Accounts: ids}
+	}
+	if domainGiven {
+		key.Domain = domain
+	} else {
+		switch domains := l.ir.index.Domains(key.Account, key.Stream, key.Consumer); len(domains) {
+		case 0:
+		case 1:
+			key.Domain = domains[0]
+		default:
+			msg := fmt.Sprintf("consumer %s exists in %d JetStream domains: name one with ?domain=", name, len(domains))
+			unknown.Reason = msg
+			return batchEntry{consumerVerdict: unknown, Status: http.StatusConflict, Error: msg, Domains: domains}
+		}
+	}
+	v, found := l.ir.index.Consumer(key)
 	if !found {
 		msg := fmt.Sprintf("consumer %s was not seen in the last audit", name)
 		if key.Domain != "" {
 			msg = fmt.Sprintf("consumer %s was not seen in JetStream domain %q in the last audit", name, key.Domain)
 		}
-		if !info.Complete {
-			msg += " (which was incomplete: it may be on a server that did not answer)"
-		}
-		a.write(w, http.StatusNotFound, apiError{Error: msg, Reset: auditor.ResetUnknown, Audit: &info})
-		return
+		msg += l.incomplete()
+		unknown.Domain, unknown.Reason = key.Domain, msg
+		return batchEntry{consumerVerdict: unknown, Status: http.StatusNotFound, Error: msg}
 	}
-	if !fresh {
-		v.Reset, v.Reason = auditor.ResetUnknown, staleMessage(info, maxAge)
+	return l.entry(v)
+}
+
+// entry is a consumer the audit saw, held to the request's max_age.
+func (l latestAudit) entry(v auditor.ConsumerView) batchEntry {
+	if !l.fresh {
+		v.Reset, v.Reason = auditor.ResetUnknown, staleMessage(l.info, l.maxAge)
 	}
-	a.write(w, http.StatusOK, consumerOutput{Domain: v.Domain, Account: v.Account, AccountName: v.AccountName, Stream: v.Stream, Consumer: v.Consumer,
-		Reset: v.Reset, Reason: v.Reason, Leader: v.Leader, Replicas: v.Replicas, RequiredLevel: v.RequiredLevel,
-		Peers: nonNil(v.Peers), ResetBy: v.ResetBy, Crashes: v.Crashes, Audit: info})
+	return batchEntry{consumerVerdict: verdictOf(v), Status: http.StatusOK}
+}
+
+func ambiguousAccount(name string, ids []string) string {
+	return fmt.Sprintf("account name %q names %d accounts (%s): ask by public key", name, len(ids), strings.Join(ids, ", "))
+}
+
+// incomplete is what a "not seen" adds when the audit was incomplete.
+func (l latestAudit) incomplete() string {
+	if l.info.Complete {
+		return ""
+	}
+	return " (which was incomplete: it may be on a server that did not answer)"
 }
 
 // maxAgeOf reads ?max_age=; bounded is false without one.

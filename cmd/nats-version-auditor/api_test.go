@@ -169,17 +169,46 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 		ctx := context.Background()
 		c := &client.Client{BaseURL: d.base}
 		for _, account := range slices.Compact([]string{"APP", sys.AccountKey(natstest.AppUser)}) {
-			if v, err := c.ConsumerReset(ctx, account, "SAFE", "all-new"); err != nil || v != client.VerdictSafe || !v.Safe() {
+			if v, err := c.ConsumerReset(ctx, account, "SAFE", "all-new"); err != nil || v.Verdict != client.VerdictSafe || !v.Safe() {
 				t.Errorf("safe consumer of %s: %s, %v", account, v, err)
 			}
 		}
-		if v, err := c.ConsumerReset(ctx, "APP", "ORDERS", "led-by-old"); err != nil || v != client.VerdictUnanswered || v.Safe() {
-			t.Errorf("consumer led by 2.12: %s, %v", v, err)
+		if v, err := c.ConsumerReset(ctx, "APP", "ORDERS", "led-by-old"); err != nil || v.Verdict != client.VerdictUnanswered || v.Safe() ||
+			!strings.Contains(v.String(), "unanswered: leader n3 runs 2.12.15") {
+			t.Errorf("consumer led by 2.12: %s, %v; want the reason with the verdict", v, err)
 		}
 		v, err := c.ConsumerReset(ctx, "APP", "ORDERS", "nope")
 		var se *client.StatusError
-		if v != client.VerdictUnknown || v.Safe() || !errors.Is(err, client.ErrNotFound) || !errors.As(err, &se) || se.Code != http.StatusNotFound {
+		if v.Verdict != client.VerdictUnknown || v.Safe() || !errors.Is(err, client.ErrNotFound) || !errors.As(err, &se) || se.Code != http.StatusNotFound {
 			t.Errorf("unknown consumer: %s, %v; want unknown and ErrNotFound", v, err)
+		}
+		// The default domain, named: these servers have no domain.
+		dc := &client.Client{BaseURL: d.base, Domain: client.DefaultDomain}
+		if v, err := dc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); err != nil || !v.Safe() {
+			t.Errorf("in the default domain: %s, %v", v, err)
+		}
+		if v, err := (&client.Client{BaseURL: d.base, Domain: client.InDomain("hub")}).ConsumerReset(ctx, "APP", "SAFE", "all-new"); v.Safe() || !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("in a domain the system does not have: %s, %v", v, err)
+		}
+		// A fresh audit: one that started after the request.
+		asked := time.Now()
+		fc := &client.Client{BaseURL: d.base, Fresh: true}
+		if v, err := fc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); err != nil || !v.Safe() || v.Consumer.Audit.Started.Before(asked.Add(-time.Second)) {
+			t.Errorf("fresh: %s, %v, audit started %v, asked at %v", v, err, v.Consumer, asked)
+		}
+		// Many consumers in one request: a list, and a whole stream.
+		ds, err := c.ConsumerResets(ctx, client.Ref{Account: "APP", Stream: "SAFE", Consumer: "all-new"},
+			client.Ref{Account: "APP", Stream: "ORDERS", Consumer: "led-by-old"}, client.Ref{Account: "APP", Stream: "ORDERS", Consumer: "nope"})
+		if err != nil || len(ds) != 3 || !ds[0].Safe() || ds[1].Verdict != client.VerdictUnanswered || ds[1].Safe() ||
+			!errors.Is(ds[2].Err, client.ErrNotFound) || ds[2].Safe() {
+			t.Errorf("ConsumerResets: %v, %v", ds, err)
+		}
+		all, err := c.StreamResets(ctx, "APP", "BILLING")
+		if err != nil || len(all) != 1 || all["followed-by-old"].Verdict != client.VerdictCrashesFollower || all["followed-by-old"].Safe() {
+			t.Errorf("StreamResets(BILLING): %v, %v", all, err)
+		}
+		if _, err := c.StreamResets(ctx, "APP", "NOPE"); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("StreamResets(NOPE): %v", err)
 		}
 
 		// An auditor that audits at most once an hour cannot meet a
@@ -197,15 +226,22 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 			t.Errorf("a bound that cannot be met took %s to answer", d)
 		}
 		sc := &client.Client{BaseURL: stale.base, MaxAge: time.Millisecond}
-		if v, err := sc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); v != client.VerdictUnknown || v.Safe() || !errors.Is(err, client.ErrStale) {
+		if v, err := sc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); v.Verdict != client.VerdictUnknown || v.Safe() || !errors.Is(err, client.ErrStale) {
 			t.Errorf("stale auditor: %s, %v; want unknown and ErrStale", v, err)
+		}
+		fresh := &client.Client{BaseURL: stale.base, Fresh: true}
+		if v, err := fresh.ConsumerReset(ctx, "APP", "SAFE", "all-new"); v.Safe() || !errors.Is(err, client.ErrStale) {
+			t.Errorf("a fresh audit from an auditor that audits once an hour: %s, %v; want ErrStale", v, err)
+		}
+		if ds, err := fresh.ConsumerResets(ctx, client.Ref{Account: "APP", Stream: "SAFE", Consumer: "all-new"}); len(ds) != 1 || ds[0].Safe() || !errors.Is(err, client.ErrStale) {
+			t.Errorf("a fresh batch from an auditor that audits once an hour: %v, %v; want ErrStale", ds, err)
 		}
 		if code, body := stale.get(t, "/api/v1/report?max_age=1ms"); code != http.StatusServiceUnavailable || !strings.Contains(body, "max_age 1ms") {
 			t.Errorf("stale report: %d %s", code, body)
 		}
 
 		stale.stop(t)
-		if v, err := sc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); v != client.VerdictUnknown || v.Safe() || err == nil {
+		if v, err := sc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); v.Verdict != client.VerdictUnknown || v.Safe() || err == nil {
 			t.Errorf("stopped auditor: %s, %v; want unknown and an error", v, err)
 		}
 	})
@@ -342,8 +378,69 @@ func TestAPIDomains(t *testing.T) {
 			t.Errorf("the conflict does not list the domains: %s", body)
 		}
 	}
-	if code, _ := d.get(t, "/api/v1/consumers/APP/ORDERS"); code != http.StatusNotFound {
-		t.Errorf("a path without a consumer: %d", code)
+	if code, _ := d.get(t, "/api/v1/consumers/APP/ORDERS/worker/more"); code != http.StatusNotFound {
+		t.Errorf("a path with a segment too many: %d", code)
+	}
+
+	// Every consumer of a stream: the stream's domain is chosen as a
+	// consumer's is.
+	for _, tt := range []struct {
+		query string
+		code  int
+		want  string // consumer:verdict:domain of each entry
+	}{
+		{"", http.StatusConflict, ""},
+		{"?domain=hub", http.StatusOK, "worker:safe:hub"},
+		{"?domain=leaf", http.StatusOK, "worker:unanswered:leaf edge-only:unanswered:leaf"},
+		{"?domain=", http.StatusNotFound, ""},
+	} {
+		code, body := d.get(t, "/api/v1/consumers/APP/ORDERS"+tt.query)
+		var out batchOutput
+		if err := json.Unmarshal([]byte(body), &out); err != nil {
+			t.Fatalf("%s: %v: %s", tt.query, err, body)
+		}
+		var got []string
+		for _, e := range out.Consumers {
+			got = append(got, fmt.Sprintf("%s:%s:%s", e.Consumer, e.Reset, e.Domain))
+		}
+		if code != tt.code || strings.Join(got, " ") != tt.want {
+			t.Errorf("stream ORDERS%s: %d %q, want %d %q\n%s", tt.query, code, got, tt.code, tt.want, body)
+		}
+		if code == http.StatusConflict && !strings.Contains(body, `"domains":["hub","leaf"]`) {
+			t.Errorf("the conflict does not list the domains: %s", body)
+		}
+	}
+
+	// A list: each entry as the one-consumer endpoint would answer it.
+	post := func(query, body string) (int, batchOutput, string) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/api/v1/consumers"+query, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var out batchOutput
+		_ = json.Unmarshal(b, &out)
+		return resp.StatusCode, out, string(b)
+	}
+	code, out, body := post("", `{"consumers":[{"account":"APP","stream":"ORDERS","consumer":"worker"},
+		{"account":"APP","stream":"ORDERS","consumer":"edge-only"},{"account":"APP","stream":"ORDERS","consumer":"nope"}]}`)
+	var got []string
+	for _, e := range out.Consumers {
+		got = append(got, fmt.Sprintf("%s:%d:%s:%s:%d", e.Consumer, e.Status, e.Reset, e.Domain, len(e.Domains)))
+	}
+	if want := "worker:409:unknown::2 edge-only:200:unanswered:leaf:0 nope:404:unknown::0"; code != http.StatusOK || strings.Join(got, " ") != want {
+		t.Errorf("POST a list: %d %q, want 200 %q\n%s", code, got, want, body)
+	}
+	if code, out, body := post("?domain=hub", `{"consumers":[{"account":"APP","stream":"ORDERS","consumer":"worker"}]}`); code != http.StatusOK ||
+		len(out.Consumers) != 1 || out.Consumers[0].Reset != auditor.ResetSafe {
+		t.Errorf("POST with ?domain=hub: %d\n%s", code, body)
+	}
+	for _, bad := range []string{``, `{}`, `{"consumers":[]}`, `{"consumers":[{"account":"APP","stream":"ORDERS"}]}`, `{"consumer":[]}`, `[`} {
+		if code, _, body := post("", bad); code != http.StatusBadRequest || !strings.Contains(body, `"reset":"unknown"`) {
+			t.Errorf("POST %q: %d, want 400\n%s", bad, code, body)
+		}
 	}
 	resp, err := http.Post(srv.URL+"/api/v1/consumers/APP/ORDERS/worker", "application/json", nil)
 	if err != nil {

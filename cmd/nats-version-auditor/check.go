@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -29,37 +30,53 @@ func addCheckCommand(app *kingpin.Application) *checkCommand {
 }
 
 // run audits once, or with --wait until the status is good enough, prints
-// the outcome and returns the status to exit with.
+// the outcome and returns the status to exit with. Whatever ends it, the
+// output is a complete document in --format: an audit that could not run
+// is UNKNOWN with the error, so that `| jq .status` always has an answer.
 func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Writer) (auditor.Severity, error) {
+	started := time.Now()
+	pol, r, err := c.audit(ctx, a, stderr)
+	if errors.Is(err, errWaitInterrupted) {
+		return auditor.Unknown, nil // said, and no report: the wait did not end
+	}
+	return c.output(r, err, pol, started, stdout)
+}
+
+// audit checks the flags and runs the audits.
+func (c *checkCommand) audit(ctx context.Context, a auditing, stderr io.Writer) (auditor.Policy, *auditor.Report, error) {
 	pol, err := c.pol.policy()
 	if err != nil {
-		return auditor.Unknown, err
+		return pol, nil, err
+	}
+	if err := a.conn.validate(); err != nil {
+		return pol, nil, err
 	}
 	if err := c.wait.validate(); err != nil {
-		return auditor.Unknown, err
+		return pol, nil, err
 	}
 	p := a.once(pol)
 	if c.wait.wait == 0 {
 		r, err := p.audit(ctx)
-		return c.output(r, err, stdout)
+		return pol, r, err
 	}
 	// A natscli context that cannot be loaded is a flag error: no wait mends it.
 	if _, err := a.conn.natsContext(); err != nil {
-		return auditor.Unknown, err
+		return pol, nil, err
 	}
 	r, err := c.wait.until(ctx, p.audit, stderr)
-	if errors.Is(err, errWaitInterrupted) {
-		return auditor.Unknown, nil // said, and no report: the wait did not end
-	}
-	return c.output(r, err, stdout)
+	return pol, r, err
 }
 
-// output prints the outcome of an audit in --format: the report, or, for
-// an audit that could not run, its error (which run prints).
-func (c *checkCommand) output(r *auditor.Report, err error, stdout io.Writer) (auditor.Severity, error) {
+// output prints the outcome of an audit in --format: the report or, for an
+// audit that could not run, an UNKNOWN document with its error (which run
+// also prints to stderr).
+func (c *checkCommand) output(r *auditor.Report, err error, pol auditor.Policy, started time.Time, stdout io.Writer) (auditor.Severity, error) {
 	if err != nil {
-		if c.format == "nagios" {
+		switch c.format {
+		case "nagios":
 			writeNagiosUnknown(stdout, err)
+		case "json":
+			_ = writeJSON(stdout, failedJSON(err, pol, started)) // the error is what run reports
 		}
 		return auditor.Unknown, err
 	}

@@ -140,8 +140,12 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 	conn := sys.SysArgs("west1")
 	rep := runCmd(t, append([]string{"report", "--format", "json"}, conn...)...)
 	var inv reportOutput
-	if err := json.Unmarshal([]byte(rep.stdout), &inv); err != nil || rep.code != exitOK {
-		t.Fatalf("report exit %d, %v: %s", rep.code, err, rep.stderr)
+	// report exits with the status, as check does, and lists what makes it.
+	if err := json.Unmarshal([]byte(rep.stdout), &inv); err != nil || rep.code != int(auditor.Critical) || inv.Status != auditor.Critical {
+		t.Fatalf("report exit %d (status %s), %v, want 2: %s", rep.code, inv.Status, err, rep.stderr)
+	}
+	if below := withCode(inv.Findings, auditor.ServerBelowFloor); len(below) != 2 {
+		t.Errorf("report lists %d SERVER_BELOW_FLOOR findings, want 2:%s", len(below), codes(inv.Findings))
 	}
 	var clusters []string
 	for _, c := range inv.Clusters {
@@ -151,7 +155,11 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 		t.Errorf("report clusters %s, want east:2:2.15.3 west:2:2.12.15", got)
 	}
 	text := runCmd(t, append([]string{"report"}, conn...)...)
-	for _, want := range []string{`(?m)^west1\s+west\s+-\s+2\.12\.15\s+3\s+below\s`, `(?m)^east\s+2\s+2\.15\.3$`} {
+	if text.code != int(auditor.Critical) {
+		t.Errorf("report text: exit %d, want 2", text.code)
+	}
+	for _, want := range []string{`(?m)^west1\s+west\s+-\s+2\.12\.15\s+3\s+below\s`, `(?m)^east\s+2\s+2\.15\.3$`,
+		`(?m)^SERVER_BELOW_FLOOR \(CRITICAL, 2\)\n  server west1 runs 2\.12\.15, below the floor 2\.14\.0$`} {
 		if !regexp.MustCompile(want).MatchString(text.stdout) {
 			t.Errorf("report text does not match %s:\n%s", want, text.stdout)
 		}
@@ -200,6 +208,12 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 	}
 	if out.Status != auditor.Unknown {
 		t.Errorf("status %s, want UNKNOWN: only east answered, and east is fine", out.Status)
+	}
+	// report says so too: its exit code, and the servers missing by name.
+	text = runCmd(t, "report", "-s", sys.URL("east1"), "--user", natstest.SysUser, "--password", natstest.SysPassword, "--timeout", "2s")
+	if text.code != exitUnknown || !regexp.MustCompile(`(?m)^UNKNOWN: 2 of 4 expected servers answered`).MatchString(text.stdout) ||
+		!regexp.MustCompile(`(?m)^SERVER_MISSING \(UNKNOWN, \d\)\n(  .*\n)*  no server of cluster west answered`).MatchString(text.stdout) {
+		t.Errorf("report with west hung: exit %d, want 3 and the missing west servers named:\n%s", text.code, text.stdout)
 	}
 }
 
@@ -266,6 +280,16 @@ func TestPausedServerIsMissing(t *testing.T) {
 	if res.elapsed > timeout+time.Second {
 		t.Errorf("check took %s with --timeout %s", res.elapsed, timeout)
 	}
+
+	// Connecting to the hung server itself runs out of --timeout, and says so
+	// in the same words each time (no ephemeral port), so that check --wait
+	// prints one progress line for it, not one per attempt.
+	args := append([]string{"check", "--timeout", "300ms", "--wait", "1s", "--audit.min-interval", "300ms"}, sys.SysArgs("n3")...)
+	res = runCmd(t, args...)
+	want := "UNKNOWN cannot connect to NATS at " + sys.URL("n3") + " within --timeout 300ms: "
+	if n := len(progressRE.FindAllString(res.stderr, -1)); res.code != exitUnknown || n != 1 || !strings.Contains(res.stderr, want) {
+		t.Errorf("check --wait against the hung server: exit %d, %d progress lines, want 3, one line saying %q:\n%s", res.code, n, want, res.stderr)
+	}
 }
 
 func TestAssetNeedsAPILevelAPeerLacks(t *testing.T) {
@@ -319,7 +343,61 @@ func TestConnectionFailuresNameTheProblem(t *testing.T) {
 				if strings.Contains(res.stdout+res.stderr, "not-the-password") || strings.Contains(res.stdout+res.stderr, natstest.AppPassword) {
 					t.Errorf("%s: a password leaked: %s%s", format, res.stdout, res.stderr)
 				}
+				// A complete document on stdout in every format but text, so
+				// that `| jq .status` has an answer.
+				switch format {
+				case "json":
+					var out checkOutput
+					if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || out.Status != auditor.Unknown ||
+						!strings.Contains(out.Error, tt.want) || len(withCode(out.Findings, auditor.AuditIncomplete)) == 0 {
+						t.Errorf("json: stdout %q (%v), want a document with status UNKNOWN and an error saying %q", res.stdout, err, tt.want)
+					}
+				case "nagios":
+					if !strings.HasPrefix(res.stdout, "NATS VERSIONS UNKNOWN - ") || !strings.Contains(res.stdout, tt.want) {
+						t.Errorf("nagios: stdout %q", res.stdout)
+					}
+				}
+			}
+			res := runCmd(t, append([]string{"report", "--format", "json"}, tt.args...)...)
+			var inv reportOutput
+			if err := json.Unmarshal([]byte(res.stdout), &inv); err != nil || res.code != exitUnknown || inv.Status != auditor.Unknown || !strings.Contains(inv.Error, tt.want) {
+				t.Errorf("report --format json: exit %d, stdout %q (%v)", res.code, res.stdout, err)
 			}
 		})
+	}
+}
+
+// TestGateNarrowedToNothing: a gate narrowed by a pattern that matches
+// nothing the audit saw is UNKNOWN (exit 3) and names the pattern, in every
+// format; a pattern that matches is not reported.
+func TestGateNarrowedToNothing(t *testing.T) {
+	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.Floor, JetStream: true})
+	addStreamAndConsumer(t, sys.Connect("solo", natstest.AppUser, natstest.AppPassword), "ORDERS", "worker", 1)
+	conn := sys.SysArgs("solo")
+	if res := runCmd(t, append([]string{"check", "--stream", "ORDERS", "--consumer", "work*", "--account", "APP"}, conn...)...); res.code != exitOK {
+		t.Fatalf("patterns that match: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--stream", "ORDRES"}, `stream pattern "ORDRES" matches no stream the audit saw`},
+		{[]string{"--stream", "ORDERS", "--consumer", "wroker"}, `consumer pattern "wroker" matches no consumer the audit saw in the streams selected`},
+		{[]string{"--account", "app"}, `account pattern "app" matches no account the audit saw`},
+	} {
+		for _, format := range []string{"text", "json", "nagios"} {
+			res := runCmd(t, append(append([]string{"check", "--format", format}, tt.args...), conn...)...)
+			said := res.stdout
+			if format == "json" {
+				var out checkOutput
+				if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+					t.Fatalf("not JSON: %v: %s", err, res.stdout)
+				}
+				said = codes(withCode(out.Findings, auditor.AuditIncomplete))
+			}
+			if res.code != exitUnknown || !strings.Contains(said, tt.want) {
+				t.Errorf("%v --format %s: exit %d, want 3 and stdout saying %q:\n%s", tt.args, format, res.code, tt.want, res.stdout)
+			}
+		}
 	}
 }

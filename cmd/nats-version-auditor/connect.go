@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -39,6 +41,18 @@ func addConnFlags(app *kingpin.Application) *connFlags {
 	return c
 }
 
+// minTimeout is the shortest --timeout accepted: below it no audit can
+// finish, even on loopback, and a gate given one only ever says UNKNOWN.
+const minTimeout = 100 * time.Millisecond
+
+// validate refuses a --timeout no audit can run in.
+func (c *connFlags) validate() error {
+	if c.timeout < minTimeout {
+		return fmt.Errorf("--timeout %s: too short for an audit, want at least %s (default %s)", c.timeout, minTimeout, auditor.DefaultTimeout)
+	}
+	return nil
+}
+
 // natsContext merges the selected natscli context with the explicit flags.
 func (c *connFlags) natsContext() (*natscontext.Context, error) {
 	opts := []natscontext.Option{
@@ -58,9 +72,33 @@ func (c *connFlags) natsContext() (*natscontext.Context, error) {
 	load := c.context != "" || natscontext.SelectedContext() != ""
 	nctx, err := natscontext.New(c.context, load, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("load NATS context %q: %w", c.context, err)
+		return nil, contextError(c.context, err)
 	}
 	return nctx, nil
+}
+
+// contextError says which file a natscli context was looked for in, or
+// which one failed to load. natscontext looks under $XDG_CONFIG_HOME/nats,
+// or else under the passwd home directory's .config/nats, as natscli does:
+// not under $HOME, which surprises whoever set HOME to somewhere else.
+func contextError(name string, err error) error {
+	if name == "" {
+		name = natscontext.SelectedContext()
+	}
+	path, perr := natscontext.ContextPath(name)
+	if perr != nil {
+		return fmt.Errorf("load NATS context %q: %w", name, err)
+	}
+	if _, serr := os.Stat(path); serr == nil {
+		return fmt.Errorf("load NATS context %q from %s: %w", name, path, err)
+	}
+	where := filepath.Dir(path)
+	if os.Getenv("XDG_CONFIG_HOME") == "" {
+		if home := os.Getenv("HOME"); home != "" && !strings.HasPrefix(where, filepath.Clean(home)+string(filepath.Separator)) {
+			where += fmt.Sprintf(" (under the passwd home directory, as natscli looks, not $HOME %s; set XDG_CONFIG_HOME to look elsewhere)", home)
+		}
+	}
+	return fmt.Errorf("load NATS context %q: no %s in %s: %w", name, filepath.Base(path), where, err)
 }
 
 // connect opens the connection the audits run on, or fails at once. A daemon
@@ -92,7 +130,13 @@ func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, er
 				}
 			}))
 	} else {
-		extra = append(extra, nats.NoReconnect())
+		// Without a handler of its own nats.go writes every asynchronous
+		// error (a permissions violation) raw to stderr; the audit reports
+		// the ones that matter (auditor.PermissionError).
+		extra = append(extra, nats.NoReconnect(),
+			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				logger.Debug("NATS error", "err", err)
+			}))
 	}
 	opts, err := nctx.NATSOptions(extra...)
 	if err != nil {
@@ -101,7 +145,7 @@ func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, er
 	target := redactURLs(nctx.ServerURL())
 	nc, err := nats.Connect(nctx.ServerURL(), opts...)
 	if err != nil {
-		return nil, connectError(target, err)
+		return nil, connectError(target, c.timeout, err)
 	}
 	return nc, nil
 }

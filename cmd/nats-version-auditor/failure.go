@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -33,6 +35,12 @@ const (
 	failFile
 	// failNotSystemAccount is a user outside the system account.
 	failNotSystemAccount
+	// failPermission is a request or subscription of the audit that the
+	// user's permissions refuse.
+	failPermission
+	// failTimeout is a connection attempt that ran out of --timeout: a
+	// server restarting may be slow to answer.
+	failTimeout
 )
 
 // classify names which of the usual failures err is.
@@ -44,9 +52,15 @@ func classify(err error) failure {
 		recordErr tls.RecordHeaderError
 		pathErr   *fs.PathError
 	)
+	var (
+		permErr *auditor.PermissionError
+		netErr  net.Error
+	)
 	switch {
 	case errors.Is(err, auditor.ErrNotSystemAccount):
 		return failNotSystemAccount
+	case errors.As(err, &permErr):
+		return failPermission
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
 		errors.Is(err, nats.ErrAccountAuthExpired),
 		// An -ERR the server words differently from nats.go's own errors.
@@ -59,6 +73,8 @@ func classify(err error) failure {
 		return failFile
 	case errors.Is(err, nats.ErrNoServers):
 		return failUnreachable
+	case errors.Is(err, nats.ErrTimeout), errors.As(err, &netErr) && netErr.Timeout():
+		return failTimeout
 	}
 	return failOther
 }
@@ -68,15 +84,20 @@ func classify(err error) failure {
 // since waiting cannot mend them.
 func worthWaiting(err error) bool {
 	switch classify(err) {
-	case failOther, failUnreachable:
+	case failOther, failUnreachable, failTimeout:
 		return true
 	}
 	return false
 }
 
-// connectError says what a failure to connect to target was.
-func connectError(target string, err error) error {
+// connectError says what a failure to connect to target, with --timeout
+// timeout, was.
+func connectError(target string, timeout time.Duration, err error) error {
 	switch classify(err) {
+	case failTimeout:
+		// Not err's own words: a read timeout names the connection's
+		// ephemeral port, which differs at every attempt.
+		return &wordedError{msg: fmt.Sprintf("cannot connect to NATS at %s within --timeout %s: the server did not answer in time", target, timeout), err: err}
 	case failAuth:
 		return fmt.Errorf("authentication failed at %s: the server rejected the credentials: %w", target, err)
 	case failTLS:
@@ -98,3 +119,12 @@ func collectError(err error) error {
 	}
 	return err
 }
+
+// wordedError is err said in other words.
+type wordedError struct {
+	msg string
+	err error
+}
+
+func (e *wordedError) Error() string { return e.msg }
+func (e *wordedError) Unwrap() error { return e.err }

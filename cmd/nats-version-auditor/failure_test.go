@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -52,7 +54,11 @@ func TestClassify(t *testing.T) {
 
 		{"auditor.ErrNotSystemAccount", auditor.ErrNotSystemAccount, failNotSystemAccount, "cannot connect to NATS at " + target, false},
 
-		{"nats.ErrTimeout", nats.ErrTimeout, failOther, "cannot connect to NATS at " + target, true},
+		{"auditor.PermissionError", &auditor.PermissionError{Op: "publish", Subject: "$SYS.REQ.SERVER.NX.JSZ", Allow: "$SYS.REQ.SERVER.*.JSZ"},
+			failPermission, "cannot connect to NATS at " + target, false},
+
+		{"nats.ErrTimeout", nats.ErrTimeout, failTimeout, "cannot connect to NATS at " + target + " within --timeout 100ms", true},
+		{"a dial timeout", &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}, failTimeout, "cannot connect to NATS at " + target + " within --timeout 100ms", true},
 		{"nats.ErrConnectionClosed", nats.ErrConnectionClosed, failOther, "cannot connect to NATS at " + target, true},
 		{"a handshake cut short", handshake(syscall.ECONNRESET), failOther, "cannot connect to NATS at " + target, true},
 		{"io.EOF", io.EOF, failOther, "cannot connect to NATS at " + target, true},
@@ -61,7 +67,7 @@ func TestClassify(t *testing.T) {
 			if got := classify(tt.err); got != tt.kind {
 				t.Errorf("classify = %d, want %d", got, tt.kind)
 			}
-			worded := connectError(target, tt.err)
+			worded := connectError(target, 100*time.Millisecond, tt.err)
 			if !strings.HasPrefix(worded.Error(), tt.words) || !errors.Is(worded, tt.err) {
 				t.Errorf("connectError = %q, want it to start %q and wrap the error", worded, tt.words)
 			}
@@ -74,3 +80,10 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+// timeoutErr is what a dial that ran out of time returns under its *net.OpError.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }

@@ -82,6 +82,29 @@ func runCmd(t *testing.T, args ...string) result {
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
 }
 
+// processStderr runs fn and returns what it wrote to the process's own
+// stderr, which run's stderr does not catch (nats.go's default error
+// handler writes there). The package's tests do not run in parallel.
+func processStderr(t *testing.T, fn func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	got := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		got <- string(b)
+	}()
+	defer func() { os.Stderr = saved }()
+	fn()
+	os.Stderr = saved
+	w.Close()
+	return <-got
+}
+
 // checkJSONOf runs `check --format json` as the system user of the named server.
 func checkJSONOf(t *testing.T, sys *natstest.System, server string, extra ...string) (result, checkOutput) {
 	t.Helper()

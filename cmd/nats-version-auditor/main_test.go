@@ -2,10 +2,16 @@ package main
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
 )
+
+// floorMessage is the one message of a floor that is not one (auditor.ParseFloor).
+const floorMessage = "is not a floor: want MAJOR.MINOR or MAJOR.MINOR.PATCH, such as 2.14, 2.14.0 or v2.14.0"
 
 func TestUsageErrors(t *testing.T) {
 	tests := []struct {
@@ -16,8 +22,16 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", nil, "usage:"},
 		{"unknown command", []string{"chek"}, `expected command but got "chek"`},
 		{"unknown flag", []string{"check", "--flor", "2.14"}, "unknown long flag '--flor'"},
-		{"floor not a version", []string{"check", "--floor", "latest"}, `--floor: "latest" is not a semantic version`},
+		{"floor not a version", []string{"check", "--floor", "latest"}, `--floor: "latest" ` + floorMessage},
+		{"floor of one number", []string{"check", "--floor", "14"}, `--floor: "14" ` + floorMessage},
+		{"floor of one small number", []string{"report", "--floor", "2"}, `--floor: "2" ` + floorMessage},
+		{"floor of one number with v", []string{"serve", "--floor", "v14"}, `--floor: "v14" ` + floorMessage},
 		{"bad format", []string{"check", "--format", "xml"}, "enum value must be one of"},
+		{"timeout zero", []string{"check", "--timeout", "0s"}, "--timeout 0s: too short for an audit, want at least 100ms"},
+		{"timeout too short", []string{"report", "--timeout", "1ms"}, "--timeout 1ms: too short for an audit, want at least 100ms"},
+		{"timeout negative", []string{"serve", "--timeout=-1s"}, "--timeout -1s: too short for an audit"},
+		{"timeout without a unit", []string{"check", "--timeout", "5"}, "missing unit in duration"},
+		{"bad stream pattern", []string{"check", "--stream", "ORD[ERS"}, `--stream "ORD[ERS": not a glob pattern`},
 		{"missing creds file", []string{"check", "--creds", "/nonexistent/sys.creds", "-s", "nats://127.0.0.1:1"}, "/nonexistent/sys.creds"},
 		{"unknown context", []string{"check", "--context", "no-such-context"}, `load NATS context "no-such-context"`},
 	}
@@ -58,8 +72,43 @@ func TestUnreadableContext(t *testing.T) {
 	}
 	for _, cmd := range []string{"check", "report", "serve"} {
 		res := runCmd(t, cmd, "--context", "broken")
-		if res.code != exitUnknown || !strings.Contains(res.stderr, `load NATS context "broken"`) {
-			t.Errorf("%s with a broken context: exit %d, %q", cmd, res.code, res.stderr)
+		if want := `load NATS context "broken" from ` + filepath.Join(dir, "broken.json") + ": "; res.code != exitUnknown || !strings.Contains(res.stderr, want) {
+			t.Errorf("%s with a broken context: exit %d, %q, want it to say %q", cmd, res.code, res.stderr, want)
 		}
+	}
+	res := runCmd(t, "check", "--context", "nope")
+	if want := `load NATS context "nope": no nope.json in ` + dir + ": "; res.code != exitUnknown || !strings.Contains(res.stderr, want) {
+		t.Errorf("a context that is not there: exit %d, %q, want it to say %q", res.code, res.stderr, want)
+	}
+}
+
+// TestContextUnderPasswdHome: without XDG_CONFIG_HOME, natscli and
+// natscontext look under the passwd home directory, not $HOME; the error
+// says where it looked, and that $HOME was not it.
+func TestContextUnderPasswdHome(t *testing.T) {
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		t.Skipf("no passwd home directory: %v", err)
+	}
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("HOME", home)
+	res := runCmd(t, "check", "--context", "no-such-context-here")
+	want := `load NATS context "no-such-context-here": no no-such-context-here.json in ` + filepath.Join(u.HomeDir, ".config", "nats", "context") +
+		" (under the passwd home directory, as natscli looks, not $HOME " + home + "; set XDG_CONFIG_HOME to look elsewhere)"
+	if res.code != exitUnknown || !strings.Contains(res.stderr, want) {
+		t.Errorf("exit %d, %q, want it to say %q", res.code, res.stderr, want)
+	}
+}
+
+func TestSummaryCountsInWords(t *testing.T) {
+	r := &auditor.Report{Status: auditor.Unknown, Floor: "2.14.0", ServersExpected: 1, Snapshot: &auditor.Snapshot{},
+		Findings: []auditor.Finding{{Code: auditor.AuditIncomplete, Severity: auditor.Unknown, Message: "m"}}}
+	if got, want := summary(r), "0 of 1 expected servers answered, floor 2.14.0; 1 finding (0 critical, 1 unknown, 0 warning)"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	var b strings.Builder
+	if err := writeNagios(&b, r); err != nil || !strings.HasPrefix(b.String(), "NATS VERSIONS UNKNOWN - 1 finding: m | ") {
+		t.Errorf("nagios %q, %v", b.String(), err)
 	}
 }

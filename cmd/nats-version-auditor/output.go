@@ -22,6 +22,8 @@ type checkOutput struct {
 	Findings []auditor.Finding      `json:"findings"`
 	Servers  []auditor.ServerReport `json:"servers"`
 	Audit    auditInfo              `json:"audit"`
+	// Error is set when the audit could not run at all (status UNKNOWN).
+	Error string `json:"error,omitempty"`
 }
 
 type auditInfo struct {
@@ -40,6 +42,15 @@ func newAuditInfo(r *auditor.Report) auditInfo {
 		ServersResponded: len(r.Servers),
 		Requests:         r.Snapshot.Requests,
 	}
+}
+
+// failedJSON is check's document for an audit that could not run: UNKNOWN,
+// one AUDIT_INCOMPLETE finding and the error.
+func failedJSON(err error, pol auditor.Policy, started time.Time) checkOutput {
+	return checkOutput{Status: auditor.Unknown, Floor: auditor.Display(pol.Floor),
+		Findings: []auditor.Finding{{Code: auditor.AuditIncomplete, Severity: auditor.SeverityOf(auditor.AuditIncomplete), Message: err.Error()}},
+		Servers:  []auditor.ServerReport{}, Audit: auditInfo{Started: started.UTC(), DurationSeconds: time.Since(started).Seconds()},
+		Error: err.Error()}
 }
 
 func checkJSON(r *auditor.Report) checkOutput {
@@ -64,26 +75,32 @@ func summary(r *auditor.Report) string {
 	for _, f := range r.Findings {
 		counts[f.Severity]++
 	}
-	return fmt.Sprintf("%d of %d expected servers answered, floor %s; %d findings (%d critical, %d unknown, %d warning)",
-		len(r.Servers), r.ServersExpected, r.Floor, len(r.Findings), counts[auditor.Critical], counts[auditor.Unknown], counts[auditor.Warning])
+	return fmt.Sprintf("%d of %d expected servers answered, floor %s; %d %s (%d critical, %d unknown, %d warning)",
+		len(r.Servers), r.ServersExpected, r.Floor, len(r.Findings), plural(len(r.Findings), "finding"),
+		counts[auditor.Critical], counts[auditor.Unknown], counts[auditor.Warning])
 }
 
 func writeCheckText(w io.Writer, r *auditor.Report) error {
 	ew := &errWriter{w: w}
 	ew.printf("%s: %s\n", r.Status, summary(r))
-	for i := 0; i < len(r.Findings); {
-		code := r.Findings[i].Code
+	writeFindings(ew, r.Findings)
+	return ew.err
+}
+
+// writeFindings lists findings grouped by code, worst first.
+func writeFindings(ew *errWriter, findings []auditor.Finding) {
+	for i := 0; i < len(findings); {
+		code := findings[i].Code
 		j := i
-		for j < len(r.Findings) && r.Findings[j].Code == code {
+		for j < len(findings) && findings[j].Code == code {
 			j++
 		}
-		ew.printf("\n%s (%s, %d)\n", code, r.Findings[i].Severity, j-i)
-		for _, f := range r.Findings[i:j] {
+		ew.printf("\n%s (%s, %d)\n", code, findings[i].Severity, j-i)
+		for _, f := range findings[i:j] {
 			ew.printf("  %s\n", f.Message)
 		}
 		i = j
 	}
-	return ew.err
 }
 
 func writeNagios(w io.Writer, r *auditor.Report) error {
@@ -95,8 +112,8 @@ func writeNagios(w io.Writer, r *auditor.Report) error {
 	if len(r.Findings) > 0 {
 		first = ": " + r.Findings[0].Message
 	}
-	_, err := fmt.Fprintf(w, "NATS VERSIONS %s - %d findings%s | servers=%d;;;0 servers_expected=%d;;;0 critical=%d;;;0 unknown=%d;;;0 warning=%d;;;0 duration=%.3fs;;;0 requests=%d;;;0\n",
-		r.Status, len(r.Findings), first, len(r.Servers), r.ServersExpected,
+	_, err := fmt.Fprintf(w, "NATS VERSIONS %s - %d %s%s | servers=%d;;;0 servers_expected=%d;;;0 critical=%d;;;0 unknown=%d;;;0 warning=%d;;;0 duration=%.3fs;;;0 requests=%d;;;0\n",
+		r.Status, len(r.Findings), plural(len(r.Findings), "finding"), first, len(r.Servers), r.ServersExpected,
 		counts[auditor.Critical], counts[auditor.Unknown], counts[auditor.Warning], r.Snapshot.Duration.Seconds(), r.Snapshot.Requests)
 	return err
 }
@@ -113,7 +130,11 @@ type reportOutput struct {
 	Servers   []auditor.ServerReport  `json:"servers"`
 	Clusters  []auditor.ClusterReport `json:"clusters"`
 	Leafnodes []leafOutput            `json:"leafnodes"`
-	Audit     auditInfo               `json:"audit"`
+	// Findings are check's: what makes the status what it is.
+	Findings []auditor.Finding `json:"findings"`
+	Audit    auditInfo         `json:"audit"`
+	// Error is set when the audit could not run at all (status UNKNOWN).
+	Error string `json:"error,omitempty"`
 }
 
 type leafOutput struct {
@@ -130,7 +151,7 @@ func reportOf(r *auditor.Report) reportOutput {
 		audited[s.Name] = true
 	}
 	out := reportOutput{Status: r.Status, Floor: r.Floor, Servers: nonNil(r.Servers), Clusters: nonNil(r.Clusters),
-		Leafnodes: []leafOutput{}, Audit: newAuditInfo(r)}
+		Leafnodes: []leafOutput{}, Findings: nonNil(r.Findings), Audit: newAuditInfo(r)}
 	for _, l := range r.Leafnodes {
 		out.Leafnodes = append(out.Leafnodes, leafOutput{Server: l.Server, Peer: l.Peer, Account: l.Account, Audited: audited[l.Peer]})
 	}
@@ -160,7 +181,14 @@ func writeReportText(w io.Writer, out reportOutput, r *auditor.Report) error {
 	if ew.err != nil {
 		return ew.err
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// What makes the status what it is, as check lists it: a report that
+	// says UNKNOWN names the servers missing, the replies not read.
+	ew = &errWriter{w: w}
+	writeFindings(ew, out.Findings)
+	return ew.err
 }
 
 func dash(s string) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"sync"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -35,9 +36,21 @@ func addAssetFilterFlags(cmd *kingpin.CmdClause, p *policyFlags) {
 }
 
 func (p *policyFlags) policy() (auditor.Policy, error) {
-	floor, err := auditor.ParseVersion(p.floor)
+	floor, err := auditor.ParseFloor(p.floor)
 	if err != nil {
 		return auditor.Policy{}, fmt.Errorf("--floor: %w", err)
+	}
+	for _, f := range []struct {
+		flag     string
+		patterns []string
+	}{{"--account", p.accounts}, {"--stream", p.streams}, {"--consumer", p.consumers}} {
+		for _, pat := range f.patterns {
+			// path.Match reports a malformed pattern only when it gets that
+			// far; a pattern that can never match would narrow the gate to nothing.
+			if _, err := path.Match(pat, ""); err != nil {
+				return auditor.Policy{}, fmt.Errorf("%s %q: not a glob pattern: %w", f.flag, pat, err)
+			}
+		}
 	}
 	return auditor.Policy{Floor: floor, Accounts: p.accounts, Streams: p.streams, Consumers: p.consumers}, nil
 }
@@ -76,7 +89,7 @@ func readPolicyFile(path string) (auditor.Policy, error) {
 	if err := json.Unmarshal(pf.Floor, &floor); err != nil {
 		return auditor.Policy{}, fmt.Errorf(`--policy.file %s: floor must be a quoted string such as "2.14.0", not %s (YAML reads an unquoted 2.10 as the number 2.1)`, path, pf.Floor)
 	}
-	v, err := auditor.ParseVersion(floor)
+	v, err := auditor.ParseFloor(floor)
 	if err != nil {
 		return auditor.Policy{}, fmt.Errorf("--policy.file %s: floor: %w", path, err)
 	}

@@ -31,7 +31,11 @@ func TestReadPolicyFile(t *testing.T) {
 		{name: "empty", content: "", want: []string{"no floor"}},
 		{name: "other key", content: "other: 1\n", want: []string{`unknown field "other"`}},
 		{name: "misspelt", content: "flor: \"2.14.0\"\n", want: []string{`unknown field "flor"`}},
-		{name: "not a version", content: "floor: banana\n", want: []string{"floor:", "banana"}},
+		{name: "not a version", content: "floor: banana\n", want: []string{"floor:", "banana", floorMessage}},
+		// semver's shorthand would read these as 14.0.0 and 2.0.0.
+		{name: "one number", content: "floor: \"14\"\n", want: []string{`floor: "14" ` + floorMessage}},
+		{name: "one number with v", content: "floor: v14\n", want: []string{`floor: "v14" ` + floorMessage}},
+		{name: "pre-release", content: "floor: 2.15.0-RC.1\n", floor: "v2.15.0-RC.1"},
 		{name: "list", content: "- floor: \"2.14.0\"\n", want: []string{"want a mapping"}},
 		{name: "not yaml", content: "floor: [\n", want: []string{"not YAML or JSON"}},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -18,21 +19,30 @@ type reportCommand struct {
 
 func addReportCommand(app *kingpin.Application) *reportCommand {
 	c := &reportCommand{}
-	c.cmd = app.Command("report", "Print the inventory one audit saw: servers, clusters and leafnode links.")
+	c.cmd = app.Command("report", "Print the inventory one audit saw (servers, clusters and leafnode links) and what is wrong with it; exit with the status as check does.")
 	addFloorFlag(c.cmd, &c.pol)
 	c.cmd.Flag("format", "Output format").Default("text").EnumVar(&c.format, "text", "json")
 	return c
 }
 
-// run audits once and prints the inventory. What the audit found is for
-// check to judge: report exits OK whenever it could print.
+// run audits once, prints the inventory with the findings behind its
+// status, and returns that status to exit with, as check does.
 func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (auditor.Severity, error) {
+	started := time.Now()
 	pol, err := c.pol.policy()
-	if err != nil {
-		return auditor.Unknown, err
+	if err == nil {
+		err = a.conn.validate()
 	}
-	r, err := a.once(pol).audit(ctx)
+	var r *auditor.Report
+	if err == nil {
+		r, err = a.once(pol).audit(ctx)
+	}
 	if err != nil {
+		if c.format == "json" {
+			f := failedJSON(err, pol, started)
+			_ = writeJSON(stdout, reportOutput{Status: f.Status, Floor: f.Floor, Servers: f.Servers, Clusters: []auditor.ClusterReport{},
+				Leafnodes: []leafOutput{}, Findings: f.Findings, Audit: f.Audit, Error: f.Error}) // the error is what run reports
+		}
 		return auditor.Unknown, err
 	}
 	out := reportOf(r)
@@ -44,5 +54,5 @@ func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (
 	if err != nil {
 		return auditor.Unknown, fmt.Errorf("write output: %w", err)
 	}
-	return auditor.OK, nil
+	return r.Status, nil
 }

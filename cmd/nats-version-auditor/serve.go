@@ -83,6 +83,9 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, e
 	if err := web.Validate(*c.web.WebConfigFile); err != nil {
 		return auditor.Unknown, fmt.Errorf("--web.config.file: %w", err)
 	}
+	if err := a.conn.validate(); err != nil {
+		return auditor.Unknown, err
+	}
 	if c.eventMinInterval <= 0 {
 		return auditor.Unknown, fmt.Errorf("--audit.event-min-interval %s: must be positive", c.eventMinInterval)
 	}

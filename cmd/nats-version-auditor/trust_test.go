@@ -73,18 +73,33 @@ func TestLeastPrivilege(t *testing.T) {
 				t.Fatalf("with the documented permissions the audit saw %d servers", out.Audit.ServersResponded)
 			}
 
-			for _, u := range users[1:] {
+			// Without any one of them the audit ends at once (the server
+			// refuses the request with an -ERR; it used to wait out --timeout
+			// for replies that cannot come) with one line naming the
+			// permission to grant, and nats.go's raw error line no longer
+			// reaches stderr.
+			allow := []string{`allow publish to "$SYS.REQ.SERVER.PING"`, `allow publish to "$SYS.REQ.SERVER.*.LEAFZ"`,
+				`allow publish to "$SYS.REQ.SERVER.*.JSZ"`, `allow subscribe to "_INBOX.>"`}
+			for i, u := range users[1:] {
 				t.Run(u.Name, func(t *testing.T) {
-					res, out := as(u)
+					var res result
+					var out checkOutput
+					raw := processStderr(t, func() { res, out = as(u) })
 					if res.code != exitUnknown {
 						t.Fatalf("publish %v subscribe %v: exit %d, want 3:%s", u.Publish, u.Subscribe, res.code, codes(out.Findings))
 					}
-					named := false
-					for _, f := range withCode(out.Findings, auditor.AuditIncomplete) {
-						named = named || strings.Contains(f.Message, "permissions violation")
+					if len(out.Findings) != 1 || out.Findings[0].Code != auditor.AuditIncomplete || !strings.HasPrefix(out.Findings[0].Message, "permissions violation: ") ||
+						!strings.Contains(out.Findings[0].Message, allow[i]) || out.Error != out.Findings[0].Message {
+						t.Errorf("want one finding naming the permission (%s):%s", allow[i], codes(out.Findings))
 					}
-					if !named {
-						t.Errorf("no finding names the missing permission:%s", codes(out.Findings))
+					if lines := strings.Split(strings.TrimSpace(res.stderr), "\n"); len(lines) != 1 || !strings.Contains(lines[0], allow[i]) {
+						t.Errorf("stderr %q, want one line naming the permission", res.stderr)
+					}
+					if raw != "" {
+						t.Errorf("nats.go wrote to the process's stderr: %q", raw)
+					}
+					if res.elapsed >= 2*time.Second {
+						t.Errorf("the audit took %s: it waited out --timeout 2s for replies the server refused", res.elapsed)
 					}
 				})
 			}

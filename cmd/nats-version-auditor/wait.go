@@ -60,7 +60,8 @@ var errWaitInterrupted = errors.New("wait interrupted")
 // TLS and permission failures are not, as waiting cannot mend them.
 func (w *waitFlags) until(ctx context.Context, audit func(context.Context) (*auditor.Report, error), stderr io.Writer) (*auditor.Report, error) {
 	want := w.wanted()
-	deadline := time.Now().Add(w.wait)
+	begun := time.Now()
+	deadline := begun.Add(w.wait)
 	backoff := w.minInterval
 	lastLine := ""
 	interrupted := func() (*auditor.Report, error) {
@@ -93,7 +94,11 @@ func (w *waitFlags) until(ctx context.Context, audit func(context.Context) (*aud
 			if err == nil {
 				status = r.Status
 			}
-			fmt.Fprintf(stderr, "%s: the wait timed out after %s: status %s, wanted %s\n", appName, w.wait, status, want)
+			// Say when it ends, not when it would have: the deadline may be
+			// seconds away, but no audit may start before it.
+			fmt.Fprintf(stderr, "%s: the wait gave up after %s of --wait %s: the next audit could not start before the deadline "+
+				"(at most one per --audit.min-interval %s); status %s, wanted %s\n",
+				appName, time.Since(begun).Round(100*time.Millisecond), w.wait, w.minInterval, status, want)
 			return r, err
 		}
 		next := started.Add(backoff)

@@ -41,7 +41,8 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 		if len(lines) != 1 || !regexp.MustCompile(`^\d\d:\d\d:\d\d `+criticalPicture).MatchString(lines[0]) {
 			t.Errorf("progress lines %q, want exactly one (the picture never changed) saying %s", lines, criticalPicture)
 		}
-		if !strings.Contains(res.stderr, "the wait timed out after 1s: status CRITICAL, wanted OK") {
+		if !regexp.MustCompile(`the wait gave up after 1(\.\d)?s of --wait 1s: the next audit could not start before the deadline ` +
+			`\(at most one per --audit\.min-interval 200ms\); status CRITICAL, wanted OK\n`).MatchString(res.stderr) {
 			t.Errorf("stderr does not say the wait timed out:\n%s", res.stderr)
 		}
 		if !strings.HasPrefix(res.stdout, "CRITICAL: 3 of 3 expected servers answered") {
@@ -125,13 +126,24 @@ func TestWaitUnreachableAndUsage(t *testing.T) {
 		t.Errorf("exit %d, want 3", res.code)
 	}
 	for _, want := range []string{"UNKNOWN cannot reach NATS at nats://127.0.0.1:1", "; still waiting\n",
-		"the wait timed out after 1s: status UNKNOWN, wanted OK", "error: cannot reach NATS at nats://127.0.0.1:1"} {
+		"of --wait 1s: the next audit could not start before the deadline (at most one per --audit.min-interval 200ms); status UNKNOWN, wanted OK",
+		"error: cannot reach NATS at nats://127.0.0.1:1"} {
 		if !strings.Contains(res.stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, res.stderr)
 		}
 	}
 	if n := len(progressRE.FindAllString(res.stderr, -1)); n != 1 {
 		t.Errorf("%d progress lines for one unchanging failure, want 1:\n%s", n, res.stderr)
+	}
+
+	// The wait ends when the next audit could not start before the
+	// deadline, and says so then: audits at 0 and 700ms, the next due at
+	// 1.4s, past the 1s deadline. It used to say "timed out after 1s" at 0.7s.
+	res = runCmd(t, "check", "--wait", "1s", "--audit.min-interval", "700ms", "--timeout", "500ms", "-s", "nats://127.0.0.1:1")
+	if m := regexp.MustCompile(`the wait gave up after (\S+) of --wait 1s`).FindStringSubmatch(res.stderr); m == nil {
+		t.Errorf("stderr does not say when the wait gave up:\n%s", res.stderr)
+	} else if d, err := time.ParseDuration(m[1]); err != nil || d < 700*time.Millisecond || d >= time.Second || res.elapsed >= time.Second+margin {
+		t.Errorf("gave up after %s (said %s) of a 1s wait with audits due every 700ms, want from 0.7s, before 1s", res.elapsed, m[1])
 	}
 
 	for _, tt := range []struct {

@@ -1,0 +1,86 @@
+package auditor
+
+import (
+	"fmt"
+	"path"
+)
+
+// unmatched holds Policy's asset patterns against the assets the audit
+// saw and returns one AUDIT_INCOMPLETE finding for each pattern that
+// selects nothing: a gate narrowed to a misspelt stream would otherwise
+// pass without having looked at anything it was asked about. A stream
+// pattern is held against the streams of the accounts selected, a consumer
+// pattern against the consumers of the streams selected.
+func unmatched(snap *Snapshot, p Policy) []Finding {
+	if len(p.Accounts)+len(p.Streams)+len(p.Consumers) == 0 {
+		return nil
+	}
+	hit := map[string]bool{} // kind + "\x00" + pattern
+	mark := func(kind string, patterns []string, v string) {
+		for _, pat := range patterns {
+			if ok, _ := path.Match(pat, v); ok {
+				hit[kind+"\x00"+pat] = true
+			}
+		}
+	}
+	see := func(a Asset) {
+		mark("account", p.Accounts, a.Account)
+		if a.AccountName != "" {
+			mark("account", p.Accounts, a.AccountName)
+		}
+		if !accountSelected(p.Accounts, a) {
+			return
+		}
+		mark("stream", p.Streams, a.Stream)
+		if a.Kind != KindConsumer || !matchAny(p.Streams, a.Stream) {
+			return
+		}
+		mark("consumer", p.Consumers, a.Consumer)
+	}
+	for _, a := range snap.Streams {
+		see(a)
+	}
+	for _, a := range snap.Consumers {
+		see(a)
+	}
+	var out []Finding
+	report := func(kind string, patterns []string, within string) {
+		for _, pat := range patterns {
+			if hit[kind+"\x00"+pat] {
+				continue
+			}
+			out = append(out, Finding{Code: AuditIncomplete, Message: fmt.Sprintf(
+				"%s pattern %q matches no %s the audit saw%s: the gate checked nothing it was narrowed to", kind, pat, kind, within)})
+		}
+	}
+	report("account", p.Accounts, "")
+	within := ""
+	if len(p.Accounts) > 0 {
+		within = " in the accounts selected"
+	}
+	report("stream", p.Streams, within)
+	if len(p.Accounts)+len(p.Streams) > 0 {
+		within = " in the streams selected"
+	}
+	report("consumer", p.Consumers, within)
+	return out
+}
+
+// accountSelected reports whether a's account matches one of patterns, by
+// its id or (operator mode) its JWT name.
+func accountSelected(patterns []string, a Asset) bool {
+	return matchAny(patterns, a.Account) || (a.AccountName != "" && matchAny(patterns, a.AccountName))
+}
+
+// matchAny reports whether v matches one of patterns; no patterns match all.
+func matchAny(patterns []string, v string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, v); ok {
+			return true
+		}
+	}
+	return false
+}
