@@ -546,3 +546,42 @@ func diffFindings(a, b []Finding) []Finding {
 	}
 	return out
 }
+
+// Unexplained holds an audit made after a change to its prediction: it
+// returns the predicted findings missing from actual, and the findings of
+// actual nobody predicted. A finding that depends on where the leader of a
+// group in depend lands is neither required nor unpredicted as long as its
+// code is among that group's outcomes.
+func Unexplained(predicted *Report, depend []LeaderChoice, actual *Report) (missing, unpredicted []Finding) {
+	type group struct{ account, stream, consumer string }
+	meta := false
+	codes := map[group][]Code{}
+	for _, d := range depend {
+		for _, o := range d.Outcomes {
+			if d.Kind == "meta" {
+				meta = true
+				continue
+			}
+			g := group{d.Account, d.Stream, d.Consumer}
+			codes[g] = append(codes[g], o.Codes...)
+		}
+	}
+	dependent := func(f Finding) bool {
+		if f.Code == MetaLeaderBelowFloor {
+			return meta
+		}
+		c, ok := codes[group{f.Account, f.Stream, f.Consumer}]
+		return ok && slices.Contains(c, f.Code)
+	}
+	for _, f := range diffFindings(actual.Findings, predicted.Findings) {
+		if !dependent(f) {
+			missing = append(missing, f)
+		}
+	}
+	for _, f := range diffFindings(predicted.Findings, actual.Findings) {
+		if !dependent(f) {
+			unpredicted = append(unpredicted, f)
+		}
+	}
+	return missing, unpredicted
+}

@@ -264,3 +264,34 @@ func TestAssumeKeepsLeaderlessGroups(t *testing.T) {
 		t.Errorf("appear %q, depend %+v", got, w.Depend)
 	}
 }
+
+func TestUnexplained(t *testing.T) {
+	snap := Snapshot{Servers: cluster(), ExpectedCount: 3,
+		Streams:   []Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4)},
+		Consumers: []Asset{consumer("FAST", "C", "n1", "n1", "n2", "n3")}}
+	w := assume(t, &snap, Policy{}, "n3=2.12.15")
+
+	// What the servers could do after the change: n3 runs 2.12.15 and C
+	// is led by n2, or by n3.
+	real := snap
+	real.Servers = slices.Clone(snap.Servers)
+	real.Servers[2] = srv("n3", "c1", "2.12.15", 3)
+	for _, leader := range []string{"n2", "n3"} {
+		real.Consumers = []Asset{consumer("FAST", "C", leader, "n1", "n2", "n3")}
+		missing, unpredicted := Unexplained(w.After, w.Depend, Evaluate(&real, Policy{Floor: DefaultFloor}))
+		if len(missing) != 0 || len(unpredicted) != 0 {
+			t.Errorf("C led by %s: missing %q, unpredicted %q", leader, briefs(missing), briefs(unpredicted))
+		}
+	}
+	// A level finding does not depend on leaders: without it the
+	// prediction fails, and so does a finding nobody predicted.
+	real.Streams = []Asset{stream("FAST", "n1", "n1", "n2", "n3")}
+	real.Leafnodes = []LeafLink{{Server: "n1", Peer: "x", Account: "APP"}}
+	missing, unpredicted := Unexplained(w.After, w.Depend, Evaluate(&real, Policy{Floor: DefaultFloor}))
+	if got := briefs(missing); !slices.Equal(got, []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/FAST/)"}) {
+		t.Errorf("missing %q", got)
+	}
+	if got := briefs(unpredicted); !slices.Equal(got, []string{"LEAFNODE_UNAUDITED(n1,x,APP//)"}) {
+		t.Errorf("unpredicted %q", got)
+	}
+}
