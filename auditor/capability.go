@@ -10,7 +10,8 @@ import (
 // FeatureLevel is the part of a feature the capability view needs: its
 // name, the API level that brings it and the first release with it.
 type FeatureLevel struct {
-	Name string
+	Name  string
+	Title string
 	// Kind is the kind of asset whose config uses it; empty for any.
 	Kind  AssetKind
 	Level int
