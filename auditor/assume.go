@@ -8,10 +8,6 @@ import (
 	"strings"
 )
 
-// APILevelUnknown is the code of a what-if finding whose outcome depends on
-// the API level of a version the level table does not know.
-const APILevelUnknown Code = "API_LEVEL_UNKNOWN"
-
 // Assumption says that the servers Target names would run Version.
 type Assumption struct {
 	// Target is a server name, "cluster/NAME" for every server of cluster
