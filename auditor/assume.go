@@ -195,6 +195,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 			r.Servers[i].APILevel = LevelUnknown
 		}
 	}
+	setClusterLevels(r.Clusters, r.Servers)
 	r.Snapshot = &shown
 	r.Findings = append(r.Findings, unknownLevelFindings(&shown, p, unknownLevel)...)
 	markLeaderDependent(r.Findings, w.Depend)

@@ -156,23 +156,46 @@ func CapabilitiesOf(r *Report, features []FeatureLevel) *Capabilities {
 	return c
 }
 
-func levelGroup(name string, servers []Server, features []FeatureLevel) LevelGroup {
-	g := LevelGroup{Name: name, Servers: len(servers), MinLevel: LevelUnknown, HeldBy: []string{}, Features: []FeatureSupport{}}
-	known, maxLevel := true, LevelUnknown
+// minAPILevel returns the lowest API level among servers (LevelUnknown
+// when any one's is not known) and the highest, LevelUnknown for none.
+func minAPILevel(servers []Server) (lowest, highest int) {
+	lowest, highest = LevelUnknown, LevelUnknown
 	for _, s := range servers {
 		if s.APILevel == LevelUnknown {
-			known = false
-			continue
+			return LevelUnknown, LevelUnknown
 		}
-		if g.MinLevel == LevelUnknown || s.APILevel < g.MinLevel {
-			g.MinLevel = s.APILevel
+		if lowest == LevelUnknown || s.APILevel < lowest {
+			lowest = s.APILevel
 		}
-		maxLevel = max(maxLevel, s.APILevel)
+		highest = max(highest, s.APILevel)
 	}
-	if !known {
-		g.MinLevel = LevelUnknown
+	return lowest, highest
+}
+
+// setClusterLevels sets each cluster's MinAPILevel from its JetStream
+// servers.
+func setClusterLevels(clusters []ClusterReport, servers []ServerReport) {
+	for i := range clusters {
+		c := &clusters[i]
+		var js []Server
+		for _, s := range servers {
+			if s.Cluster == c.Name && s.JetStream {
+				js = append(js, s.Server)
+			}
+		}
+		c.MinAPILevel = nil
+		if len(js) > 0 {
+			lowest, _ := minAPILevel(js)
+			c.MinAPILevel = &lowest
+		}
 	}
-	if known && g.MinLevel < maxLevel {
+}
+
+func levelGroup(name string, servers []Server, features []FeatureLevel) LevelGroup {
+	g := LevelGroup{Name: name, Servers: len(servers), HeldBy: []string{}, Features: []FeatureSupport{}}
+	var maxLevel int
+	g.MinLevel, maxLevel = minAPILevel(servers)
+	if g.MinLevel != LevelUnknown && g.MinLevel < maxLevel {
 		for _, s := range servers {
 			if s.APILevel == g.MinLevel {
 				g.HeldBy = append(g.HeldBy, s.Name)

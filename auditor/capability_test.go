@@ -45,7 +45,14 @@ func TestCapabilities(t *testing.T) {
 			func() Asset { c := consumer("S", "GONE", "n1", "n1", "n9"); c.Replicas = 3; return c }(),
 		},
 	}
-	c := CapabilitiesOf(Evaluate(snap, Policy{Floor: DefaultFloor}), testFeatures)
+	r := Evaluate(snap, Policy{Floor: DefaultFloor})
+	c := CapabilitiesOf(r, testFeatures)
+	// The report's clusters carry the same lowest level.
+	for i, want := range []int{3, 1} {
+		if got := r.Clusters[i].MinAPILevel; got == nil || *got != want || r.Clusters[i].Name != c.Clusters[i].Name {
+			t.Errorf("cluster %s: MinAPILevel %v, want %d", r.Clusters[i].Name, got, want)
+		}
+	}
 
 	type want struct {
 		name     string
@@ -100,6 +107,9 @@ func TestCapabilitiesOfAWhatIf(t *testing.T) {
 	g := c.Clusters[0]
 	if g.MinLevel != LevelUnknown || !g.Complete {
 		t.Errorf("min %d complete %v", g.MinLevel, g.Complete)
+	}
+	if l := w.After.Clusters[0].MinAPILevel; l == nil || *l != LevelUnknown {
+		t.Errorf("the would-be report's cluster level %v, want unknown", l)
 	}
 	if got := support(g)[4]; got != "fast_batch:false[]?[n3]" {
 		t.Errorf("fast_batch: %s", got)

@@ -132,6 +132,7 @@ func (e *evaluation) clusters(servers []ServerReport) []ClusterReport {
 			c.Versions = append(c.Versions, s.Version)
 		}
 	}
+	setClusterLevels(out, servers)
 	for i := range out {
 		c := &out[i]
 		slices.Sort(c.Versions)
