@@ -21,12 +21,11 @@ type FeatureLevel struct {
 }
 
 // Capabilities is what the system can use now: the lowest JetStream API
-// level of each cluster, each domain and each asset's RAFT group, from the
-// levels the servers report, and which features those levels allow.
+// level of each cluster and each domain, from the levels the servers
+// report, and which features those levels allow.
 type Capabilities struct {
 	Clusters []LevelGroup `json:"clusters"`
 	Domains  []LevelGroup `json:"domains"`
-	Assets   []AssetLevel `json:"assets"`
 }
 
 // LevelGroup is the lowest API level among the JetStream servers of a
@@ -89,21 +88,21 @@ func supports(s Server, f FeatureLevel) int {
 }
 
 // CapabilitiesOf computes what the system of report r can use, feature by
-// feature of features. Servers without JetStream are left out: they host
-// no asset and decode no assignment.
+// feature of features: the levels of its clusters and domains (AssetLevels
+// gives those of each asset). Servers without JetStream are left out: they host
+// no asset and decode no assignment. It reads the census of the snapshot,
+// which a report narrowed to one server (Report.ForServer) keeps whole.
 func CapabilitiesOf(r *Report, features []FeatureLevel) *Capabilities {
-	c := &Capabilities{Clusters: []LevelGroup{}, Domains: []LevelGroup{}, Assets: []AssetLevel{}}
-	byName := map[string]Server{}
+	c := &Capabilities{Clusters: []LevelGroup{}, Domains: []LevelGroup{}}
 	clusters, domains := map[string][]Server{}, map[string][]Server{}
-	for _, s := range r.Servers {
+	for _, s := range census(r) {
 		if !s.JetStream {
 			continue
 		}
-		byName[s.Name] = s.Server
 		if s.Cluster != "" {
-			clusters[s.Cluster] = append(clusters[s.Cluster], s.Server)
+			clusters[s.Cluster] = append(clusters[s.Cluster], s)
 		}
-		domains[s.Domain] = append(domains[s.Domain], s.Server)
+		domains[s.Domain] = append(domains[s.Domain], s)
 	}
 	incomplete, incompleteCluster := false, map[string]bool{}
 	for _, f := range r.Findings {
@@ -122,8 +121,32 @@ func CapabilitiesOf(r *Report, features []FeatureLevel) *Capabilities {
 		g.Complete = !incomplete
 		c.Domains = append(c.Domains, g)
 	}
+	return c
+}
+
+func census(r *Report) []Server {
+	if r.Snapshot != nil {
+		return r.Snapshot.Servers
+	}
+	out := make([]Server, len(r.Servers))
+	for i, s := range r.Servers {
+		out[i] = s.Server
+	}
+	return out
+}
+
+// AssetLevels is the lowest API level of each stream's and consumer's RAFT
+// group of r, with the features of its kind that some peer forbids.
+func AssetLevels(r *Report, features []FeatureLevel) []AssetLevel {
+	out := []AssetLevel{}
 	if r.Snapshot == nil {
-		return c
+		return out
+	}
+	byName := map[string]Server{}
+	for _, s := range census(r) {
+		if s.JetStream {
+			byName[s.Name] = s
+		}
 	}
 	for _, assets := range [][]Asset{r.Snapshot.Streams, r.Snapshot.Consumers} {
 		for _, a := range assets {
@@ -150,10 +173,10 @@ func CapabilitiesOf(r *Report, features []FeatureLevel) *Capabilities {
 					}
 				}
 			}
-			c.Assets = append(c.Assets, al)
+			out = append(out, al)
 		}
 	}
-	return c
+	return out
 }
 
 // minAPILevel returns the lowest API level among servers (LevelUnknown

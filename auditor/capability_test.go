@@ -86,7 +86,7 @@ func TestCapabilities(t *testing.T) {
 		{"edge", 0, []string{}, false, []string{"msg_ttl:false[l1]", "priority_prioritized:false[l1]", "msg_counter:false[l1]", "ack_flow_control:false[l1]", "fast_batch:false[l1]"}},
 	})
 	var assets []string
-	for _, a := range c.Assets {
+	for _, a := range AssetLevels(r, testFeatures) {
 		assets = append(assets, fmt.Sprintf("%s/%s %d %v %v %v", a.Stream, a.Consumer, a.MinLevel, a.HeldBy, a.Complete, a.Forbidden))
 	}
 	wantAssets := []string{
