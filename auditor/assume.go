@@ -518,7 +518,8 @@ func markLeaderDependent(fs []Finding, depend []LeaderChoice) {
 }
 
 // findingKey is what makes two findings the same one across a what-if: a
-// server's version may change and the finding stays.
+// server's version may change and the finding stays; a follower stays at
+// risk whichever peer that answers RESET leads.
 type findingKey struct {
 	code                                             Code
 	server, cluster, peer, account, stream, consumer string
@@ -526,7 +527,11 @@ type findingKey struct {
 }
 
 func keyOf(f Finding) findingKey {
-	return findingKey{f.Code, f.Server, f.Cluster, f.Peer, f.Account, f.Stream, f.Consumer, f.RequiredLevel}
+	peer := f.Peer
+	if f.Code == ConsumerReplicaBelowFloor {
+		peer = ""
+	}
+	return findingKey{f.Code, f.Server, f.Cluster, peer, f.Account, f.Stream, f.Consumer, f.RequiredLevel}
 }
 
 // diffFindings returns the findings of b that a does not have.
