@@ -336,14 +336,13 @@ func noReset(snap *Snapshot, p Policy) []ResetRisk {
 	x := NewIndex(snap)
 	e := evaluation{p: p}
 	out := []ResetRisk{}
-	for _, a := range snap.Consumers {
+	for i, a := range snap.Consumers {
 		if !e.selected(a) {
 			continue
 		}
 		k := ConsumerKey{Domain: a.Domain, Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}
-		v, _ := x.Consumer(k)
-		if v.Reset != ResetSafe {
-			out = append(out, ResetRisk{ConsumerKey: k, Reset: v.Reset, Reason: v.Reason})
+		if v := x.view(i, k); v.Reset != ResetSafe {
+			out = append(out, ResetRisk{ConsumerKey: v.ConsumerKey, Reset: v.Reset, Reason: v.Reason})
 		}
 	}
 	slices.SortFunc(out, func(a, b ResetRisk) int {
