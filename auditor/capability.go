@@ -39,8 +39,10 @@ type LevelGroup struct {
 	HeldBy []string `json:"held_back_by"`
 	// Complete is false when a server of the group may not have answered:
 	// its level could be lower.
-	Complete bool             `json:"complete"`
-	Features []FeatureSupport `json:"features"`
+	Complete bool `json:"complete"`
+	// Features are the features of the table, in order of level; JSON
+	// shows them feature by feature instead.
+	Features []FeatureSupport `json:"-"`
 }
 
 // FeatureSupport says whether every server of a group supports a feature.

@@ -24,7 +24,7 @@ func TestAssumeAndPlanCommands(t *testing.T) {
 	if res.code != 2 || now.WhatIf != nil {
 		t.Fatalf("check: exit %d, what_if %+v", res.code, now.WhatIf)
 	}
-	if l := now.APILevels.Clusters; len(l) != 1 || l[0].MinAPILevel != 3 || strings.Join(l[0].HeldBackBy, ",") != "n3" {
+	if l := now.APILevels.Clusters; len(l) != 1 || l[0].MinLevel != 3 || strings.Join(l[0].HeldBy, ",") != "n3" {
 		t.Errorf("api_levels.clusters %+v, want c1 at 3, held back by n3", l)
 	}
 
@@ -40,7 +40,7 @@ func TestAssumeAndPlanCommands(t *testing.T) {
 		if len(w.Assumed) != 1 || w.Assumed[0].Name != "n3" || w.Assumed[0].ToLevel != 4 {
 			t.Errorf("assumed %+v", w.Assumed)
 		}
-		if l := out.APILevels.Clusters; len(l) != 1 || l[0].MinAPILevel != 4 {
+		if l := out.APILevels.Clusters; len(l) != 1 || l[0].MinLevel != 4 {
 			t.Errorf("would-be api_levels %+v, want 4", l)
 		}
 	})

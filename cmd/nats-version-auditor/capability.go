@@ -11,15 +11,6 @@ import (
 // and for each feature of the feature table whether every server there
 // supports it.
 
-// levelOutput is one cluster's or domain's lowest API level.
-type levelOutput struct {
-	Name        string   `json:"name"`
-	Servers     int      `json:"servers"`
-	MinAPILevel int      `json:"min_api_level"`
-	HeldBackBy  []string `json:"held_back_by"`
-	Complete    bool     `json:"complete"`
-}
-
 // featureOutput is one feature, cluster by cluster and domain by domain.
 type featureOutput struct {
 	Feature  string          `json:"feature"`
@@ -41,29 +32,21 @@ type supportOutput struct {
 
 // apiLevelsOutput is the api_levels block of check's and report's JSON.
 type apiLevelsOutput struct {
-	Clusters []levelOutput `json:"clusters"`
-	Domains  []levelOutput `json:"domains"`
+	Clusters []auditor.LevelGroup `json:"clusters"`
+	Domains  []auditor.LevelGroup `json:"domains"`
 }
 
 // capabilityOf is the api_levels and features blocks of r.
 func capabilityOf(r *auditor.Report) (apiLevelsOutput, []featureOutput) {
 	features := auditor.FeatureLevels()
 	c := auditor.CapabilitiesOf(r, features)
-	levels := apiLevelsOutput{Clusters: levelsOf(c.Clusters), Domains: levelsOf(c.Domains)}
+	levels := apiLevelsOutput{Clusters: c.Clusters, Domains: c.Domains}
 	out := []featureOutput{}
 	for _, f := range features {
 		out = append(out, featureOutput{Feature: f.Name, Title: f.Title, APILevel: f.Level, Since: auditor.Display(f.Since),
 			Clusters: supportOf(c.Clusters, f.Name), Domains: supportOf(c.Domains, f.Name)})
 	}
 	return levels, out
-}
-
-func levelsOf(gs []auditor.LevelGroup) []levelOutput {
-	out := []levelOutput{}
-	for _, g := range gs {
-		out = append(out, levelOutput{Name: g.Name, Servers: g.Servers, MinAPILevel: g.MinLevel, HeldBackBy: g.HeldBy, Complete: g.Complete})
-	}
-	return out
 }
 
 // supportOf is the feature named name in every group.
@@ -83,10 +66,10 @@ func supportOf(gs []auditor.LevelGroup, name string) []supportOutput {
 func writeCapabilityText(ew *errWriter, out reportOutput) {
 	ew.printf("\nJETSTREAM API LEVELS\tSERVERS\tMIN API LEVEL\tHELD BACK BY\n")
 	for _, l := range out.APILevels.Clusters {
-		ew.printf("cluster %s\t%d\t%s\t%s\n", l.Name, l.Servers, levelCell(l), dashList(l.HeldBackBy))
+		ew.printf("cluster %s\t%d\t%s\t%s\n", l.Name, l.Servers, levelCell(l), dashList(l.HeldBy))
 	}
 	for _, l := range out.APILevels.Domains {
-		ew.printf("domain %s\t%d\t%s\t%s\n", domainName(l.Name), l.Servers, levelCell(l), dashList(l.HeldBackBy))
+		ew.printf("domain %s\t%d\t%s\t%s\n", domainName(l.Name), l.Servers, levelCell(l), dashList(l.HeldBy))
 	}
 	if len(out.Features) > 0 {
 		ew.printf("\nFEATURE\tAPI LEVEL\tSINCE\tWHERE\tSUPPORTED\tHELD BACK BY\n")
@@ -131,8 +114,8 @@ func writeCapabilityText(ew *errWriter, out reportOutput) {
 	}
 }
 
-func levelCell(l levelOutput) string {
-	s := levelText(l.MinAPILevel)
+func levelCell(l auditor.LevelGroup) string {
+	s := levelText(l.MinLevel)
 	if !l.Complete {
 		s += " (incomplete audit)"
 	}
