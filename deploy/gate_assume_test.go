@@ -1,14 +1,11 @@
 package deploy_test
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 )
 
 // TestGatePlannedChangeSnippet runs the planned-change job's script with a fake docker: the
@@ -16,25 +13,7 @@ import (
 func TestGatePlannedChangeSnippet(t *testing.T) {
 	t.Parallel()
 	const file = gateDir + "/ci/github-actions-planned-change.yml"
-	var top map[string]json.RawMessage
-	if err := yaml.Unmarshal(readFile(t, file), &top); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	var wf struct {
-		Jobs map[string]struct {
-			RunsOn         []string          `json:"runs-on"`
-			TimeoutMinutes int               `json:"timeout-minutes"`
-			Env            map[string]string `json:"env"`
-			Steps          []struct {
-				Name string            `json:"name"`
-				Env  map[string]string `json:"env"`
-				Run  string            `json:"run"`
-			} `json:"steps"`
-		} `json:"jobs"`
-	}
-	if err := strict([]byte(`{"jobs":`+string(top["jobs"])+`}`), &wf); err != nil {
-		t.Fatalf("%s jobs: %v", file, err)
-	}
+	wf := readWorkflow(t, file)
 	job, ok := wf.Jobs["planned-nats-change-gate"]
 	if !ok || len(job.Steps) != 1 || !strings.Contains(strings.Join(job.RunsOn, ","), "self-hosted") {
 		t.Fatalf("%s: job %+v", file, job)
