@@ -60,11 +60,12 @@ type AssumedServer struct {
 // would-be report assumes the leader with the worst outcome.
 type LeaderChoice struct {
 	// Kind is "stream", "consumer" or "meta".
-	Kind     string `json:"kind"`
-	Domain   string `json:"domain,omitempty"`
-	Account  string `json:"account,omitempty"`
-	Stream   string `json:"stream,omitempty"`
-	Consumer string `json:"consumer,omitempty"`
+	Kind        string `json:"kind"`
+	Domain      string `json:"domain,omitempty"`
+	Account     string `json:"account,omitempty"`
+	AccountName string `json:"account_name,omitempty"`
+	Stream      string `json:"stream,omitempty"`
+	Consumer    string `json:"consumer,omitempty"`
 	// Leader is the leader the would-be report assumes.
 	Leader   string          `json:"assumed_leader"`
 	Outcomes []LeaderOutcome `json:"outcomes"`
@@ -308,7 +309,7 @@ func (lc *leaderChooser) asset(a Asset) (string, *LeaderChoice) {
 		}
 		lc.memo[key] = cands
 	}
-	g := LeaderChoice{Kind: string(a.Kind), Domain: a.Domain, Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}
+	g := LeaderChoice{Kind: string(a.Kind), Domain: a.Domain, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
 	return lc.choose(&g, a.Leader, eligible, cands, a.name())
 }
 
@@ -479,7 +480,7 @@ func unknownLevelFindings(snap *Snapshot, p Policy, unknown map[string]bool) []F
 				s := byName[n]
 				_, why := LevelOf(s.Version)
 				out = append(out, Finding{Code: APILevelUnknown, Severity: SeverityOf(APILevelUnknown),
-					Server: n, Cluster: s.Cluster, Version: s.Version, Account: a.Account, Stream: a.Stream, Consumer: a.Consumer,
+					Server: n, Cluster: s.Cluster, Version: s.Version, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer,
 					RequiredLevel: a.RequiredLevel,
 					Message: fmt.Sprintf("%s %s needs JetStream API level %d; peer %s would run %s, whose API level is not known (%s): whether it would run the %s cannot be told",
 						a.Kind, a.name(), a.RequiredLevel, n, s.Version, why, a.Kind)})

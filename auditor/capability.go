@@ -59,13 +59,14 @@ type FeatureSupport struct {
 
 // AssetLevel is the lowest API level among the peers of one asset's group.
 type AssetLevel struct {
-	Kind     AssetKind `json:"kind"`
-	Domain   string    `json:"domain,omitempty"`
-	Account  string    `json:"account"`
-	Stream   string    `json:"stream"`
-	Consumer string    `json:"consumer,omitempty"`
-	MinLevel int       `json:"min_api_level"`
-	HeldBy   []string  `json:"held_back_by"`
+	Kind        AssetKind `json:"kind"`
+	Domain      string    `json:"domain,omitempty"`
+	Account     string    `json:"account"`
+	AccountName string    `json:"account_name,omitempty"`
+	Stream      string    `json:"stream"`
+	Consumer    string    `json:"consumer,omitempty"`
+	MinLevel    int       `json:"min_api_level"`
+	HeldBy      []string  `json:"held_back_by"`
 	// RequiredLevel is the asset's _nats.req.level.
 	RequiredLevel int `json:"required_level"`
 	// Complete is false when a peer did not answer.
@@ -162,7 +163,7 @@ func AssetLevels(r *Report, features []FeatureLevel) []AssetLevel {
 				}
 			}
 			g := levelGroup("", peers, nil)
-			al := AssetLevel{Kind: a.Kind, Domain: a.Domain, Account: a.Account, Stream: a.Stream, Consumer: a.Consumer,
+			al := AssetLevel{Kind: a.Kind, Domain: a.Domain, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer,
 				MinLevel: g.MinLevel, HeldBy: g.HeldBy, RequiredLevel: a.RequiredLevel, Complete: complete, Forbidden: []string{}}
 			for _, f := range features {
 				if f.Kind != "" && f.Kind != a.Kind {

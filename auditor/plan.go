@@ -79,12 +79,13 @@ type PlanStep struct {
 // GroupImpact is a RAFT group a restart weakens or takes down.
 type GroupImpact struct {
 	// Kind is "stream", "consumer" or "meta".
-	Kind     string `json:"kind"`
-	Domain   string `json:"domain,omitempty"`
-	Account  string `json:"account,omitempty"`
-	Stream   string `json:"stream,omitempty"`
-	Consumer string `json:"consumer,omitempty"`
-	Peers    int    `json:"peers"`
+	Kind        string `json:"kind"`
+	Domain      string `json:"domain,omitempty"`
+	Account     string `json:"account,omitempty"`
+	AccountName string `json:"account_name,omitempty"`
+	Stream      string `json:"stream,omitempty"`
+	Consumer    string `json:"consumer,omitempty"`
+	Peers       int    `json:"peers"`
 	// Up is how many peers stay up (answered the audit, and are not the
 	// server restarting); Quorum how many the group needs.
 	Up     int    `json:"up"`
@@ -95,8 +96,9 @@ type GroupImpact struct {
 // ResetRisk is a consumer that cannot take a RESET, and why.
 type ResetRisk struct {
 	ConsumerKey
-	Reset  ResetVerdict `json:"reset"`
-	Reason string       `json:"reason"`
+	AccountName string       `json:"account_name,omitempty"`
+	Reset       ResetVerdict `json:"reset"`
+	Reason      string       `json:"reason"`
 }
 
 // MakePlan plans the restart on version to of every server of the scope
@@ -318,7 +320,7 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 				// Peers the audit did not see are down for all it knows.
 				peers = append(slices.Clone(peers), make([]string, a.Replicas-len(peers))...)
 			}
-			judge(GroupImpact{Kind: string(a.Kind), Domain: a.Domain, Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}, peers)
+			judge(GroupImpact{Kind: string(a.Kind), Domain: a.Domain, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}, peers)
 		}
 	}
 	for _, m := range snap.Meta {
@@ -342,7 +344,7 @@ func noReset(snap *Snapshot, p Policy) []ResetRisk {
 		}
 		k := ConsumerKey{Domain: a.Domain, Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}
 		if v := x.view(i, k); v.Reset != ResetSafe {
-			out = append(out, ResetRisk{ConsumerKey: v.ConsumerKey, Reset: v.Reset, Reason: v.Reason})
+			out = append(out, ResetRisk{ConsumerKey: v.ConsumerKey, AccountName: v.AccountName, Reset: v.Reset, Reason: v.Reason})
 		}
 	}
 	slices.SortFunc(out, func(a, b ResetRisk) int {

@@ -175,3 +175,28 @@ func TestPlanNothingToDo(t *testing.T) {
 		t.Errorf("%+v", plan)
 	}
 }
+
+// TestPlanNamesOperatorAccounts: in operator mode an asset's account is its
+// public key, and the plan carries the JWT name beside it.
+func TestPlanNamesOperatorAccounts(t *testing.T) {
+	snap := oldCluster()
+	for _, as := range [][]Asset{snap.Streams, snap.Consumers} {
+		for i := range as {
+			as[i].Account, as[i].AccountName = "ACZK", "APP"
+		}
+	}
+	plan, err := MakePlan(&snap, Policy{Floor: DefaultFloor}, "2.14.0", PlanScope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := plan.Steps[0]
+	if g := st.Unavailable[0]; g.Account != "ACZK" || g.AccountName != "APP" {
+		t.Errorf("unavailable %+v", g)
+	}
+	if r := st.NoReset[0]; r.Account != "ACZK" || r.AccountName != "APP" {
+		t.Errorf("no reset %+v", r)
+	}
+	if d := st.Depend[0]; d.AccountName != "APP" || !strings.Contains(d.Message, "APP (ACZK) > S") {
+		t.Errorf("depends %+v", d)
+	}
+}

@@ -105,7 +105,11 @@ func writeCapabilityText(ew *errWriter, out reportOutput) {
 				ew.printf("... and %d more\t\t\t\n", len(limited)-listed)
 				break
 			}
-			name := string(a.Kind) + " " + a.Account + " > " + a.Stream
+			account := a.Account
+			if a.AccountName != "" {
+				account = a.AccountName + " (" + a.Account + ")"
+			}
+			name := string(a.Kind) + " " + account + " > " + a.Stream
 			if a.Consumer != "" {
 				name += " > " + a.Consumer
 			}

@@ -114,7 +114,7 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 					ew.printf("    ... and %d more\n", len(gs)-listed)
 					break
 				}
-				ew.printf("    %s: %s\n", groupName(g.Kind, g.Account, g.Stream, g.Consumer, g.Domain), g.Reason)
+				ew.printf("    %s: %s\n", groupName(g.Kind, g.Account, g.AccountName, g.Stream, g.Consumer, g.Domain), g.Reason)
 			}
 		}
 		groups("unavailable while "+st.Server+" restarts", st.Unavailable)
@@ -125,7 +125,7 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 				ew.printf("    ... and %d more\n", len(st.NoReset)-listed)
 				break
 			}
-			ew.printf("    %s: %s: %s\n", groupName("consumer", r.Account, r.Stream, r.Consumer, r.Domain), r.Reset, r.Reason)
+			ew.printf("    %s: %s: %s\n", groupName("consumer", r.Account, r.AccountName, r.Stream, r.Consumer, r.Domain), r.Reset, r.Reason)
 		}
 		findings := func(title string, fs []auditor.Finding) {
 			ew.printf("  %s: %d\n", title, len(fs))
@@ -154,11 +154,14 @@ func orNone(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-func groupName(kind, account, stream, consumer, domain string) string {
+func groupName(kind, account, accountName, stream, consumer, domain string) string {
 	n := kind
 	if kind == "meta" {
 		n = "the JetStream meta group"
 	} else {
+		if accountName != "" {
+			account = accountName + " (" + account + ")"
+		}
 		n += " " + account + " > " + stream
 		if consumer != "" {
 			n += " > " + consumer
