@@ -278,14 +278,15 @@ func (lc *leaderChooser) asset(a Asset) (string, *LeaderChoice) {
 	peers := slices.DeleteFunc(slices.Clone(a.Peers), func(n string) bool { _, ok := lc.servers[n]; return !ok })
 	// A peer that holds the asset offline (its level is below the asset's,
 	// from 2.11 on) cannot lead it; a 2.10 peer runs it online and can.
+	required, _ := a.requiredLevel()
 	eligible := slices.DeleteFunc(slices.Clone(peers), func(n string) bool {
 		s := lc.servers[n]
-		return s.APILevel > 0 && s.APILevel < a.RequiredLevel
+		return s.APILevel > 0 && s.APILevel < required
 	})
 	if len(eligible) == 0 {
 		return "", nil
 	}
-	key := fmt.Sprintf("%s|%d|%d|%s|%s", a.Kind, a.RequiredLevel, a.Replicas, lc.shape(peers), lc.shape(eligible))
+	key := fmt.Sprintf("%s|%d|%d|%d|%s|%s", a.Kind, a.RequiredLevel, a.Features, a.Replicas, lc.shape(peers), lc.shape(eligible))
 	cands, ok := lc.memo[key]
 	if !ok {
 		for _, leader := range eligible {
@@ -470,7 +471,8 @@ func unknownLevelFindings(snap *Snapshot, p Policy, unknown map[string]bool) []F
 	var out []Finding
 	for _, assets := range [][]Asset{snap.Streams, snap.Consumers} {
 		for _, a := range assets {
-			if a.RequiredLevel <= 0 || !e.selected(a) {
+			required, _ := a.requiredLevel()
+			if required <= 0 || !e.selected(a) {
 				continue
 			}
 			for _, n := range a.Peers {
@@ -481,9 +483,9 @@ func unknownLevelFindings(snap *Snapshot, p Policy, unknown map[string]bool) []F
 				_, why := LevelOf(s.Version)
 				out = append(out, Finding{Code: APILevelUnknown, Severity: SeverityOf(APILevelUnknown),
 					Server: n, Cluster: s.Cluster, Version: s.Version, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer,
-					RequiredLevel: a.RequiredLevel,
+					RequiredLevel: required,
 					Message: fmt.Sprintf("%s %s needs JetStream API level %d; peer %s would run %s, whose API level is not known (%s): whether it would run the %s cannot be told",
-						a.Kind, a.name(), a.RequiredLevel, n, s.Version, why, a.Kind)})
+						a.Kind, a.name(), required, n, s.Version, why, a.Kind)})
 			}
 		}
 	}
@@ -510,7 +512,7 @@ func markLeaderDependent(fs []Finding, depend []LeaderChoice) {
 			if metaLeader[f.Server] {
 				f.Message += " (if it leads after the change: the worse is assumed)"
 			}
-		case ConsumerLeaderBelowFloor, ConsumerReplicaBelowFloor, StreamLeaderBelowFloor:
+		case ConsumerLeaderBelowFloor, ConsumerReplicaBelowFloor, StreamLeaderBelowFloor, SourcingResetUnanswered, SourcingResetCrashesFollower:
 			if l, ok := assets[key{f.Account, f.Stream, f.Consumer}]; ok {
 				f.Message += fmt.Sprintf(" (if %s leads after the change: the worse is assumed)", l)
 			}
@@ -529,7 +531,7 @@ type findingKey struct {
 
 func keyOf(f Finding) findingKey {
 	peer := f.Peer
-	if f.Code == ConsumerReplicaBelowFloor {
+	if f.Code == ConsumerReplicaBelowFloor || f.Code == SourcingResetCrashesFollower {
 		peer = ""
 	}
 	return findingKey{f.Code, f.Server, f.Cluster, peer, f.Account, f.Stream, f.Consumer, f.RequiredLevel}
@@ -567,6 +569,13 @@ func Unexplained(predicted *Report, depend []LeaderChoice, actual *Report) (miss
 			}
 			g := group{d.Account, d.Stream, d.Consumer}
 			codes[g] = append(codes[g], o.Codes...)
+			// What a mirror's own RESET does follows the consumer's verdict.
+			switch o.Reset {
+			case ResetUnanswered:
+				codes[g] = append(codes[g], SourcingResetUnanswered)
+			case ResetCrashesFollower:
+				codes[g] = append(codes[g], SourcingResetCrashesFollower)
+			}
 		}
 	}
 	dependent := func(f Finding) bool {

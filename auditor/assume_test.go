@@ -295,3 +295,23 @@ func TestUnexplained(t *testing.T) {
 		t.Errorf("unpredicted %q", got)
 	}
 }
+
+// TestAssumeDowngradeUnderAFeatureItCannotDecode: going back to 2.12.15
+// under a flow-control consumer crashes the server, peer or not.
+func TestAssumeDowngradeUnderAFeatureItCannotDecode(t *testing.T) {
+	c := levelAsset(consumer("S", "FC", "n1", "n1"), 4)
+	for i, f := range Features {
+		if f.Name == "ack_flow_control" {
+			c.Features = 1 << i
+		}
+	}
+	snap := Snapshot{Servers: cluster(), ExpectedCount: 3, Consumers: []Asset{c}}
+	w := assume(t, &snap, Policy{}, "n3=2.12.15")
+	if got := briefs(w.Appear); !slices.Contains(got, "ASSET_CRASHES_SERVER(n3,,APP/S/FC)") || w.After.Status != Critical {
+		t.Errorf("appear %q, status %s", got, w.After.Status)
+	}
+	// Upgraded instead, nothing crashes.
+	if w := assume(t, &snap, Policy{}, "n3=2.15.3"); len(w.Appear) != 1 || w.Appear[0].Code != ClusterMixedVersions {
+		t.Errorf("an upgrade: appear %q", briefs(w.Appear))
+	}
+}
