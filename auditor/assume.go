@@ -55,10 +55,9 @@ type AssumedServer struct {
 	LevelSource string `json:"level_source"`
 }
 
-// LeaderChoice is a RAFT group, with a server the what-if changes among its
-// peers, whose findings depend on which peer leads after the change. The
-// would-be report assumes the leader with the worst outcome.
-type LeaderChoice struct {
+// GroupRef names a RAFT group: a stream's, a consumer's, or the meta group
+// of a domain.
+type GroupRef struct {
 	// Kind is "stream", "consumer" or "meta".
 	Kind        string `json:"kind"`
 	Domain      string `json:"domain,omitempty"`
@@ -66,6 +65,18 @@ type LeaderChoice struct {
 	AccountName string `json:"account_name,omitempty"`
 	Stream      string `json:"stream,omitempty"`
 	Consumer    string `json:"consumer,omitempty"`
+}
+
+// groupOf is the RAFT group of an asset.
+func groupOf(a Asset) GroupRef {
+	return GroupRef{Kind: string(a.Kind), Domain: a.Domain, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
+}
+
+// LeaderChoice is a RAFT group, with a server the what-if changes among its
+// peers, whose findings depend on which peer leads after the change. The
+// would-be report assumes the leader with the worst outcome.
+type LeaderChoice struct {
+	GroupRef
 	// Leader is the leader the would-be report assumes.
 	Leader   string          `json:"assumed_leader"`
 	Outcomes []LeaderOutcome `json:"outcomes"`
@@ -310,7 +321,7 @@ func (lc *leaderChooser) asset(a Asset) (string, *LeaderChoice) {
 		}
 		lc.memo[key] = cands
 	}
-	g := LeaderChoice{Kind: string(a.Kind), Domain: a.Domain, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
+	g := LeaderChoice{GroupRef: groupOf(a)}
 	return lc.choose(&g, a.Leader, eligible, cands, a.name())
 }
 
@@ -325,7 +336,7 @@ func (lc *leaderChooser) meta(m MetaGroup, all []string) (string, *LeaderChoice)
 		mini := &Snapshot{Servers: lc.peerServers(peers), Meta: []MetaGroup{{Leader: peers[i], Peers: peers, Size: len(peers)}}}
 		cands = append(cands, lc.outcome(Evaluate(mini, lc.p).Findings, peers, peers[i]))
 	}
-	g := LeaderChoice{Kind: "meta", Domain: m.Domain}
+	g := LeaderChoice{GroupRef: GroupRef{Kind: "meta", Domain: m.Domain}}
 	what := "the JetStream meta group" + domainSuffix(m.Domain)
 	return lc.choose(&g, m.Leader, peers, cands, what)
 }

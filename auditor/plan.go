@@ -78,14 +78,8 @@ type PlanStep struct {
 
 // GroupImpact is a RAFT group a restart weakens or takes down.
 type GroupImpact struct {
-	// Kind is "stream", "consumer" or "meta".
-	Kind        string `json:"kind"`
-	Domain      string `json:"domain,omitempty"`
-	Account     string `json:"account,omitempty"`
-	AccountName string `json:"account_name,omitempty"`
-	Stream      string `json:"stream,omitempty"`
-	Consumer    string `json:"consumer,omitempty"`
-	Peers       int    `json:"peers"`
+	GroupRef
+	Peers int `json:"peers"`
 	// Up is how many peers stay up (answered the audit, and are not the
 	// server restarting); Quorum how many the group needs.
 	Up     int    `json:"up"`
@@ -320,7 +314,7 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 				// Peers the audit did not see are down for all it knows.
 				peers = append(slices.Clone(peers), make([]string, a.Replicas-len(peers))...)
 			}
-			judge(GroupImpact{Kind: string(a.Kind), Domain: a.Domain, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}, peers)
+			judge(GroupImpact{GroupRef: groupOf(a)}, peers)
 		}
 	}
 	for _, m := range snap.Meta {
@@ -328,7 +322,7 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 		if m.Size > len(peers) {
 			peers = append(slices.Clone(peers), make([]string, m.Size-len(peers))...)
 		}
-		judge(GroupImpact{Kind: "meta", Domain: m.Domain}, peers)
+		judge(GroupImpact{GroupRef: GroupRef{Kind: "meta", Domain: m.Domain}}, peers)
 	}
 	return down, bare
 }
