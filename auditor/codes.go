@@ -26,6 +26,7 @@ const (
 	ServerMissing                Code = "SERVER_MISSING"
 	VersionUnparseable           Code = "VERSION_UNPARSEABLE"
 	AuditIncomplete              Code = "AUDIT_INCOMPLETE"
+	APILevelUnknown              Code = "API_LEVEL_UNKNOWN"
 )
 
 // CodeInfo registers a finding code: all there is to know of it but the
@@ -77,6 +78,8 @@ var Codes = []CodeInfo{
 		Description: "a server's version is not a version"},
 	{Code: AuditIncomplete, Severity: Unknown,
 		Description: "a request failed, or a reply was too large or could not be understood"},
+	{Code: APILevelUnknown, Severity: Unknown,
+		Description: "only under --assume: a server would run a version whose JetStream API level the level table does not know, so whether it runs an asset that needs a level cannot be told"},
 }
 
 // Info returns the registration of code c, and false for a code that is

@@ -29,6 +29,12 @@
 //     an asset using each newer feature; hazards.go: the crashes and stalls
 //     no application asks for (an asset a server cannot decode, the RESETs
 //     durable sourcing sends).
+//   - Before a rollout: levels.go: the JetStream API level of each released
+//     version, for what-ifs; capability.go (with feature_levels.go): the
+//     lowest level of each cluster, domain and asset group and the features
+//     it allows; assume.go: a snapshot evaluated as if servers ran other
+//     versions, and an audit after the change held to that prediction;
+//     plan.go: the restart order of a rollout, each step a what-if.
 //   - heartbeats.go: what the servers' $SYS events say changed since the
 //     last audit; schedule.go and memory.go: when audits run and what
 //     earlier ones saw.

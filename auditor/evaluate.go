@@ -132,6 +132,7 @@ func (e *evaluation) clusters(servers []ServerReport) []ClusterReport {
 			c.Versions = append(c.Versions, s.Version)
 		}
 	}
+	setClusterLevels(out, servers)
 	for i := range out {
 		c := &out[i]
 		slices.Sort(c.Versions)
@@ -233,19 +234,24 @@ func (e *evaluation) consumerFollower(a Asset, base Finding, leader, s *ServerRe
 	e.add(f)
 }
 
-// apiLevel judges whether peer s supports the asset's required API level.
-func (e *evaluation) apiLevel(a Asset, base Finding, s *ServerReport) {
-	// The level the asset needs: its _nats.req.level, or that of a feature
-	// it uses which the level does not record (durable sourcing, 2.14.0
-	// jetstream_versioning.go:46-90).
-	required, unrecorded := a.RequiredLevel, ""
-	if required != LevelUnreadable {
+// requiredLevel is the level the asset needs: its _nats.req.level, or that
+// of a feature it uses which the level does not record (durable sourcing,
+// 2.14.0 jetstream_versioning.go:46-90), then named.
+func (a Asset) requiredLevel() (level int, unrecorded string) {
+	level = a.RequiredLevel
+	if level != LevelUnreadable {
 		for _, ft := range a.Features.Features() {
-			if ft.Level > required {
-				required, unrecorded = ft.Level, ft.Title
+			if ft.Level > level {
+				level, unrecorded = ft.Level, ft.Title
 			}
 		}
 	}
+	return level, unrecorded
+}
+
+// apiLevel judges whether peer s supports the asset's required API level.
+func (e *evaluation) apiLevel(a Asset, base Finding, s *ServerReport) {
+	required, unrecorded := a.requiredLevel()
 	// A 2.10 server knows no API levels and no level metadata: an
 	// unreadable level means nothing to it.
 	if required <= s.APILevel || (required == LevelUnreadable && s.APILevel <= 0) {

@@ -28,6 +28,10 @@ type ClusterReport struct {
 	Name     string   `json:"name"`
 	Servers  int      `json:"servers"`
 	Versions []string `json:"versions"`
+	// MinAPILevel is the lowest JetStream API level its JetStream servers
+	// report (LevelUnknown in a what-if that assumes a version of unknown
+	// level); nil when none runs JetStream.
+	MinAPILevel *int `json:"min_api_level"`
 }
 
 // Complete reports whether the audit behind the report reached every server

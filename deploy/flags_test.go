@@ -98,6 +98,7 @@ func invocations(t *testing.T) []invocation {
 	out = append(out,
 		invocation{"ci/nats-version-gate.sh", []string{"check", "--floor", "2.14.0", "--format", "nagios"}},
 		invocation{"ci/github-actions.yml", []string{"check", "--server", "nats://nats:4222", "--creds", "/creds/sys.creds", "--floor", "2.14.0", "--format", "nagios"}},
+		invocation{"ci/github-actions-planned-change.yml", []string{"check", "--server", "nats://nats:4222", "--creds", "/creds/sys.creds", "--floor", "2.14.0", "--assume", "nats-2=2.12.15", "--format", "text"}},
 	)
 	if len(out) < 11 {
 		t.Fatalf("found only %d auditor command lines in deploy/", len(out))

@@ -174,34 +174,44 @@ func TestGateManifests(t *testing.T) {
 	}
 }
 
-func TestGateCISnippets(t *testing.T) {
-	t.Parallel()
-	// The GitHub Actions job parses, and gates on check --format nagios. YAML 1.1 reads the key
-	// "on" as true, so the top level is read loosely and the jobs strictly.
+// workflow is the part of a GitHub Actions workflow the gate tests read.
+type workflow struct {
+	Jobs map[string]struct {
+		RunsOn         []string          `json:"runs-on"`
+		TimeoutMinutes int               `json:"timeout-minutes"`
+		Env            map[string]string `json:"env"`
+		Steps          []struct {
+			Name string            `json:"name"`
+			Env  map[string]string `json:"env"`
+			Run  string            `json:"run"`
+		} `json:"steps"`
+	} `json:"jobs"`
+}
+
+// readWorkflow decodes a workflow file: YAML 1.1 reads the key "on" as true, so the top level is
+// read loosely, and the jobs strictly.
+func readWorkflow(t *testing.T, file string) workflow {
+	t.Helper()
 	var top map[string]json.RawMessage
-	if err := yaml.Unmarshal(readFile(t, gateDir+"/ci/github-actions.yml"), &top); err != nil {
-		t.Fatalf("ci/github-actions.yml: %v", err)
+	if err := yaml.Unmarshal(readFile(t, file), &top); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
 	for _, k := range []string{"name", "jobs"} {
 		if _, ok := top[k]; !ok {
-			t.Errorf("ci/github-actions.yml has no %s", k)
+			t.Errorf("%s has no %s", file, k)
 		}
 	}
-	var wf struct {
-		Jobs map[string]struct {
-			RunsOn         []string          `json:"runs-on"`
-			TimeoutMinutes int               `json:"timeout-minutes"`
-			Env            map[string]string `json:"env"`
-			Steps          []struct {
-				Name string            `json:"name"`
-				Env  map[string]string `json:"env"`
-				Run  string            `json:"run"`
-			} `json:"steps"`
-		} `json:"jobs"`
-	}
+	var wf workflow
 	if err := strict([]byte(`{"jobs":`+string(top["jobs"])+`}`), &wf); err != nil {
-		t.Fatalf("ci/github-actions.yml jobs: %v", err)
+		t.Fatalf("%s jobs: %v", file, err)
 	}
+	return wf
+}
+
+func TestGateCISnippets(t *testing.T) {
+	t.Parallel()
+	// The GitHub Actions job parses, and gates on check --format nagios.
+	wf := readWorkflow(t, gateDir+"/ci/github-actions.yml")
 	var runs string
 	for name, j := range wf.Jobs {
 		for _, s := range j.Steps {

@@ -36,6 +36,7 @@ var (
 	serverBelowDesc   = desc("server_below_floor", "1 if the server runs a version below the floor, else 0.", "server_name", "server_cluster")
 	serverMissingDesc = desc("server_missing", "Expected servers that did not answer the last audit; server_name is empty for those no server could name.", "server_name")
 	clusterVerDesc    = desc("cluster_versions", "Number of distinct server versions in the cluster.", "server_cluster")
+	clusterLevelDesc  = desc("cluster_min_api_level", "Lowest JetStream API level the cluster's JetStream servers report: JSApiLevel of nats-server's jetstream_versioning.go, 1 from 2.11.0, 2 from 2.12.0, 3 from 2.12.5, 4 from 2.14.0, 5 from 2.15.0; 0 before 2.11, which has no levels. An asset needing a higher level is held offline, or on 2.10 run online and diverging.", "server_cluster")
 	consumerLedDesc   = desc("consumer_leaders", "Consumers the server leads.", "server_name")
 	streamLedDesc     = desc("stream_leaders", "Streams the server leads.", "server_name")
 	leaderBelowDesc   = desc("consumer_leader_below_floor", "1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered."+accountHelp,
@@ -70,7 +71,7 @@ func NewCollector(latest func() auditor.Result, maxAssetSeries int) *Collector {
 // Describe sends the descriptors of every metric the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upDesc, lastSuccessDesc, lastAuditDesc, durationDesc, auditsDesc, floorDesc,
-		statusDesc, findingsDesc, serverInfoDesc, serverBelowDesc, serverMissingDesc, clusterVerDesc, consumerLedDesc,
+		statusDesc, findingsDesc, serverInfoDesc, serverBelowDesc, serverMissingDesc, clusterVerDesc, clusterLevelDesc, consumerLedDesc,
 		streamLedDesc, leaderBelowDesc, replicaBelowDesc, crashDesc, sourcingDesc, leafDesc, droppedDesc} {
 		ch <- d
 	}
@@ -142,6 +143,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, cl := range r.Clusters {
 		gauge(ch, clusterVerDesc, float64(len(cl.Versions)), cl.Name)
+		if cl.MinAPILevel != nil {
+			gauge(ch, clusterLevelDesc, float64(*cl.MinAPILevel), cl.Name)
+		}
 	}
 
 	missing := map[string]int{}

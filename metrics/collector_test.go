@@ -57,6 +57,9 @@ nats_version_auditor_server_missing{server_name="n4"} 1
 # HELP nats_version_auditor_cluster_versions Number of distinct server versions in the cluster.
 # TYPE nats_version_auditor_cluster_versions gauge
 nats_version_auditor_cluster_versions{server_cluster="c1"} 2
+# HELP nats_version_auditor_cluster_min_api_level Lowest JetStream API level the cluster's JetStream servers report: JSApiLevel of nats-server's jetstream_versioning.go, 1 from 2.11.0, 2 from 2.12.0, 3 from 2.12.5, 4 from 2.14.0, 5 from 2.15.0; 0 before 2.11, which has no levels. An asset needing a higher level is held offline, or on 2.10 run online and diverging.
+# TYPE nats_version_auditor_cluster_min_api_level gauge
+nats_version_auditor_cluster_min_api_level{server_cluster="c1"} 3
 # HELP nats_version_auditor_consumer_leaders Consumers the server leads.
 # TYPE nats_version_auditor_consumer_leaders gauge
 nats_version_auditor_consumer_leaders{server_name="n1"} 1

@@ -148,7 +148,7 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 		a.write(w, http.StatusServiceUnavailable, apiError{Error: staleMessage(info, maxAge), Audit: &info})
 		return
 	}
-	a.write(w, http.StatusOK, reportAPIOutput{checkOutput: checkJSON(res.Report), AgeSeconds: info.AgeSeconds})
+	a.write(w, http.StatusOK, reportAPIOutput{checkOutput: checkJSON(res.Report, nil), AgeSeconds: info.AgeSeconds})
 }
 
 func (a *api) consumer(w http.ResponseWriter, r *http.Request) {

@@ -17,6 +17,7 @@ type checkCommand struct {
 	pol    policyFlags
 	format string
 	wait   waitFlags
+	assume assumeFlags
 }
 
 func addCheckCommand(app *kingpin.Application) *checkCommand {
@@ -26,6 +27,7 @@ func addCheckCommand(app *kingpin.Application) *checkCommand {
 	c.cmd.Flag("format", "Output format").Default("text").EnumVar(&c.format, "text", "json", "nagios")
 	addAssetFilterFlags(c.cmd, &c.pol)
 	addWaitFlags(c.cmd, &c.wait)
+	addAssumeFlag(c.cmd, &c.assume)
 	return c
 }
 
@@ -39,7 +41,11 @@ func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Wr
 	if errors.Is(err, errWaitInterrupted) {
 		return auditor.Unknown, nil // said, and no report: the wait did not end
 	}
-	return c.output(r, err, pol, started, stdout)
+	var w *auditor.WhatIf
+	if err == nil {
+		r, w, err = c.assume.apply(r, pol)
+	}
+	return c.output(r, w, err, pol, started, stdout)
 }
 
 // audit checks the flags and runs the audits.
@@ -54,10 +60,17 @@ func (c *checkCommand) audit(ctx context.Context, a auditing, stderr io.Writer) 
 	if err := c.wait.validate(); err != nil {
 		return pol, nil, err
 	}
+	if err := c.assume.parse(); err != nil {
+		return pol, nil, err
+	}
 	p := a.once(pol)
 	if c.wait.wait == 0 {
 		r, err := p.audit(ctx)
 		return pol, r, err
+	}
+	if len(c.assume.parsed) > 0 {
+		// A what-if does not change while the system does not: nothing to wait for.
+		return pol, nil, fmt.Errorf("--assume judges one audit; it cannot be combined with --wait")
 	}
 	// A natscli context that cannot be loaded is a flag error: no wait mends it.
 	if _, err := a.conn.natsContext(); err != nil {
@@ -67,10 +80,10 @@ func (c *checkCommand) audit(ctx context.Context, a auditing, stderr io.Writer) 
 	return pol, r, err
 }
 
-// output prints the outcome of an audit in --format: the report or, for an
-// audit that could not run, an UNKNOWN document with its error (which run
-// also prints to stderr).
-func (c *checkCommand) output(r *auditor.Report, err error, pol auditor.Policy, started time.Time, stdout io.Writer) (auditor.Severity, error) {
+// output prints the outcome of an audit in --format: the report (the
+// would-be report of w under --assume) or, for an audit that could not run,
+// an UNKNOWN document with its error (which run also prints to stderr).
+func (c *checkCommand) output(r *auditor.Report, w *auditor.WhatIf, err error, pol auditor.Policy, started time.Time, stdout io.Writer) (auditor.Severity, error) {
 	if err != nil {
 		switch c.format {
 		case "nagios":
@@ -82,11 +95,11 @@ func (c *checkCommand) output(r *auditor.Report, err error, pol auditor.Policy, 
 	}
 	switch c.format {
 	case "json":
-		err = writeJSON(stdout, checkJSON(r))
+		err = writeJSON(stdout, checkJSON(r, w))
 	case "nagios":
-		err = writeNagios(stdout, r)
+		err = writeNagios(stdout, r, w)
 	default:
-		err = writeCheckText(stdout, r)
+		err = writeCheckText(stdout, r, w)
 	}
 	if err != nil {
 		return auditor.Unknown, fmt.Errorf("write output: %w", err)

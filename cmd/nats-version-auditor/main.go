@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	check := addCheckCommand(app)
 	report := addReportCommand(app)
 	serve := addServeCommand(app)
+	plan := addPlanCommand(app)
 
 	if len(args) == 0 {
 		app.UsageWriter(stderr)
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		status, err = check.run(ctx, a, stdout, stderr)
 	case report.cmd.FullCommand():
 		status, err = report.run(ctx, a, stdout)
+	case plan.cmd.FullCommand():
+		status, err = plan.run(ctx, a, stdout)
 	case serve.cmd.FullCommand():
 		status, err = serve.run(ctx, a)
 	default:

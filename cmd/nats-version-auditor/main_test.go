@@ -34,6 +34,11 @@ func TestUsageErrors(t *testing.T) {
 		{"bad stream pattern", []string{"check", "--stream", "ORD[ERS"}, `--stream "ORD[ERS": not a glob pattern`},
 		{"missing creds file", []string{"check", "--creds", "/nonexistent/sys.creds", "-s", "nats://127.0.0.1:1"}, "/nonexistent/sys.creds"},
 		{"unknown context", []string{"check", "--context", "no-such-context"}, `load NATS context "no-such-context"`},
+		{"assume without a version", []string{"check", "--assume", "n2"}, `--assume: "n2" is not SERVER=VERSION`},
+		{"assume not a version", []string{"report", "--assume", "n2=latest"}, `--assume: "n2=latest": "latest" is not a semantic version`},
+		{"assume while waiting", []string{"check", "--assume", "n2=2.12.15", "--wait", "1m"}, "cannot be combined with --wait"},
+		{"plan without --to", []string{"plan"}, "required flag(s) '--to' not provided"},
+		{"plan --to not a version", []string{"plan", "--to", "latest"}, `--to: "latest" is not a semantic version`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,7 +113,7 @@ func TestSummaryCountsInWords(t *testing.T) {
 		t.Errorf("summary %q, want %q", got, want)
 	}
 	var b strings.Builder
-	if err := writeNagios(&b, r); err != nil || !strings.HasPrefix(b.String(), "NATS VERSIONS UNKNOWN - 1 finding: m | ") {
+	if err := writeNagios(&b, r, nil); err != nil || !strings.HasPrefix(b.String(), "NATS VERSIONS UNKNOWN - 1 finding: m | ") {
 		t.Errorf("nagios %q, %v", b.String(), err)
 	}
 }

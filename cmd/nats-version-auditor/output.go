@@ -21,7 +21,12 @@ type checkOutput struct {
 	Floor    string                 `json:"floor"`
 	Findings []auditor.Finding      `json:"findings"`
 	Servers  []auditor.ServerReport `json:"servers"`
-	Audit    auditInfo              `json:"audit"`
+	// APILevels and Features say what the system can use now.
+	APILevels apiLevelsOutput `json:"api_levels"`
+	Features  []featureOutput `json:"features"`
+	// WhatIf is set under --assume: the report is the would-be one.
+	WhatIf *whatIfOutput `json:"what_if,omitempty"`
+	Audit  auditInfo     `json:"audit"`
 	// Error is set when the audit could not run at all (status UNKNOWN).
 	Error string `json:"error,omitempty"`
 }
@@ -53,8 +58,10 @@ func failedJSON(err error, pol auditor.Policy, started time.Time) checkOutput {
 		Error: err.Error()}
 }
 
-func checkJSON(r *auditor.Report) checkOutput {
-	return checkOutput{Status: r.Status, Floor: r.Floor, Findings: nonNil(r.Findings), Servers: nonNil(r.Servers), Audit: newAuditInfo(r)}
+func checkJSON(r *auditor.Report, w *auditor.WhatIf) checkOutput {
+	levels, features := capabilityOf(r)
+	return checkOutput{Status: r.Status, Floor: r.Floor, Findings: nonNil(r.Findings), Servers: nonNil(r.Servers),
+		APILevels: levels, Features: features, WhatIf: whatIfJSON(w), Audit: newAuditInfo(r)}
 }
 
 func nonNil[T any](s []T) []T {
@@ -80,10 +87,11 @@ func summary(r *auditor.Report) string {
 		counts[auditor.Critical], counts[auditor.Unknown], counts[auditor.Warning])
 }
 
-func writeCheckText(w io.Writer, r *auditor.Report) error {
+func writeCheckText(w io.Writer, r *auditor.Report, what *auditor.WhatIf) error {
 	ew := &errWriter{w: w}
-	ew.printf("%s: %s\n", r.Status, summary(r))
+	ew.printf("%s%s: %s\n", r.Status, assuming(what), summary(r))
 	writeFindings(ew, r.Findings)
+	writeWhatIfText(ew, what)
 	return ew.err
 }
 
@@ -103,17 +111,20 @@ func writeFindings(ew *errWriter, findings []auditor.Finding) {
 	}
 }
 
-func writeNagios(w io.Writer, r *auditor.Report) error {
+func writeNagios(w io.Writer, r *auditor.Report, what *auditor.WhatIf) error {
 	counts := map[auditor.Severity]int{}
 	for _, f := range r.Findings {
 		counts[f.Severity]++
 	}
-	first := ""
-	if len(r.Findings) > 0 {
-		first = ": " + r.Findings[0].Message
+	msg := fmt.Sprintf("%d %s", len(r.Findings), plural(len(r.Findings), "finding"))
+	if what != nil {
+		msg = fmt.Sprintf("%s: %s, %d would appear and %d would go", strings.TrimSpace(assuming(what)), msg, len(what.Appear), len(what.Gone))
 	}
-	_, err := fmt.Fprintf(w, "NATS VERSIONS %s - %d %s%s | servers=%d;;;0 servers_expected=%d;;;0 critical=%d;;;0 unknown=%d;;;0 warning=%d;;;0 duration=%.3fs;;;0 requests=%d;;;0\n",
-		r.Status, len(r.Findings), plural(len(r.Findings), "finding"), first, len(r.Servers), r.ServersExpected,
+	if len(r.Findings) > 0 {
+		msg += ": " + r.Findings[0].Message
+	}
+	_, err := fmt.Fprintf(w, "NATS VERSIONS %s - %s | servers=%d;;;0 servers_expected=%d;;;0 critical=%d;;;0 unknown=%d;;;0 warning=%d;;;0 duration=%.3fs;;;0 requests=%d;;;0\n",
+		r.Status, msg, len(r.Servers), r.ServersExpected,
 		counts[auditor.Critical], counts[auditor.Unknown], counts[auditor.Warning], r.Snapshot.Duration.Seconds(), r.Snapshot.Requests)
 	return err
 }
@@ -132,7 +143,12 @@ type reportOutput struct {
 	Leafnodes []leafOutput            `json:"leafnodes"`
 	// Findings are check's: what makes the status what it is.
 	Findings []auditor.Finding `json:"findings"`
-	Audit    auditInfo         `json:"audit"`
+	// APILevels, Features and AssetLevels say what the system can use now.
+	APILevels   apiLevelsOutput      `json:"api_levels"`
+	Features    []featureOutput      `json:"features"`
+	AssetLevels []auditor.AssetLevel `json:"asset_levels"`
+	WhatIf      *whatIfOutput        `json:"what_if,omitempty"`
+	Audit       auditInfo            `json:"audit"`
 	// Error is set when the audit could not run at all (status UNKNOWN).
 	Error string `json:"error,omitempty"`
 }
@@ -145,26 +161,28 @@ type leafOutput struct {
 }
 
 // reportOf is the inventory `report` prints.
-func reportOf(r *auditor.Report) reportOutput {
+func reportOf(r *auditor.Report, w *auditor.WhatIf) reportOutput {
 	audited := map[string]bool{}
 	for _, s := range r.Servers {
 		audited[s.Name] = true
 	}
+	levels, features := capabilityOf(r)
 	out := reportOutput{Status: r.Status, Floor: r.Floor, Servers: nonNil(r.Servers), Clusters: nonNil(r.Clusters),
-		Leafnodes: []leafOutput{}, Findings: nonNil(r.Findings), Audit: newAuditInfo(r)}
+		Leafnodes: []leafOutput{}, Findings: nonNil(r.Findings), APILevels: levels, Features: features,
+		AssetLevels: auditor.AssetLevels(r, auditor.FeatureLevels()), WhatIf: whatIfJSON(w), Audit: newAuditInfo(r)}
 	for _, l := range r.Leafnodes {
 		out.Leafnodes = append(out.Leafnodes, leafOutput{Server: l.Server, Peer: l.Peer, Account: l.Account, Audited: audited[l.Peer]})
 	}
 	return out
 }
 
-func writeReportText(w io.Writer, out reportOutput, r *auditor.Report) error {
+func writeReportText(w io.Writer, out reportOutput, r *auditor.Report, what *auditor.WhatIf) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	ew := &errWriter{w: tw}
-	ew.printf("%s: %s\n\n", out.Status, summary(r))
+	ew.printf("%s%s: %s\n\n", out.Status, assuming(what), summary(r))
 	ew.printf("SERVER\tCLUSTER\tDOMAIN\tVERSION\tAPI LEVEL\tVERDICT\tSTREAMS LED\tCONSUMERS LED\n")
 	for _, s := range out.Servers {
-		ew.printf("%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\n", s.Name, dash(s.Cluster), dash(s.Domain), s.Version, s.APILevel, s.Verdict, s.StreamsLed, s.ConsumersLed)
+		ew.printf("%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", s.Name, dash(s.Cluster), dash(s.Domain), s.Version, levelText(s.APILevel), s.Verdict, s.StreamsLed, s.ConsumersLed)
 	}
 	if len(out.Clusters) > 0 {
 		ew.printf("\nCLUSTER\tSERVERS\tVERSIONS\n")
@@ -178,6 +196,7 @@ func writeReportText(w io.Writer, out reportOutput, r *auditor.Report) error {
 			ew.printf("%s\t%s\t%s\t%t\n", l.Server, l.Peer, l.Account, l.Audited)
 		}
 	}
+	writeCapabilityText(ew, out)
 	if ew.err != nil {
 		return ew.err
 	}
@@ -188,6 +207,7 @@ func writeReportText(w io.Writer, out reportOutput, r *auditor.Report) error {
 	// says UNKNOWN names the servers missing, the replies not read.
 	ew = &errWriter{w: w}
 	writeFindings(ew, out.Findings)
+	writeWhatIfText(ew, what)
 	return ew.err
 }
 

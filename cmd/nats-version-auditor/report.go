@@ -15,6 +15,7 @@ type reportCommand struct {
 	cmd    *kingpin.CmdClause
 	pol    policyFlags
 	format string
+	assume assumeFlags
 }
 
 func addReportCommand(app *kingpin.Application) *reportCommand {
@@ -22,6 +23,7 @@ func addReportCommand(app *kingpin.Application) *reportCommand {
 	c.cmd = app.Command("report", "Print the inventory one audit saw (servers, clusters and leafnode links) and what is wrong with it; exit with the status as check does.")
 	addFloorFlag(c.cmd, &c.pol)
 	c.cmd.Flag("format", "Output format").Default("text").EnumVar(&c.format, "text", "json")
+	addAssumeFlag(c.cmd, &c.assume)
 	return c
 }
 
@@ -33,9 +35,16 @@ func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (
 	if err == nil {
 		err = a.conn.validate()
 	}
+	if err == nil {
+		err = c.assume.parse()
+	}
 	var r *auditor.Report
+	var w *auditor.WhatIf
 	if err == nil {
 		r, err = a.once(pol).audit(ctx)
+	}
+	if err == nil {
+		r, w, err = c.assume.apply(r, pol)
 	}
 	if err != nil {
 		if c.format == "json" {
@@ -45,11 +54,11 @@ func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (
 		}
 		return auditor.Unknown, err
 	}
-	out := reportOf(r)
+	out := reportOf(r, w)
 	if c.format == "json" {
 		err = writeJSON(stdout, out)
 	} else {
-		err = writeReportText(stdout, out, r)
+		err = writeReportText(stdout, out, r, w)
 	}
 	if err != nil {
 		return auditor.Unknown, fmt.Errorf("write output: %w", err)

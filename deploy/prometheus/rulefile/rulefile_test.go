@@ -25,7 +25,7 @@ func TestFindingCodes(t *testing.T) {
 				auditor.SourcingResetUnanswered, auditor.SourcingResetCrashesFollower}},
 		{`nats_version_auditor_findings{code="SERVER_MISSING"} > 0`, []auditor.Code{auditor.ServerMissing}, nil},
 		{`nats_version_auditor_findings{severity="UNKNOWN", code!="AUDIT_INCOMPLETE", namespace="x"}`,
-			[]auditor.Code{auditor.ServerMissing, auditor.VersionUnparseable}, []auditor.Code{auditor.AuditIncomplete}},
+			[]auditor.Code{auditor.ServerMissing, auditor.VersionUnparseable, auditor.APILevelUnknown}, []auditor.Code{auditor.AuditIncomplete}},
 		{`max(nats_version_auditor_server_missing) > 0`, nil, nil},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,353 @@
+package auditor
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"golang.org/x/mod/semver"
+)
+
+// PlanScope narrows a plan to some servers: each list that is not empty
+// must match (a server in one of its clusters, domains, names).
+type PlanScope struct {
+	Clusters, Domains, Servers []string
+}
+
+// Plan is the order in which to restart, one at a time, the servers of a
+// scope that do not run To, with what each step does, judged on the
+// placement the audit saw.
+type Plan struct {
+	To string `json:"to"`
+	// ToLevel is To's API level (LevelUnknown when it is not known).
+	ToLevel     int    `json:"to_api_level"`
+	LevelSource string `json:"level_source"`
+	Floor       string `json:"floor"`
+	// Status is the worst step's.
+	Status Severity   `json:"status"`
+	Steps  []PlanStep `json:"steps"`
+	// FloorMetAt is the step after which every server that answered runs
+	// the floor or later: 0 before the first step, nil never (a server
+	// outside the scope stays below it, or To is).
+	FloorMetAt *int `json:"floor_met_at_step"`
+	// Unchanged are the servers of the scope that already run To.
+	Unchanged []string `json:"unchanged"`
+	// Before is the audit as it is.
+	Before *Report `json:"-"`
+}
+
+// PlanStep is one server's restart on To.
+type PlanStep struct {
+	Step      int    `json:"step"`
+	Server    string `json:"server"`
+	Cluster   string `json:"cluster,omitempty"`
+	Domain    string `json:"domain,omitempty"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Direction string `json:"direction"`
+	// Why says why the server comes at this place in the order.
+	Why string `json:"why"`
+	// Status is the worst of the report after the step and of what the
+	// restart itself takes down: an R1 asset (WARNING), a replicated group
+	// or meta group below quorum (CRITICAL).
+	Status Severity `json:"status"`
+	// StillOld are the servers that do not run To after this step.
+	StillOld []string `json:"still_old"`
+	// Unavailable are the groups the server's restart takes down: its R1
+	// assets, and groups left below quorum while it is away.
+	Unavailable []GroupImpact `json:"unavailable"`
+	// BareQuorum are the replicated groups left with just a quorum while it
+	// is away: one more failure takes them down.
+	BareQuorum []GroupImpact `json:"bare_quorum"`
+	// NoReset are the consumers that cannot take a RESET after the step,
+	// with why (the worst leader assumed where leadership decides).
+	NoReset []ResetRisk `json:"no_reset"`
+	// LevelFindings are the assets held offline, run online and diverging,
+	// or of unknown fate, by their peers' API levels after the step.
+	LevelFindings []Finding `json:"level_findings"`
+	// Appear and Gone compare the report after this step with the one
+	// before it (the audit itself for the first step).
+	Appear   []Finding      `json:"appear"`
+	Gone     []Finding      `json:"gone"`
+	Depend   []LeaderChoice `json:"depends_on_leader"`
+	FloorMet bool           `json:"floor_met"`
+	// After is the report as it would be after the step.
+	After *Report `json:"-"`
+}
+
+// GroupImpact is a RAFT group a restart weakens or takes down.
+type GroupImpact struct {
+	GroupRef
+	Peers int `json:"peers"`
+	// Up is how many peers stay up (answered the audit, and are not the
+	// server restarting); Quorum how many the group needs.
+	Up     int    `json:"up"`
+	Quorum int    `json:"quorum"`
+	Reason string `json:"reason"`
+}
+
+// ResetRisk is a consumer that cannot take a RESET, and why.
+type ResetRisk struct {
+	ConsumerKey
+	AccountName string       `json:"account_name,omitempty"`
+	Reset       ResetVerdict `json:"reset"`
+	Reason      string       `json:"reason"`
+}
+
+// MakePlan plans the restart on version to of every server of the scope
+// that does not run it, one at a time, in the order the NATS upgrade docs
+// advise: servers that lead nothing first, then by how much they lead, the
+// JetStream meta leader of each domain last. Each step is Assume of every
+// step so far. It fails when the scope names a server or cluster or domain
+// that did not answer.
+func MakePlan(snap *Snapshot, p Policy, to string, scope PlanScope) (*Plan, error) {
+	v, err := ParseVersion(to)
+	if err != nil {
+		return nil, fmt.Errorf("--to: %w", err)
+	}
+	if err := scope.check(snap); err != nil {
+		return nil, err
+	}
+	before := Evaluate(snap, p)
+	level, source := LevelFor(snap, v)
+	plan := &Plan{To: Display(v), ToLevel: level, LevelSource: source, Floor: before.Floor, Before: before,
+		Steps: []PlanStep{}, Unchanged: []string{}}
+
+	metaLeaders := map[string]bool{}
+	for _, m := range snap.Meta {
+		metaLeaders[m.Leader] = true
+	}
+	led := map[string]int{}
+	for _, s := range before.Servers {
+		led[s.Name] = s.StreamsLed + s.ConsumersLed
+	}
+	var order []Server
+	for _, s := range snap.Servers {
+		if !scope.has(s) {
+			continue
+		}
+		if cur, err := ParseVersion(s.Version); err == nil && cur == v {
+			plan.Unchanged = append(plan.Unchanged, s.Name)
+			continue
+		}
+		order = append(order, s)
+	}
+	slices.Sort(plan.Unchanged)
+	slices.SortFunc(order, func(a, b Server) int {
+		return cmp.Or(cmp.Compare(b2i(metaLeaders[a.Name]), b2i(metaLeaders[b.Name])),
+			cmp.Compare(led[a.Name], led[b.Name]), cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Name, b.Name))
+	})
+
+	if floorMet(before) {
+		zero := 0
+		plan.FloorMetAt = &zero
+	}
+	var assumed []Assumption
+	prev, state := before, snap
+	for i, s := range order {
+		assumed = append(assumed, Assumption{Target: s.Name, Version: v})
+		w, err := assumeFrom(before, snap, p, assumed)
+		if err != nil {
+			return nil, err
+		}
+		st := PlanStep{Step: i + 1, Server: s.Name, Cluster: s.Cluster, Domain: s.Domain, From: s.Version, To: Display(v),
+			Direction: direction(s.Version, v), Why: why(s, metaLeaders[s.Name], led[s.Name]), After: w.After,
+			Depend: nonNilSlice(w.Depend), StillOld: []string{}}
+		for _, o := range w.After.Servers {
+			if cur, err := ParseVersion(o.Version); err != nil || cur != v {
+				st.StillOld = append(st.StillOld, o.Name)
+			}
+		}
+		st.Unavailable, st.BareQuorum = restartImpact(state, p, s.Name)
+		st.NoReset = noReset(w.After.Snapshot, p)
+		st.LevelFindings = []Finding{}
+		for _, f := range w.After.Findings {
+			if f.Code == AssetAPILevelUnsupported || f.Code == APILevelUnknown {
+				st.LevelFindings = append(st.LevelFindings, f)
+			}
+		}
+		st.Appear, st.Gone = diffFindings(prev.Findings, w.After.Findings), diffFindings(w.After.Findings, prev.Findings)
+		st.FloorMet = floorMet(w.After)
+		if st.FloorMet && plan.FloorMetAt == nil {
+			n := st.Step
+			plan.FloorMetAt = &n
+		}
+		st.Status = w.After.Status
+		for _, g := range st.Unavailable {
+			sev := Warning
+			if g.Peers > 1 {
+				sev = Critical
+			}
+			if sev.Worse(st.Status) {
+				st.Status = sev
+			}
+		}
+		if st.Status.Worse(plan.Status) {
+			plan.Status = st.Status
+		}
+		plan.Steps = append(plan.Steps, st)
+		prev, state = w.After, w.After.Snapshot
+	}
+	if len(plan.Steps) == 0 {
+		plan.Status = before.Status
+	} else if !plan.Steps[len(plan.Steps)-1].FloorMet {
+		// Met on the way, or before, and lost again: a downgrade.
+		plan.FloorMetAt = nil
+	}
+	return plan, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func nonNilSlice[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func direction(from, to string) string {
+	f, err := ParseVersion(from)
+	if err != nil {
+		return "unknown"
+	}
+	if semver.Compare(f, to) < 0 {
+		return "upgrade"
+	}
+	return "downgrade"
+}
+
+func why(s Server, metaLeader bool, led int) string {
+	switch {
+	case metaLeader:
+		return "JetStream meta leader" + domainSuffix(s.Domain) + ": last"
+	case led == 0:
+		return "leads no stream or consumer"
+	}
+	if led == 1 {
+		return "leads 1 stream or consumer"
+	}
+	return fmt.Sprintf("leads %d streams and consumers", led)
+}
+
+// floorMet reports whether every server of the report runs the floor or later.
+func floorMet(r *Report) bool {
+	for _, s := range r.Servers {
+		if s.Verdict == VerdictBelow || s.Verdict == VerdictUnparseable {
+			return false
+		}
+	}
+	return len(r.Servers) > 0
+}
+
+func (sc PlanScope) has(s Server) bool {
+	in := func(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
+	return in(sc.Clusters, s.Cluster) && in(sc.Domains, s.Domain) && in(sc.Servers, s.Name)
+}
+
+// check fails on a name of the scope that matches no server that answered.
+func (sc PlanScope) check(snap *Snapshot) error {
+	for _, l := range []struct {
+		what  string
+		names []string
+		field func(Server) string
+	}{
+		{"cluster", sc.Clusters, func(s Server) string { return s.Cluster }},
+		{"domain", sc.Domains, func(s Server) string { return s.Domain }},
+		{"server", sc.Servers, func(s Server) string { return s.Name }},
+	} {
+		for _, n := range l.names {
+			if !slices.ContainsFunc(snap.Servers, func(s Server) bool { return l.field(s) == n }) {
+				return fmt.Errorf("no server of %s %q answered the audit", l.what, n)
+			}
+		}
+	}
+	return nil
+}
+
+// restartImpact lists the groups that server's restart takes down, and
+// those it leaves with a bare quorum. A peer that did not answer the audit
+// counts as down already.
+func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupImpact) {
+	up := map[string]bool{}
+	for _, s := range snap.Servers {
+		up[s.Name] = s.Name != server
+	}
+	down, bare = []GroupImpact{}, []GroupImpact{}
+	judge := func(g GroupImpact, peers []string) {
+		if !slices.Contains(peers, server) {
+			return
+		}
+		g.Peers = len(peers)
+		for _, n := range peers {
+			if up[n] {
+				g.Up++
+			}
+		}
+		g.Quorum = len(peers)/2 + 1
+		switch {
+		case g.Peers == 1:
+			g.Reason = fmt.Sprintf("R1 on %s: unavailable while it restarts", server)
+			down = append(down, g)
+		case g.Up < g.Quorum:
+			g.Reason = fmt.Sprintf("%d of %d peers up while %s restarts, below the quorum of %d: unavailable", g.Up, g.Peers, server, g.Quorum)
+			down = append(down, g)
+		case g.Up == g.Quorum:
+			g.Reason = fmt.Sprintf("%d of %d peers up while %s restarts: a bare quorum, one more failure takes it down", g.Up, g.Peers, server)
+			bare = append(bare, g)
+		}
+	}
+	e := evaluation{p: p}
+	for _, assets := range [][]Asset{snap.Streams, snap.Consumers} {
+		for _, a := range assets {
+			if !e.selected(a) {
+				continue
+			}
+			peers := a.Peers
+			if a.Replicas > len(peers) {
+				// Peers the audit did not see are down for all it knows.
+				peers = append(slices.Clone(peers), make([]string, a.Replicas-len(peers))...)
+			}
+			judge(GroupImpact{GroupRef: groupOf(a)}, peers)
+		}
+	}
+	for _, m := range snap.Meta {
+		peers := metaPeers(snap, m)
+		if m.Size > len(peers) {
+			peers = append(slices.Clone(peers), make([]string, m.Size-len(peers))...)
+		}
+		judge(GroupImpact{GroupRef: GroupRef{Kind: "meta", Domain: m.Domain}}, peers)
+	}
+	return down, bare
+}
+
+// noReset lists the consumers of snap that cannot take a RESET.
+func noReset(snap *Snapshot, p Policy) []ResetRisk {
+	x := NewIndex(snap)
+	e := evaluation{p: p}
+	out := []ResetRisk{}
+	for i, a := range snap.Consumers {
+		if !e.selected(a) {
+			continue
+		}
+		k := ConsumerKey{Domain: a.Domain, Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}
+		if v := x.view(i, k); v.Reset != ResetSafe {
+			out = append(out, ResetRisk{ConsumerKey: v.ConsumerKey, AccountName: v.AccountName, Reset: v.Reset, Reason: v.Reason})
+		}
+	}
+	slices.SortFunc(out, func(a, b ResetRisk) int {
+		return cmp.Or(cmp.Compare(a.Domain, b.Domain), cmp.Compare(a.Account, b.Account), cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Consumer, b.Consumer))
+	})
+	return out
+}
+
+// String is the step in a line.
+func (st PlanStep) String() string {
+	return fmt.Sprintf("%d. %s %s %s → %s (%s)", st.Step, st.Direction, st.Server, st.From, st.To, strings.TrimSpace(st.Why))
+}
