@@ -182,3 +182,25 @@ func BenchmarkDecodeJSZ(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMerge merges three servers' JSZ replies of 10,000 consumers each
+// and lists the merged assets, as Collect does after the replies arrive.
+func BenchmarkMerge(b *testing.B) {
+	data := jszFixture(b, 10_000)
+	var pages []*jszData
+	for range 3 {
+		r, err := decodeJSZReply(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pages = append(pages, r.Data)
+	}
+	for b.Loop() {
+		m := newMerger()
+		for i, js := range pages {
+			m.add(fmt.Sprintf("n%d", i+1), "", js)
+		}
+		_, _ = m.streams(), m.consumers()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/30_000, "ns/report")
+}
