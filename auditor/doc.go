@@ -11,7 +11,8 @@
 // Its files, in the order an audit runs:
 //
 //   - requests.go: the $SYS subjects and the requests the audit sends;
-//     replies.go and jsz.go: the projections of the replies it reads.
+//     replies.go and jsz.go: the projections of the replies it reads;
+//     jszdecode.go: the decoder that fills jsz.go's in one pass.
 //   - collect.go: Collect (one STATSZ ping, then LEAFZ and JSZ to each
 //     server); merge.go folds the replicas' reports of each asset into one;
 //     snapshot.go: what Collect returns.
@@ -30,6 +31,7 @@
 //     no application asks for (an asset a server cannot decode, the RESETs
 //     durable sourcing sends).
 //   - heartbeats.go: what the servers' $SYS events say changed since the
-//     last audit; schedule.go and memory.go: when audits run and what
-//     earlier ones saw.
+//     last audit; events.go: the same events handed to the audits running
+//     (a server back while an audit waits for it, or gone);
+//     schedule.go and memory.go: when audits run and what earlier ones saw.
 package auditor
