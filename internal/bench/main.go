@@ -257,7 +257,16 @@ func populate(h *natstest.Program, sys *natstest.System, consumers int, res *siz
 		wg.Go(func() {
 			defer func() { <-sem }()
 			cfg := server.ConsumerConfig{Durable: fmt.Sprintf("C%05d", i), AckPolicy: server.AckExplicit}
-			if err := natstest.AddConsumer(conns[st.account], st.name, cfg); err != nil {
+			// At 100,000 consumers on two shared cores a create can go
+			// unanswered for longer than AddConsumer's 20 s: try again (a
+			// create of an existing durable with the same config succeeds).
+			var err error
+			for range 3 {
+				if err = natstest.AddConsumer(conns[st.account], st.name, cfg); err == nil {
+					break
+				}
+			}
+			if err != nil {
 				failed.Store(err)
 				return
 			}
