@@ -111,15 +111,7 @@ func (d *jszDecoder) data(js *jszData) error {
 			}
 			return d.meta(js.Meta)
 		case "account_details":
-			if d.null() {
-				js.AccountDetails = nil
-				return nil
-			}
-			js.AccountDetails = emptied(js.AccountDetails)
-			return d.array(func() error {
-				js.AccountDetails = append(js.AccountDetails, jszAccount{})
-				return d.account(&js.AccountDetails[len(js.AccountDetails)-1])
-			})
+			return list(d, &js.AccountDetails, d.account)
 		case "total":
 			return d.int(&js.Total)
 		}
@@ -151,15 +143,7 @@ func (d *jszDecoder) account(a *jszAccount) error {
 		case "id":
 			return d.str(&a.ID)
 		case "stream_detail":
-			if d.null() {
-				a.Streams = nil
-				return nil
-			}
-			a.Streams = emptied(a.Streams)
-			return d.array(func() error {
-				a.Streams = append(a.Streams, jszStream{})
-				return d.stream(&a.Streams[len(a.Streams)-1])
-			})
+			return list(d, &a.Streams, d.stream)
 		}
 		return d.skip()
 	})
@@ -175,15 +159,7 @@ func (d *jszDecoder) stream(s *jszStream) error {
 		case "config":
 			return d.config(&s.Config)
 		case "consumer_detail":
-			if d.null() {
-				s.Consumers = nil
-				return nil
-			}
-			s.Consumers = emptied(s.Consumers)
-			return d.array(func() error {
-				s.Consumers = append(s.Consumers, jszConsumer{})
-				return d.consumer(&s.Consumers[len(s.Consumers)-1])
-			})
+			return list(d, &s.Consumers, d.consumer)
 		}
 		return d.skip()
 	})
@@ -386,6 +362,20 @@ func (d *jszDecoder) apiError(e *apiError) error {
 			return d.str(&e.Description)
 		}
 		return d.skip()
+	})
+}
+
+// list decodes an array into *p, each element with elem (null: nil).
+func list[T any](d *jszDecoder, p *[]T, elem func(*T) error) error {
+	if d.null() {
+		*p = nil
+		return nil
+	}
+	*p = emptied(*p)
+	return d.array(func() error {
+		var zero T
+		*p = append(*p, zero)
+		return elem(&(*p)[len(*p)-1])
 	})
 }
 

@@ -182,33 +182,21 @@ func measure(h *natstest.Program, cfg config) sizeResult {
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
 	ids := serverIDs(h, sysConn)
 	fmt.Fprintf(os.Stderr, "   measuring (%d runs)\n", cfg.runs)
-	// Alternate which goes first and let the servers settle in between: a
-	// JSZ right after another meets a server still collecting the garbage
-	// of the first.
-	for i := range cfg.runs {
-		raw := func() {
-			d, bytes := rawJSZ(h, sysConn, ids)
-			res.raw = append(res.raw, d)
-			res.rawBytes = bytes
-			time.Sleep(settle)
-			res.rawProc = append(res.rawProc, rawFetchProcess(h, sys, ids))
-		}
-		check := func() {
-			r := runCheck(h, sys, cfg.auditor)
-			res.checkProc = append(res.checkProc, r)
-			res.check = append(res.check, r.wall)
-			res.checkRSS = append(res.checkRSS, r.rss)
-			res.checkStatus = r.exit
-		}
-		first, second := raw, check
-		if i%2 == 1 {
-			first, second = check, raw
-		}
-		first()
+	raw := func() {
+		d, bytes := rawJSZ(h, sysConn, ids)
+		res.raw = append(res.raw, d)
+		res.rawBytes = bytes
 		time.Sleep(settle)
-		second()
-		time.Sleep(settle)
+		res.rawProc = append(res.rawProc, rawFetchProcess(h, sys, ids))
 	}
+	check := func() {
+		r := runCheck(h, sys, cfg.auditor)
+		res.checkProc = append(res.checkProc, r)
+		res.check = append(res.check, r.wall)
+		res.checkRSS = append(res.checkRSS, r.rss)
+		res.checkStatus = r.exit
+	}
+	alternate(cfg.runs, raw, check)
 	inProcess(h, sys, &res)
 	inProcessRuns(h, cfg, sys, sysConn, ids, &res)
 	scrapes(h, cfg, sys, &res)
@@ -363,10 +351,17 @@ func inProcessRuns(h *natstest.Program, cfg config, sys *natstest.System, nc *na
 		res.inRaw = append(res.inRaw, d)
 		res.inRawCPU = append(res.inRawCPU, selfCPU()-c0)
 	}
-	for i := range cfg.runs {
-		first, second := raw, audit
+	alternate(cfg.runs, raw, audit)
+}
+
+// alternate runs a and b runs times each, alternating which goes first, and
+// lets the servers settle after each: a JSZ right after another meets a
+// server still collecting the garbage of the first.
+func alternate(runs int, a, b func()) {
+	for i := range runs {
+		first, second := a, b
 		if i%2 == 1 {
-			first, second = audit, raw
+			first, second = b, a
 		}
 		first()
 		time.Sleep(settle)
