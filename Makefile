@@ -49,7 +49,8 @@ $(PROMETHEUS):
 $(NATSCLI):
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/nats-io/natscli/nats@v0.5.0
 
-# Side-by-side measurements on a real mixed cluster (about 15 minutes);
+# Side-by-side measurements on a real mixed cluster (about 30 minutes, with
+# 100,000 consumers when the machine has the memory);
 # writes the results into BENCHMARKS.md. Not part of `make test`.
 bench: servers build $(NATSCLI)
 	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics ./cmd/nats-version-auditor | tee .cache/gobench.txt

@@ -14,8 +14,8 @@ import (
 
 	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats.go"
-	// A drop-in for encoding/json that decodes a 7 MB JSZ reply about six
-	// times faster (BENCHMARKS.md); replies are decoded on the audit's path.
+	// A drop-in for encoding/json, faster on the STATSZ and LEAFZ replies
+	// on the audit's path; JSZ has a decoder of its own (jszdecode.go).
 	json "github.com/segmentio/encoding/json"
 )
 
@@ -54,7 +54,10 @@ type Options struct {
 	// sidecar auditing its own server still takes the census of all of them
 	// (it needs every peer's version) but inventories only its own.
 	OnlyServerID string
-	Logger       *slog.Logger
+	// Events, when set, feeds the audit the servers' heartbeats and
+	// SHUTDOWNs while it runs (see Events).
+	Events *Events
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -110,6 +113,9 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 		return nil, fmt.Errorf("subscribe for STATSZ replies: %w", err)
 	}
 	defer sub.Unsubscribe() //nolint:errcheck // also unsubscribed below; a second call only errors
+	if opts.Events != nil {
+		defer opts.Events.subscribe(c)()
+	}
 	c.requests.Add(1)
 	if err := nc.PublishMsg(pingRequest(inbox)); err != nil {
 		return nil, fmt.Errorf("publish %s: %w", PingSubject, err)
@@ -169,6 +175,7 @@ func newCollection(ctx context.Context, nc *nats.Conn, opts Options) *collection
 		names:    map[string]bool{},
 		clusters: map[string]bool{},
 		merged:   newMerger(),
+		asked:    map[string]asking{},
 		wake:     make(chan struct{}, 1),
 		sem:      make(chan struct{}, concurrency),
 	}
@@ -198,12 +205,14 @@ type collection struct {
 	wg       sync.WaitGroup
 	wake     chan struct{}
 
-	mu           sync.Mutex
-	snap         Snapshot
-	seen         map[string]bool // server ids that answered STATSZ
-	names        map[string]bool // their names
-	clusters     map[string]bool // their clusters
-	merged       *merger
+	mu       sync.Mutex
+	snap     Snapshot
+	seen     map[string]bool // server ids that answered STATSZ
+	names    map[string]bool // their names
+	clusters map[string]bool // their clusters
+	merged   *merger
+	// asked holds, by server id, the context of a server's requests.
+	asked        map[string]asking
 	inflight     int
 	noResponders bool
 	closed       bool
@@ -307,6 +316,49 @@ func (c *collection) onStatsz(m *nats.Msg) {
 	}
 }
 
+// heartbeat takes a server's heartbeat, sent while the audit runs, as its
+// answer to the census if it has not answered under any id: the server that
+// restarted after the ping never got it. A heartbeat of a server that
+// answered refreshes what it said (refreshLocked); one of a name that
+// answered under another id is a later process of it, and the audit keeps
+// the one it asked.
+func (c *collection) heartbeat(data []byte) {
+	if c.checkSize(data) != nil {
+		return
+	}
+	msg, srv, err := parseStatsz(data)
+	if err != nil {
+		return // serve's watcher logs what it cannot read
+	}
+	c.mu.Lock()
+	var ask bool
+	if c.seen[srv.ID] {
+		c.refreshLocked(msg, srv)
+	} else {
+		ask = !c.names[srv.Name] && c.registerLocked(msg, srv)
+	}
+	c.mu.Unlock()
+	if ask {
+		c.log.Debug("audit heard a server by its heartbeat", "server", srv.Name, "id", srv.ID)
+		go c.askServer(srv)
+	}
+	c.signal()
+}
+
+// errShutDown fails the requests a server that shut down left unanswered.
+var errShutDown = errors.New("the server shut down during the audit")
+
+// shutdown ends the wait for the requests of a server that sent its
+// SHUTDOWN: the process that was asked is going away.
+func (c *collection) shutdown(serverID string) {
+	c.mu.Lock()
+	a, ok := c.asked[serverID]
+	c.mu.Unlock()
+	if ok {
+		a.cancel(errShutDown)
+	}
+}
+
 // parseStatsz decodes a STATSZ reply into the server it describes.
 func parseStatsz(data []byte) (*statszReply, Server, error) {
 	var msg statszReply
@@ -332,9 +384,14 @@ func parseStatsz(data []byte) (*statszReply, Server, error) {
 // whom to expect. It reports whether the server is new to this audit and is
 // to be asked for LEAFZ and JSZ; the caller then runs askServer.
 func (c *collection) register(msg *statszReply, srv Server) bool {
-	si := msg.Server
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.registerLocked(msg, srv)
+}
+
+// registerLocked is register with c.mu held.
+func (c *collection) registerLocked(msg *statszReply, srv Server) bool {
+	si := msg.Server
 	if c.closed || c.seen[si.ID] {
 		return false
 	}
@@ -342,6 +399,21 @@ func (c *collection) register(msg *statszReply, srv Server) bool {
 	c.names[si.Name] = true
 	c.clusters[si.Cluster] = true
 	c.snap.Servers = append(c.snap.Servers, srv)
+	c.expectNamedLocked(msg)
+	if c.opts.OnlyServerID != "" && c.opts.OnlyServerID != si.ID {
+		return false
+	}
+	c.inflight++
+	c.wg.Add(1)
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	c.asked[si.ID] = asking{ctx, cancel}
+	return true
+}
+
+// expectNamedLocked records whom a STATSZ expects: its count of active
+// servers, its routes and its gateways.
+func (c *collection) expectNamedLocked(msg *statszReply) {
+	si := msg.Server
 	c.snap.ExpectedCount = max(c.snap.ExpectedCount, msg.Stats.ActiveServers)
 	for _, r := range msg.Stats.Routes {
 		c.expect(r.Name, si.Name)
@@ -351,19 +423,41 @@ func (c *collection) register(msg *statszReply, srv Server) bool {
 			addNamer(c.snap.ExpectedClusters, g.Name, si.Name)
 		}
 	}
-	if c.opts.OnlyServerID != "" && c.opts.OnlyServerID != si.ID {
-		return false
+}
+
+// refreshLocked takes a later heartbeat of a server that answered: a server
+// that has just started answers before it has heard of every other (its
+// count of active servers grows over its first seconds), and an audit that
+// waits on that count takes its latest word. It only ever expects more.
+func (c *collection) refreshLocked(msg *statszReply, srv Server) {
+	if c.closed {
+		return
 	}
-	c.inflight++
-	c.wg.Add(1)
-	return true
+	for i := range c.snap.Servers {
+		if s := &c.snap.Servers[i]; s.ID == srv.ID {
+			s.ActiveServers, s.Uptime = srv.ActiveServers, srv.Uptime
+		}
+	}
+	c.expectNamedLocked(msg)
+}
+
+// asking is the context of the requests to one server.
+type asking struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // askServer sends one server its directed requests: LEAFZ, then JSZ page by page.
 func (c *collection) askServer(srv Server) {
+	c.mu.Lock()
+	a := c.asked[srv.ID]
+	c.mu.Unlock()
+	ctx := a.ctx
 	defer func() {
+		a.cancel(nil)
 		c.mu.Lock()
 		c.inflight--
+		delete(c.asked, srv.ID)
 		c.mu.Unlock()
 		c.signal()
 		c.wg.Done()
@@ -371,22 +465,26 @@ func (c *collection) askServer(srv Server) {
 	select {
 	case c.sem <- struct{}{}:
 		defer func() { <-c.sem }()
-	case <-c.ctx.Done():
-		c.problem(srv.Name, "LEAFZ and JSZ", fmt.Errorf("not asked before the audit timeout: %w", c.ctx.Err()))
+	case <-ctx.Done():
+		err := fmt.Errorf("not asked before the audit timeout: %w", ctx.Err())
+		if cause := context.Cause(ctx); errors.Is(cause, errShutDown) {
+			err = fmt.Errorf("not asked: %w", cause)
+		}
+		c.problem(srv.Name, "LEAFZ and JSZ", err)
 		return
 	}
 
 	// LEAFZ is small and JSZ the long wait: ask both at once.
 	var leafz sync.WaitGroup
-	leafz.Go(func() { c.leafz(srv) })
+	leafz.Go(func() { c.leafz(ctx, srv) })
 	if srv.JetStream {
-		c.jsz(srv)
+		c.jsz(ctx, srv)
 	}
 	leafz.Wait()
 }
 
-func (c *collection) leafz(srv Server) {
-	data, err := c.request(srv, "LEAFZ", struct{}{})
+func (c *collection) leafz(ctx context.Context, srv Server) {
+	data, err := c.request(ctx, srv, "LEAFZ", struct{}{})
 	if err == nil {
 		err = c.addLeafz(srv, data)
 	}
@@ -420,12 +518,12 @@ func (c *collection) addLeafz(srv Server, data []byte) error {
 
 // jsz pages over a server's accounts. Pages are counted in accounts, and every
 // stream and consumer of an account comes in the account's page.
-func (c *collection) jsz(srv Server) {
+func (c *collection) jsz(ctx context.Context, srv Server) {
 	page := c.opts.JSZPageSize
 	accounts := map[string]bool{}
 	total := 0
 	for offset := 0; ; {
-		data, err := c.request(srv, "JSZ", jszPage(offset, page))
+		data, err := c.request(ctx, srv, "JSZ", jszPage(offset, page))
 		if err != nil {
 			c.problem(srv.Name, "JSZ", err)
 			return
@@ -462,15 +560,18 @@ func (c *collection) jsz(srv Server) {
 }
 
 // request asks one server and returns its reply, unless it is too large.
-func (c *collection) request(srv Server, endpoint string, body any) ([]byte, error) {
+func (c *collection) request(ctx context.Context, srv Server, endpoint string, body any) ([]byte, error) {
 	msg, err := serverRequest(srv.ID, endpoint, body, c.opts.Compress)
 	if err != nil {
 		return nil, err
 	}
 	c.requests.Add(1)
 	start := time.Now()
-	msg, err = c.nc.RequestMsgWithContext(c.ctx, msg)
+	msg, err = c.nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errShutDown) {
+			return nil, fmt.Errorf("no reply: %w", cause)
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("no reply within the audit timeout: %w", err)
 		}
@@ -494,8 +595,8 @@ func (c *collection) request(srv Server, endpoint string, body any) ([]byte, err
 
 // parseJSZ decodes one JSZ page.
 func parseJSZ(data []byte) (*jszData, error) {
-	var resp jszReply
-	if err := json.Unmarshal(data, &resp); err != nil {
+	resp, err := decodeJSZReply(data)
+	if err != nil {
 		return nil, fmt.Errorf("malformed reply: %w", err)
 	}
 	if resp.Error != nil {

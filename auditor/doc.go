@@ -11,7 +11,8 @@
 // Its files, in the order an audit runs:
 //
 //   - requests.go: the $SYS subjects and the requests the audit sends;
-//     replies.go and jsz.go: the projections of the replies it reads.
+//     replies.go and jsz.go: the projections of the replies it reads;
+//     jszdecode.go: the decoder that fills jsz.go's in one pass.
 //   - collect.go: Collect (one STATSZ ping, then LEAFZ and JSZ to each
 //     server); merge.go folds the replicas' reports of each asset into one;
 //     snapshot.go: what Collect returns.
@@ -36,6 +37,7 @@
 //     versions, and an audit after the change held to that prediction;
 //     plan.go: the restart order of a rollout, each step a what-if.
 //   - heartbeats.go: what the servers' $SYS events say changed since the
-//     last audit; schedule.go and memory.go: when audits run and what
-//     earlier ones saw.
+//     last audit; events.go: the same events handed to the audits running
+//     (a server back while an audit waits for it, or gone);
+//     schedule.go and memory.go: when audits run and what earlier ones saw.
 package auditor

@@ -23,13 +23,14 @@ type Policy struct {
 // Evaluate holds a snapshot against a policy. It is pure: the same snapshot
 // and policy always give the same report.
 func Evaluate(snap *Snapshot, p Policy) *Report {
-	e := evaluation{p: p, byName: make(map[string]*ServerReport, len(snap.Servers))}
+	e := evaluation{p: p, byName: make(map[string]*ServerReport, len(snap.Servers)), resets: make(map[string]bool, len(snap.Servers))}
 	r := &Report{Floor: Display(p.Floor), Snapshot: snap}
 
 	r.Servers = make([]ServerReport, len(snap.Servers))
 	for i, s := range snap.Servers {
 		r.Servers[i] = ServerReport{Server: s, Verdict: CompareToFloor(s.Version, p.Floor)}
 		e.byName[s.Name] = &r.Servers[i]
+		e.resets[s.Name] = answersReset(s.Version)
 	}
 	slices.SortFunc(r.Servers, func(a, b ServerReport) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
@@ -88,8 +89,11 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 }
 
 type evaluation struct {
-	p        Policy
-	byName   map[string]*ServerReport
+	p      Policy
+	byName map[string]*ServerReport
+	// resets says, by server name, whether the server answers RESET: a
+	// version parsed once per server, not once per asset it hosts.
+	resets   map[string]bool
 	findings []Finding
 	// seen are the servers that answered, by name; sourcers the origin
 	// consumers that mirrors and sources RESET by themselves.
@@ -192,25 +196,25 @@ func (e *evaluation) asset(a Asset) {
 // assetLeader judges an asset's leader (nil when it did not answer or there
 // is none): below the floor, or missing where a consumer needs one.
 func (e *evaluation) assetLeader(a Asset, base Finding, leader *ServerReport) {
-	name := a.name()
+	// Most assets have no finding: their names are made only for one.
 	switch {
 	case leader != nil && leader.Verdict == VerdictBelow && a.Kind == KindConsumer:
 		f := base
 		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
-		f.Message = fmt.Sprintf("consumer %s is led by %s running %s, below the floor %s", name, leader.Name, leader.Version, e.floor())
-		if !answersReset(leader.Version) {
-			f.Message = fmt.Sprintf("consumer %s is led by %s running %s: RESET (first in 2.14.0) to it goes unanswered", name, leader.Name, leader.Version)
+		f.Message = fmt.Sprintf("consumer %s is led by %s running %s, below the floor %s", a.name(), leader.Name, leader.Version, e.floor())
+		if !e.resets[leader.Name] {
+			f.Message = fmt.Sprintf("consumer %s is led by %s running %s: RESET (first in 2.14.0) to it goes unanswered", a.name(), leader.Name, leader.Version)
 		}
 		e.add(f)
 	case leader != nil && leader.Verdict == VerdictBelow:
 		f := base
 		f.Code, f.Server, f.Cluster, f.Version = StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
-		f.Message = fmt.Sprintf("stream %s is led by %s running %s, below the floor %s", name, leader.Name, leader.Version, e.floor())
+		f.Message = fmt.Sprintf("stream %s is led by %s running %s, below the floor %s", a.name(), leader.Name, leader.Version, e.floor())
 		e.add(f)
 	case a.Kind == KindConsumer && a.Leader == "" && a.Replicas > 1:
 		f := base
 		f.Code = ConsumerNoLeader
-		f.Message = fmt.Sprintf("consumer %s (R%d) has no leader", name, a.Replicas)
+		f.Message = fmt.Sprintf("consumer %s (R%d) has no leader", a.name(), a.Replicas)
 		e.add(f)
 	}
 }
@@ -221,14 +225,14 @@ func (e *evaluation) consumerFollower(a Asset, base Finding, leader, s *ServerRe
 	// A follower is at risk while its leader would accept a RESET; a leader
 	// that does not know RESET never replicates one. A leaderless consumer
 	// may get a new leader that does.
-	if s.Verdict != VerdictBelow || (leader != nil && !answersReset(leader.Version)) {
+	if s.Verdict != VerdictBelow || (leader != nil && !e.resets[leader.Name]) {
 		return
 	}
 	name := a.name()
 	f := base
 	f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
 	f.Message = fmt.Sprintf("consumer %s has follower %s running %s, below the floor %s", name, s.Name, s.Version, e.floor())
-	if !answersReset(s.Version) {
+	if !e.resets[s.Name] {
 		f.Message = fmt.Sprintf("consumer %s has follower %s running %s: a RESET answered by a leader at 2.14.0 or later crashes it", name, s.Name, s.Version)
 	}
 	e.add(f)

@@ -8,9 +8,11 @@ import (
 // reply with configs runs to about 600 bytes per consumer (20 MB for 30,000
 // consumers on three servers); decoding all of it into server.JSInfo made up
 // most of an audit's CPU time and heap. The projection reads what the audit
-// uses and skips the rest. The JSON names are the server's:
+// uses and skips the rest; decodeJSZReply (jszdecode.go) fills it in one
+// pass over the bytes. The JSON names are the server's:
 // TestJSZProjectionMatchesServerTypes decodes live replies both ways and
-// compares.
+// compares, and TestDecodeJSZMatchesUnmarshal holds the decoder to
+// encoding/json.
 type jszReply struct {
 	Data  *jszData  `json:"data,omitempty"`
 	Error *apiError `json:"error,omitempty"`

@@ -14,6 +14,10 @@ type merger struct {
 	streamList   []*mergedAsset
 	consumerList []*mergedAsset
 	meta         map[string]*MetaGroup // by JetStream domain
+	// assets and peers are slabs the merged assets and their peer lists
+	// are cut from: an allocation per chunk, not two per asset.
+	assets []mergedAsset
+	peers  []string
 }
 
 func newMerger() *merger {
@@ -46,36 +50,63 @@ type mergedAsset struct {
 // left its routes (a graceful shutdown does so at once) stays in the RAFT
 // groups it was in.
 func (m *merger) add(reporter, domain string, js *jszData) []string {
-	named := map[string]struct{}{}
+	named := nameSet{}
 	if mc := js.Meta; mc != nil {
-		m.addMeta(reporter, domain, mc, named)
+		m.addMeta(reporter, domain, mc, &named)
 	}
 	for _, acc := range js.AccountDetails {
 		for i := range acc.Streams {
 			sd := &acc.Streams[i]
-			sa := m.stream(streamKey{domain, acc.id(), sd.Name}, acc.name())
-			sa.stream.merge(reporter, sd.Cluster, sd.Config.replicas(), sd.Config.requiredLevel())
+			sa := m.stream(streamKey{domain, acc.id(), sd.Name}, acc.name(), len(sd.Consumers))
+			m.merge(sa.stream, reporter, sd.Cluster, sd.Config.replicas(), sd.Config.requiredLevel())
 			sa.stream.addConfig(KindStream, sd.Config)
-			addNames(named, sd.Cluster)
+			named.addCluster(sd.Cluster)
 			for j := range sd.Consumers {
 				ci := &sd.Consumers[j]
 				c := m.consumer(sa, ci.Name)
-				c.merge(reporter, ci.Cluster, ci.Config.replicas(), ci.Config.requiredLevel())
+				m.merge(c, reporter, ci.Cluster, ci.Config.replicas(), ci.Config.requiredLevel())
 				c.addConfig(KindConsumer, ci.Config)
-				addNames(named, ci.Cluster)
+				named.addCluster(ci.Cluster)
 			}
 		}
 	}
-	delete(named, reporter)
-	names := make([]string, 0, len(named))
-	for name := range named {
-		names = append(names, name)
-	}
+	names := slices.DeleteFunc(named.names, func(n string) bool { return n == reporter })
 	slices.Sort(names)
 	return names
 }
 
-func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named map[string]struct{}) {
+// nameSet collects the server names a page mentions. A page names a few
+// servers tens of thousands of times over: a short list, with the last
+// name added checked first, beats hashing every mention.
+type nameSet struct {
+	names []string
+	last  string
+}
+
+func (s *nameSet) add(name string) {
+	if name == "" || name == s.last {
+		return
+	}
+	s.last = name
+	if !slices.Contains(s.names, name) {
+		s.names = append(s.names, name)
+	}
+}
+
+// addCluster adds the leader and replicas a RAFT group's report names.
+func (s *nameSet) addCluster(ci *clusterInfo) {
+	if ci == nil {
+		return
+	}
+	s.add(ci.Leader)
+	for _, p := range ci.Replicas {
+		if p != nil {
+			s.add(p.Name)
+		}
+	}
+}
+
+func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named *nameSet) {
 	g := m.meta[domain]
 	if g == nil {
 		g = &MetaGroup{Domain: domain}
@@ -99,32 +130,29 @@ func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named map
 			if !slices.Contains(g.Peers, p) {
 				g.Peers = append(g.Peers, p)
 			}
-			named[p] = struct{}{}
+			named.add(p)
 		}
 	}
 }
 
-// addNames adds the leader and replicas a RAFT group's report names.
-func addNames(named map[string]struct{}, ci *clusterInfo) {
-	if ci == nil {
-		return
+func (m *merger) newAsset(a Asset) *mergedAsset {
+	if len(m.assets) == 0 {
+		m.assets = make([]mergedAsset, 256)
 	}
-	if ci.Leader != "" {
-		named[ci.Leader] = struct{}{}
-	}
-	for _, p := range ci.Replicas {
-		if p != nil && p.Name != "" {
-			named[p.Name] = struct{}{}
-		}
-	}
+	ma := &m.assets[0]
+	m.assets = m.assets[1:]
+	ma.Asset = a
+	return ma
 }
 
-func (m *merger) stream(key streamKey, accountName string) *streamAssets {
+// stream finds or adds a stream; consumers is how many consumers the
+// first report of it lists.
+func (m *merger) stream(key streamKey, accountName string, consumers int) *streamAssets {
 	sa := m.byStream[key]
 	if sa == nil {
-		sa = &streamAssets{stream: &mergedAsset{Asset: Asset{Kind: KindStream, Domain: key.domain, Account: key.account,
-			AccountName: accountName, Stream: key.stream}},
-			consumers: map[string]*mergedAsset{}}
+		sa = &streamAssets{stream: m.newAsset(Asset{Kind: KindStream, Domain: key.domain, Account: key.account,
+			AccountName: accountName, Stream: key.stream}),
+			consumers: make(map[string]*mergedAsset, consumers)}
 		m.byStream[key] = sa
 		m.streamList = append(m.streamList, sa.stream)
 	}
@@ -135,8 +163,8 @@ func (m *merger) consumer(sa *streamAssets, name string) *mergedAsset {
 	a := sa.consumers[name]
 	if a == nil {
 		s := sa.stream
-		a = &mergedAsset{Asset: Asset{Kind: KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
-			Stream: s.Stream, Consumer: name}}
+		a = m.newAsset(Asset{Kind: KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
+			Stream: s.Stream, Consumer: name})
 		sa.consumers[name] = a
 		m.consumerList = append(m.consumerList, a)
 	}
@@ -144,7 +172,19 @@ func (m *merger) consumer(sa *streamAssets, name string) *mergedAsset {
 }
 
 // merge adds one server's report of the asset.
-func (a *mergedAsset) merge(reporter string, ci *clusterInfo, replicas, level int) {
+func (m *merger) merge(a *mergedAsset, reporter string, ci *clusterInfo, replicas, level int) {
+	if a.Peers == nil {
+		// Room for every peer this report names: most assets have no
+		// other reporter, and the rest as many peers as this one lists.
+		n := 1
+		if ci != nil {
+			n += len(ci.Replicas)
+		}
+		if len(m.peers) < n {
+			m.peers = make([]string, max(n, 1024))
+		}
+		a.Peers, m.peers = m.peers[:0:n], m.peers[n:]
+	}
 	a.addPeer(reporter)
 	a.Replicas = max(a.Replicas, replicas)
 	a.RequiredLevel = max(a.RequiredLevel, level)

@@ -29,7 +29,9 @@ type eventWatcher struct {
 	trigger func(reason string)
 	// heartbeats tells which events ask for an audit.
 	heartbeats *auditor.Heartbeats
-	log        *slog.Logger
+	// audits hears every heartbeat and SHUTDOWN, for the audits running.
+	audits *auditor.Events
+	log    *slog.Logger
 
 	subs     []*nats.Subscription
 	statusCh chan nats.Status
@@ -50,8 +52,8 @@ type eventWatcher struct {
 // for an audit, since anything may have changed meanwhile. A subscription
 // the user may not make does not stop serve: the watcher logs it as an error
 // and reports itself down (Stats) until a reconnect succeeds.
-func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *auditor.Snapshot, logger *slog.Logger) (*eventWatcher, error) {
-	w := &eventWatcher{nc: nc, trigger: trigger, heartbeats: auditor.NewHeartbeats(seen), log: logger, done: make(chan struct{}),
+func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *auditor.Snapshot, audits *auditor.Events, logger *slog.Logger) (*eventWatcher, error) {
+	w := &eventWatcher{nc: nc, trigger: trigger, heartbeats: auditor.NewHeartbeats(seen), audits: audits, log: logger, done: make(chan struct{}),
 		denied: map[string]error{}, received: map[string]uint64{}}
 	prev := nc.ErrorHandler()
 	nc.SetErrorHandler(func(c *nats.Conn, sub *nats.Subscription, err error) {
@@ -176,6 +178,7 @@ func (w *eventWatcher) onStatsz(m *nats.Msg) {
 		return
 	}
 	w.count(metrics.EventStatsz, true)
+	w.audits.Heartbeat(m.Data)
 	if reason != "" {
 		w.log.Debug("server event asks for an audit", "reason", reason)
 		w.trigger(reason)
@@ -184,6 +187,7 @@ func (w *eventWatcher) onStatsz(m *nats.Msg) {
 
 func (w *eventWatcher) onShutdown(m *nats.Msg) {
 	w.count(metrics.EventShutdown, false)
+	w.audits.Shutdown(m.Subject)
 	w.trigger(w.heartbeats.Shutdown(m.Subject, m.Data))
 }
 
@@ -220,6 +224,7 @@ func (w *eventWatcher) count(kind string, heard bool) {
 // watcher for each connection lazyConn makes, and one collector for all.
 type serveEvents struct {
 	sched  *auditor.Scheduler
+	audits *auditor.Events
 	logger *slog.Logger
 
 	mu sync.Mutex
@@ -227,10 +232,11 @@ type serveEvents struct {
 }
 
 // newServeEvents makes the event watching of serve: an audit an event asks
-// for starts no sooner than minInterval after the last one started.
-func newServeEvents(sched *auditor.Scheduler, minInterval time.Duration, logger *slog.Logger) *serveEvents {
+// for starts no sooner than minInterval after the last one started, and
+// the audits running hear the events through audits.
+func newServeEvents(sched *auditor.Scheduler, minInterval time.Duration, audits *auditor.Events, logger *slog.Logger) *serveEvents {
 	sched.SetRequestInterval(minInterval)
-	return &serveEvents{sched: sched, logger: logger}
+	return &serveEvents{sched: sched, audits: audits, logger: logger}
 }
 
 // collector exports what the watchers of every connection heard.
@@ -247,7 +253,7 @@ func (e *serveEvents) attach(nc *nats.Conn) {
 		}
 		return nil
 	}
-	w, err := watchEvents(nc, e.sched.Request, seen, e.logger)
+	w, err := watchEvents(nc, e.sched.Request, seen, e.audits, e.logger)
 	if err != nil {
 		e.logger.Error("cannot watch the servers' events: audits follow scrapes only", "err", err)
 		return

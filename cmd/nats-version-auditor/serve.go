@@ -104,9 +104,13 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, e
 	sched := auditor.NewScheduler(ctx, p.report, c.minInterval, logger)
 	var eventMetrics []prometheus.Collector
 	if c.events {
+		// The audits running hear the servers' heartbeats and SHUTDOWNs: a
+		// server that came back (or went) while an audit waited for it
+		// ends that wait.
+		p.options.Events = &auditor.Events{}
 		// Each connection lazyConn makes gets its watcher before its first
 		// audit runs on it.
-		ev := newServeEvents(sched, c.eventMinInterval, logger)
+		ev := newServeEvents(sched, c.eventMinInterval, p.options.Events, logger)
 		lc.onConnect = ev.attach
 		defer ev.stop()
 		eventMetrics = append(eventMetrics, ev.collector())

@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,7 +30,7 @@ import (
 )
 
 func main() {
-	sizes := flag.String("consumers", "1000,10000,30000", "consumer counts to measure, comma-separated")
+	sizes := flag.String("consumers", "1000,10000,30000,100000", "consumer counts to measure, comma-separated (a size the machine lacks the memory for is skipped, with a note)")
 	runs := flag.Int("runs", 5, "runs of each measure (the median is reported)")
 	natscliRuns := flag.Int("natscli-runs", 3, "runs of natscli's report (slow), at sizes up to -natscli-max")
 	natscliMax := flag.Int("natscli-max", 10000, "largest consumer count natscli's report is run at")
@@ -43,7 +42,13 @@ func main() {
 	freshness := flag.Bool("freshness", false, "measure only how soon /metrics follows a restarted server, with and without events (see freshness.go)")
 	freshnessRestarts := flag.Int("freshness-restarts", 5, "restarts measured each way (the median is reported)")
 	flapFor := flag.Duration("freshness-flap", time.Minute, "how long a server restarts every second to count the audits it causes")
+	rawFetch := flag.String("rawfetch", "", "internal: be the raw fetch process against this URL")
+	rawIDs := flag.String("ids", "", "internal: the server ids the raw fetch asks")
+	compare := flag.String("compare", "", "instead of the table: run these auditor binaries (comma-separated) side by side with the raw fetch at the first size, alternating, and print their medians")
 	flag.Parse()
+	if *rawFetch != "" {
+		os.Exit(rawFetchMain(*rawFetch, *rawIDs))
+	}
 
 	h := &natstest.Program{}
 	if *freshness {
@@ -71,6 +76,15 @@ func main() {
 			cfg := config{consumers: n, runs: *runs, auditor: *auditorBin, natscli: *natsBin, hold: *hold}
 			if n <= *natscliMax {
 				cfg.natscliRuns = *natscliRuns
+			}
+			if *compare != "" {
+				fmt.Print(compareBinaries(h, cfg, strings.Split(*compare, ",")))
+				return 0
+			}
+			if ok, why := memoryFor(n); !ok {
+				fmt.Fprintf(os.Stderr, "== %d consumers: %s\n", n, why)
+				results = append(results, sizeResult{consumers: n, skipped: why})
+				continue
 			}
 			results = append(results, measure(h, cfg))
 			h.RunCleanups() // one cluster at a time
@@ -129,18 +143,23 @@ func credentials(account string) (string, string) {
 
 type sizeResult struct {
 	consumers, streams, r3Consumers int
-	raw, check, scrapeAudit         []time.Duration
-	scrapeCachedP99                 time.Duration
-	natscli                         []time.Duration
-	checkRSS                        []int64 // bytes
-	requests                        int
-	rawBytes, auditBytes            uint64
-	peakHeap                        uint64
-	allocsPerConsumer               float64
-	bytesPerConsumer                float64
-	series                          int
-	checkStatus                     int
-	lookup                          lookupResult
+	// skipped says why the size was not measured.
+	skipped                 string
+	raw, check, scrapeAudit []time.Duration
+	rawProc, checkProc      []processRun
+	inRaw, inAudit          []time.Duration
+	inRawCPU, inAuditCPU    []time.Duration
+	scrapeCachedP99         time.Duration
+	natscli                 []time.Duration
+	checkRSS                []int64 // bytes
+	requests                int
+	rawBytes, auditBytes    uint64
+	peakHeap                uint64
+	allocsPerConsumer       float64
+	bytesPerConsumer        float64
+	series                  int
+	checkStatus             int
+	lookup                  lookupResult
 }
 
 func measure(h *natstest.Program, cfg config) sizeResult {
@@ -163,31 +182,23 @@ func measure(h *natstest.Program, cfg config) sizeResult {
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
 	ids := serverIDs(h, sysConn)
 	fmt.Fprintf(os.Stderr, "   measuring (%d runs)\n", cfg.runs)
-	// Alternate which goes first and let the servers settle in between: a
-	// JSZ right after another meets a server still collecting the garbage
-	// of the first.
-	for i := range cfg.runs {
-		raw := func() {
-			d, bytes := rawJSZ(h, sysConn, ids)
-			res.raw = append(res.raw, d)
-			res.rawBytes = bytes
-		}
-		check := func() {
-			d, rss, status := runCheck(h, cfg.auditor, sys.URL("n1"))
-			res.check = append(res.check, d)
-			res.checkRSS = append(res.checkRSS, rss)
-			res.checkStatus = status
-		}
-		first, second := raw, check
-		if i%2 == 1 {
-			first, second = check, raw
-		}
-		first()
+	raw := func() {
+		d, bytes := rawJSZ(h, sysConn, ids)
+		res.raw = append(res.raw, d)
+		res.rawBytes = bytes
 		time.Sleep(settle)
-		second()
-		time.Sleep(settle)
+		res.rawProc = append(res.rawProc, rawFetchProcess(h, sys, ids))
 	}
+	check := func() {
+		r := runCheck(h, sys, cfg.auditor)
+		res.checkProc = append(res.checkProc, r)
+		res.check = append(res.check, r.wall)
+		res.checkRSS = append(res.checkRSS, r.rss)
+		res.checkStatus = r.exit
+	}
+	alternate(cfg.runs, raw, check)
 	inProcess(h, sys, &res)
+	inProcessRuns(h, cfg, sys, sysConn, ids, &res)
 	scrapes(h, cfg, sys, &res)
 	lookups(h, cfg, sys, streams, &res)
 	for range cfg.natscliRuns {
@@ -234,7 +245,16 @@ func populate(h *natstest.Program, sys *natstest.System, consumers int, res *siz
 		wg.Go(func() {
 			defer func() { <-sem }()
 			cfg := server.ConsumerConfig{Durable: fmt.Sprintf("C%05d", i), AckPolicy: server.AckExplicit}
-			if err := natstest.AddConsumer(conns[st.account], st.name, cfg); err != nil {
+			// At 100,000 consumers on two shared cores a create can go
+			// unanswered for longer than AddConsumer's 20 s: try again (a
+			// create of an existing durable with the same config succeeds).
+			var err error
+			for range 3 {
+				if err = natstest.AddConsumer(conns[st.account], st.name, cfg); err == nil {
+					break
+				}
+			}
+			if err != nil {
 				failed.Store(err)
 				return
 			}
@@ -298,23 +318,56 @@ func rawJSZ(h *natstest.Program, nc *nats.Conn, ids []string) (time.Duration, ui
 	return time.Since(start), bytes.Load()
 }
 
-func runCheck(h *natstest.Program, bin, url string) (time.Duration, int64, int) {
-	cmd := exec.Command(bin, append([]string{"check", "--format", "json", "--timeout", "30s"}, natstest.SysArgs(url)...)...)
+func runCheck(h *natstest.Program, sys *natstest.System, bin string) processRun {
+	cmd := exec.Command(bin, append([]string{"check", "--format", "json", "--timeout", "60s"}, natstest.SysArgs(sys.URL("n1"))...)...)
 	cmd.Stdout = io.Discard
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	start := time.Now()
-	err := cmd.Run()
-	d := time.Since(start)
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		h.Fatal(err)
+	r := runProcess(h, sys, cmd)
+	if r.exit == 3 || r.exit < 0 {
+		h.Fatalf("check exited %d: %s", r.exit, stderr.String())
 	}
-	if cmd.ProcessState.ExitCode() == 3 {
-		h.Fatalf("check was UNKNOWN: %s", stderr.String())
+	return r
+}
+
+// inProcessRuns alternates the raw fetch and one whole audit (Collect and
+// Evaluate) inside this process, each timed and its CPU taken.
+func inProcessRuns(h *natstest.Program, cfg config, sys *natstest.System, nc *nats.Conn, ids []string, res *sizeResult) {
+	audit := func() {
+		c0, start := selfCPU(), time.Now()
+		snap, err := auditor.Collect(context.Background(), nc, auditor.Options{Timeout: 60 * time.Second})
+		if err != nil {
+			h.Fatal(err)
+		}
+		if r := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor}); !r.Complete() {
+			h.Fatalf("in-process audit incomplete: %+v", r.Findings[:min(3, len(r.Findings))])
+		}
+		res.inAudit = append(res.inAudit, time.Since(start))
+		res.inAuditCPU = append(res.inAuditCPU, selfCPU()-c0)
 	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
-	return d, rss, cmd.ProcessState.ExitCode()
+	raw := func() {
+		c0 := selfCPU()
+		d, _ := rawJSZ(h, nc, ids)
+		res.inRaw = append(res.inRaw, d)
+		res.inRawCPU = append(res.inRawCPU, selfCPU()-c0)
+	}
+	alternate(cfg.runs, raw, audit)
+}
+
+// alternate runs a and b runs times each, alternating which goes first, and
+// lets the servers settle after each: a JSZ right after another meets a
+// server still collecting the garbage of the first.
+func alternate(runs int, a, b func()) {
+	for i := range runs {
+		first, second := a, b
+		if i%2 == 1 {
+			first, second = b, a
+		}
+		first()
+		time.Sleep(settle)
+		second()
+		time.Sleep(settle)
+	}
 }
 
 // inProcess runs one audit inside this process to count what it costs in Go
@@ -458,19 +511,48 @@ func render(results []sizeResult, runs int) string {
 		header += fmt.Sprintf(" %d consumers |", r.consumers)
 		sep += "---|"
 	}
-	w("%s", header)
-	w("%s", sep)
-	row := func(name string, f func(r sizeResult) string) {
+	plainRow := func(name string, f func(r sizeResult) string) {
 		line := "| " + name + " |"
 		for _, r := range results {
 			line += " " + f(r) + " |"
 		}
 		w("%s", line)
 	}
+	skipped := func(f func(r sizeResult) string) func(r sizeResult) string {
+		return func(r sizeResult) string {
+			if r.skipped != "" {
+				return "–"
+			}
+			return f(r)
+		}
+	}
+	row := func(name string, f func(r sizeResult) string) { plainRow(name, skipped(f)) }
+	for _, r := range results {
+		if r.skipped != "" {
+			w("%d consumers: %s.", r.consumers, r.skipped)
+			w("")
+		}
+	}
+	w("%s", header)
+	w("%s", sep)
 	row("streams (R3 consumers)", func(r sizeResult) string { return fmt.Sprintf("%d (%d)", r.streams, r.r3Consumers) })
-	row("**limit**: raw JSZ from every server", func(r sizeResult) string { return ms(median(r.raw)) })
+	row("**limit**: raw JSZ fetch, whole process (server ids given)", func(r sizeResult) string { return ms(median(wallOf(r.rawProc))) })
 	row("`check --format json`, whole process", func(r sizeResult) string { return ms(median(r.check)) })
-	row("**check / raw JSZ**", func(r sizeResult) string { return ratio(median(r.check), median(r.raw)) })
+	row("**check / raw fetch**, time", func(r sizeResult) string { return ratio(median(r.check), median(wallOf(r.rawProc))) })
+	row("CPU of the raw fetch process", func(r sizeResult) string { return ms(median(cpuOf(r.rawProc))) })
+	row("CPU of `check`", func(r sizeResult) string { return ms(median(cpuOf(r.checkProc))) })
+	row("**check / raw fetch**, CPU", func(r sizeResult) string { return ratio(median(cpuOf(r.checkProc)), median(cpuOf(r.rawProc))) })
+	row("CPU of `check` per consumer", func(r sizeResult) string {
+		return fmt.Sprintf("%.1f µs", float64(median(cpuOf(r.checkProc)))/1e3/float64(r.consumers))
+	})
+	row("servers' CPU per `check` (all three)", func(r sizeResult) string { return ms(median(serverCPUOf(r.checkProc))) })
+	row("servers' CPU per raw fetch (all three)", func(r sizeResult) string { return ms(median(serverCPUOf(r.rawProc))) })
+	row("raw JSZ in process", func(r sizeResult) string { return ms(median(r.inRaw)) })
+	row("one audit in process (Collect + Evaluate)", func(r sizeResult) string { return ms(median(r.inAudit)) })
+	row("**audit / raw JSZ in process**, time", func(r sizeResult) string { return ratio(median(r.inAudit), median(r.inRaw)) })
+	row("CPU of the audit / raw JSZ in process", func(r sizeResult) string {
+		return fmt.Sprintf("%s / %s", ms(median(r.inAuditCPU)), ms(median(r.inRawCPU)))
+	})
 	row("`/metrics` scrape running an audit", func(r sizeResult) string { return ms(median(r.scrapeAudit)) })
 	row("`/metrics` scrape from the last audit, p99 of 200", func(r sizeResult) string { return ms(r.scrapeCachedP99) })
 	lookupRows(row)
@@ -487,7 +569,8 @@ func render(results []sizeResult, runs int) string {
 		return fmt.Sprintf("%.0f (%.0f B)", r.allocsPerConsumer, r.bytesPerConsumer)
 	})
 	row("requests per audit", func(r sizeResult) string { return strconv.Itoa(r.requests) })
-	row("bytes received per audit", func(r sizeResult) string { return mib(float64(r.auditBytes)) })
+	row("bytes the servers send per audit", func(r sizeResult) string { return mib(float64(r.auditBytes)) })
+	row("bytes per consumer", func(r sizeResult) string { return fmt.Sprintf("%.0f B", float64(r.auditBytes)/float64(r.consumers)) })
 	row("`/metrics` series", func(r sizeResult) string { return strconv.Itoa(r.series) })
 	row("`check` exit code", func(r sizeResult) string { return strconv.Itoa(r.checkStatus) })
 	return b.String()

@@ -617,3 +617,12 @@ func Eventually(timeout time.Duration, cond func() error) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// PID is the process id of the named server, 0 when it is not running.
+func (sys *System) PID(name string) int {
+	s := sys.Server(name)
+	if s.cmd == nil || s.cmd.Process == nil || !sys.Running(name) {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}

@@ -1,0 +1,206 @@
+package auditor
+
+import (
+	stdjson "encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// fuzzSeed reads the reply a committed fuzz seed holds.
+func fuzzSeed(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(string(b), "\n", 3)
+	var data []byte
+	if _, err := fmt.Sscanf(lines[1], "[]byte(%q)", &data); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return data
+}
+
+func stdDecode(data []byte) (*jszReply, error) {
+	var r jszReply
+	if err := stdjson.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// TestDecodeJSZMatchesUnmarshal holds the JSZ decoder to encoding/json on
+// the real replies of every server version the tests run (the fuzz seeds,
+// written by `make fuzz-seeds`), on a large reply made with nats-server's
+// own types, and on what a reply can hold at the edges.
+func TestDecodeJSZMatchesUnmarshal(t *testing.T) {
+	seeds, _ := filepath.Glob("testdata/fuzz/FuzzJSZ/*")
+	if len(seeds) == 0 {
+		t.Fatal("no JSZ seeds")
+	}
+	inputs := map[string][]byte{"generated 3000 consumers": jszFixture(t, 3000)}
+	for _, s := range seeds {
+		inputs[filepath.Base(s)] = fuzzSeed(t, s)
+	}
+	for name, s := range map[string]string{
+		"escapes":      `{"data":{"account_details":[{"name":"A\u00e9\"\\\/\b\f\n\r\t\ud83d\ude00\ud800x","stream_detail":[{"name":"S","consumer_detail":[{"name":"C"}]}]}]}}`,
+		"not utf-8":    "{\"data\":{\"account_details\":[{\"name\":\"a\xffb\xc3\"}]}}",
+		"nulls":        `{"data":{"meta_cluster":null,"account_details":[{"name":null,"stream_detail":[{"name":"S","cluster":null,"config":null,"consumer_detail":null}]}],"total":null},"error":null}`,
+		"empty arrays": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","cluster":{"leader":"n1","replicas":[]},"consumer_detail":[]}]}]}}`,
+		"null peer":    `{"data":{"meta_cluster":{"name":"c","leader":"n1","replicas":[null,{"name":"n2","current":true}],"cluster_size":3}}}`,
+		"metadata":     `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","config":{"num_replicas":3,"metadata":{"x":1,"_nats.req.level":"4","y":[{}]}}}]}]}}`,
+		"error":        `{"error":{"code":503,"err_code":10039,"description":"jetstream not enabled"}}`,
+		"features": `{"data":{"account_details":[{"name":"A","id":"AID","stream_detail":[{"name":"S","config":{"num_replicas":3,` +
+			`"allow_msg_ttl":true,"subject_delete_marker_ttl":60000000000,"allow_msg_counter":true,"allow_atomic":true,"allow_msg_schedules":true,` +
+			`"persist_mode":"async","allow_batched":true,"mirror":{"name":"O","consumer":{"name":"D","deliver_subject":"d"},"external":{"api":"$JS.x.API"}},` +
+			`"sources":[{"name":"P"},null]},"consumer_detail":[{"name":"C","config":{"ack_policy":"flow_control","deliver_subject":"ds",` +
+			`"pause_until":"2030-01-01T00:00:00Z","priority_groups":["g"],"priority_policy":"pinned_client","priority_timeout":120000000000}}]}]}]}}`,
+		"bad feature bool":   `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","config":{"allow_msg_ttl":"yes"}}]}]}}`,
+		"bad feature int":    `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","config":{"subject_delete_marker_ttl":1.5}}]}]}}`,
+		"bad feature mirror": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","config":{"mirror":[1]}}]}]}}`,
+		"numbers":            `{"data":{"x":-0.5e+10,"y":[1,2.0,3E3,-0],"total":7}}`,
+		"duplicate key":      `{"data":{"total":1,"total":2}}`,
+		"not an object":      `[]`,
+		"bad total":          `{"data":{"total":1.5}}`,
+		"string total":       `{"data":{"total":"1"}}`,
+		"number name":        `{"data":{"account_details":[{"name":5}]}}`,
+		"truncated":          `{"data":{"account_details":[{"name":"A"`,
+		"trailing":           `{} x`,
+		"bad escape":         `{"a":"\x"}`,
+		"control char":       "{\"a\":\"\x01\"}",
+		"bad number":         `{"a":01}`,
+		"bad literal":        `{"a":tru}`,
+		"lone minus":         `{"a":-}`,
+		"missing colon":      `{"a" 1}`,
+		"trailing comma":     `{"a":1,}`,
+		"big err_code":       `{"error":{"err_code":70000}}`,
+		"empty":              ``,
+	} {
+		inputs[name] = []byte(s)
+	}
+	for name, data := range inputs {
+		want, wantErr := stdDecode(data)
+		got, err := decodeJSZReply(data)
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("%s: error %v, encoding/json's %v", name, err, wantErr)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: decoded\n  %s\nencoding/json\n  %s", name, show(got), show(want))
+		}
+	}
+}
+
+func show(r *jszReply) string {
+	b, _ := stdjson.Marshal(r)
+	return string(b)
+}
+
+// jszFixture is a JSZ reply as a server of a 3-server cluster sends it:
+// nats-server's own types, with configs, 300 consumers a stream over five
+// accounts, every 20th stream R3, as internal/bench creates them.
+func jszFixture(t testing.TB, consumers int) []byte {
+	now := time.Now().UTC()
+	info := server.ServerInfo{Name: "n1", Host: "127.0.0.1", ID: "NBBSAADQGV65ZM6VFT7GAU4W4ZOCRKUGOUGJLTD2ZM76GVSKKV76327Y",
+		Cluster: "bench", Version: "2.14.0", JetStream: true, Time: now}
+	js := &server.JSInfo{ID: info.ID, Now: now, Meta: &server.MetaClusterInfo{Name: "bench", Leader: "n1", Size: 3,
+		Replicas: []*server.PeerInfo{{Name: "n2", Current: true}, {Name: "n3", Current: true}}}}
+	accounts := map[string]*server.AccountDetail{}
+	var order []string
+	for i := 0; i*300 < consumers; i++ {
+		acc := fmt.Sprintf("ACC%04d", i%5)
+		ad := accounts[acc]
+		if ad == nil {
+			ad = &server.AccountDetail{Name: acc, Id: acc}
+			accounts[acc] = ad
+			order = append(order, acc)
+		}
+		name := fmt.Sprintf("S%04d", i)
+		replicas, cluster := 1, &server.ClusterInfo{Name: "bench", Leader: "n1"}
+		if i%20 == 0 {
+			replicas = 3
+			cluster.Replicas = []*server.PeerInfo{{Name: "n2", Current: true, Active: time.Millisecond}, {Name: "n3", Current: true}}
+		}
+		sd := server.StreamDetail{Name: name, Created: now, Cluster: cluster,
+			Config: &server.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, Retention: server.LimitsPolicy,
+				MaxConsumers: -1, MaxMsgs: -1, MaxBytes: -1, MaxMsgsPer: -1, MaxMsgSize: -1, Storage: server.MemoryStorage,
+				Replicas: replicas, Duplicates: 2 * time.Minute, Metadata: map[string]string{"_nats.req.level": "0"}},
+			State: server.StreamState{Consumers: 300}}
+		for c := i * 300; c < min((i+1)*300, consumers); c++ {
+			cn := fmt.Sprintf("C%05d", c)
+			sd.Consumer = append(sd.Consumer, &server.ConsumerInfo{Stream: name, Name: cn, Created: now,
+				Config: &server.ConsumerConfig{Durable: cn, Name: cn, AckPolicy: server.AckExplicit, AckWait: 30 * time.Second,
+					MaxDeliver: -1, MaxWaiting: 512, MaxAckPending: 1000, Metadata: map[string]string{"_nats.req.level": "0"}},
+				Cluster: cluster, TimeStamp: now})
+		}
+		ad.Streams = append(ad.Streams, sd)
+	}
+	for _, acc := range order {
+		js.AccountDetails = append(js.AccountDetails, accounts[acc])
+	}
+	js.Total = len(order)
+	b, err := stdjson.Marshal(server.ServerAPIJszResponse{Server: &info, Data: js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkDecodeJSZ decodes one server's JSZ reply with 10,000 consumers
+// (about 6 MB) three ways: encoding/json and segmentio/encoding into the
+// projection, and the audit's own decoder.
+func BenchmarkDecodeJSZ(b *testing.B) {
+	data := jszFixture(b, 10_000)
+	for _, d := range []struct {
+		name   string
+		decode func([]byte) (*jszReply, error)
+	}{
+		{"encoding-json", stdDecode},
+		{"segmentio", func(data []byte) (*jszReply, error) {
+			var r jszReply
+			err := segjson.Unmarshal(data, &r)
+			return &r, err
+		}},
+		{"decodeJSZReply", decodeJSZReply},
+	} {
+		b.Run(d.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := d.decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/consumer")
+		})
+	}
+}
+
+// BenchmarkMerge merges three servers' JSZ replies of 10,000 consumers each
+// and lists the merged assets, as Collect does after the replies arrive.
+func BenchmarkMerge(b *testing.B) {
+	data := jszFixture(b, 10_000)
+	var pages []*jszData
+	for range 3 {
+		r, err := decodeJSZReply(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pages = append(pages, r.Data)
+	}
+	for b.Loop() {
+		m := newMerger()
+		for i, js := range pages {
+			m.add(fmt.Sprintf("n%d", i+1), "", js)
+		}
+		_, _ = m.streams(), m.consumers()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/30_000, "ns/report")
+}

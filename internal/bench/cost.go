@@ -1,0 +1,230 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// What an audit costs in CPU, the auditor's and the servers', against the
+// raw fetch of the same replies.
+
+// rawFetchMain is the raw fetch as a process of its own, run as
+// `bench -rawfetch URL -ids ID,ID,...`: connect, send the JSZ requests an
+// audit needs to every server at once, wait for the last reply, exit. The
+// server ids are given, so it takes no census: it is the floor a whole
+// `check` process is held against.
+func rawFetchMain(url, ids string) int {
+	nc, err := nats.Connect(url, nats.UserInfo(natstest.SysUser, natstest.SysPassword))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer nc.Close()
+	req, _ := json.Marshal(server.JszEventOptions{JSzOptions: server.JSzOptions{Accounts: true, Streams: true,
+		Consumer: true, Config: true, Limit: auditor.DefaultJSZPageSize}})
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for id := range strings.SplitSeq(ids, ",") {
+		wg.Go(func() {
+			if _, err := nc.Request(auditor.ServerSubject(id, "JSZ"), req, 60*time.Second); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// processRun is one run of a process: wall time, CPU (user + system) and
+// peak RSS, and the CPU the servers spent meanwhile.
+type processRun struct {
+	wall, cpu, serverCPU time.Duration
+	rss                  int64
+	exit                 int
+}
+
+// runProcess runs cmd to its end and takes its cost and the servers'.
+func runProcess(h *natstest.Program, sys *natstest.System, cmd *exec.Cmd) processRun {
+	before := serversCPU(sys)
+	start := time.Now()
+	err := cmd.Run()
+	r := processRun{wall: time.Since(start)}
+	r.serverCPU = serversCPU(sys) - before
+	if cmd.ProcessState == nil {
+		h.Fatal(err)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	r.rss = ru.Maxrss * 1024
+	r.exit = cmd.ProcessState.ExitCode()
+	return r
+}
+
+// rawFetchProcess runs the raw fetch as a process of its own.
+func rawFetchProcess(h *natstest.Program, sys *natstest.System, ids []string) processRun {
+	self, err := os.Executable()
+	if err != nil {
+		h.Fatal(err)
+	}
+	cmd := exec.Command(self, "-rawfetch", sys.URL("n1"), "-ids", strings.Join(ids, ","))
+	cmd.Stderr = os.Stderr
+	r := runProcess(h, sys, cmd)
+	if r.exit != 0 {
+		h.Fatalf("raw fetch exited %d", r.exit)
+	}
+	return r
+}
+
+// serversCPU is the CPU time every server process of sys has used so far,
+// summed over their threads (/proc/PID/task/*/schedstat: nanoseconds on
+// the CPU). Threads that ended are not counted, which undercounts a little.
+func serversCPU(sys *natstest.System) time.Duration {
+	var total time.Duration
+	for _, name := range []string{"n1", "n2", "n3"} {
+		pid := sys.PID(name)
+		if pid == 0 {
+			continue
+		}
+		stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+		for _, path := range stats {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(b))
+			if len(f) == 0 {
+				continue
+			}
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			total += time.Duration(ns)
+		}
+	}
+	return total
+}
+
+// selfCPU is this process's CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// memAvailable is MemAvailable of /proc/meminfo in bytes, 0 if unknown.
+func memAvailable() uint64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// serverBytesPerConsumer is about what the three servers need per consumer
+// with memory storage (measured by hand: about 8 GB at 100,000).
+const serverBytesPerConsumer = 80 << 10
+
+// memoryFor reports whether the machine has the memory for a cluster of
+// consumers, and if not, why.
+func memoryFor(consumers int) (bool, string) {
+	need := uint64(consumers)*serverBytesPerConsumer + 2<<30 // and room for the rest
+	avail := memAvailable()
+	if avail == 0 || avail >= need {
+		return true, ""
+	}
+	return false, fmt.Sprintf("skipped: needs about %.0f GiB of memory, %.1f GiB available", float64(need)/(1<<30), float64(avail)/(1<<30))
+}
+
+func wallOf(rs []processRun) []time.Duration {
+	return mapRuns(rs, func(r processRun) time.Duration { return r.wall })
+}
+
+func cpuOf(rs []processRun) []time.Duration {
+	return mapRuns(rs, func(r processRun) time.Duration { return r.cpu })
+}
+
+func serverCPUOf(rs []processRun) []time.Duration {
+	return mapRuns(rs, func(r processRun) time.Duration { return r.serverCPU })
+}
+
+func mapRuns(rs []processRun, f func(processRun) time.Duration) []time.Duration {
+	out := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		out[i] = f(r)
+	}
+	return out
+}
+
+// compareBinaries runs the raw fetch and each auditor binary's `check` in
+// turn, rotating which goes first, cfg.runs times on one cluster of
+// cfg.consumers, and returns their medians: the before and after of a
+// change, side by side in one run.
+func compareBinaries(h *natstest.Program, cfg config, bins []string) string {
+	node := func(name, version string) natstest.Spec {
+		return natstest.Spec{Name: name, Version: version, Cluster: "bench", JetStream: true, ExtraAccounts: len(accounts) - 1}
+	}
+	sys := natstest.Start(h, node("n1", natstest.Floor), node("n2", natstest.New), node("n3", natstest.Old))
+	var res sizeResult
+	populate(h, sys, cfg.consumers, &res)
+	ids := serverIDs(h, sys.Connect("n1", natstest.SysUser, natstest.SysPassword))
+	names := append([]string{"raw fetch"}, bins...)
+	runs := map[string][]processRun{}
+	for i := range cfg.runs {
+		for j := range names {
+			name := names[(i+j)%len(names)]
+			if name == "raw fetch" {
+				runs[name] = append(runs[name], rawFetchProcess(h, sys, ids))
+			} else {
+				runs[name] = append(runs[name], runCheck(h, sys, name))
+			}
+			time.Sleep(settle)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d consumers, %d runs each, rotating; medians\n\n", cfg.consumers, cfg.runs)
+	fmt.Fprintf(&b, "| process | time | / raw fetch | CPU | / raw fetch | servers' CPU | peak RSS |\n|---|---|---|---|---|---|---|\n")
+	raw := runs["raw fetch"]
+	for _, name := range names {
+		rs := runs[name]
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", name, ms(median(wallOf(rs))), ratio(median(wallOf(rs)), median(wallOf(raw))),
+			ms(median(cpuOf(rs))), ratio(median(cpuOf(rs)), median(cpuOf(raw))), ms(median(serverCPUOf(rs))), mib(float64(medianInt(rssOf(rs)))))
+	}
+	for _, name := range names {
+		fmt.Fprintf(&b, "\n%s: each run's time %v", name, wallOf(runs[name]))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func rssOf(rs []processRun) []int64 {
+	out := make([]int64, len(rs))
+	for i, r := range rs {
+		out[i] = r.rss
+	}
+	return out
+}
