@@ -31,7 +31,7 @@ func ParseAssumption(s string) (Assumption, error) {
 	if target == clusterPrefix || (strings.HasPrefix(target, clusterPrefix) && strings.TrimSpace(target[len(clusterPrefix):]) == "") {
 		return Assumption{}, fmt.Errorf("%q names no cluster after %s", s, clusterPrefix)
 	}
-	v, err := ParseVersion(version)
+	v, err := ParseRelease(version)
 	if err != nil {
 		return Assumption{}, fmt.Errorf("%q: %w", s, err)
 	}

@@ -102,7 +102,7 @@ type ResetRisk struct {
 // step so far. It fails when the scope names a server or cluster or domain
 // that did not answer.
 func MakePlan(snap *Snapshot, p Policy, to string, scope PlanScope) (*Plan, error) {
-	v, err := ParseVersion(to)
+	v, err := ParseRelease(to)
 	if err != nil {
 		return nil, fmt.Errorf("--to: %w", err)
 	}

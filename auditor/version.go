@@ -50,13 +50,31 @@ var floorForm = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-
 // the one message every place that reads a floor (--floor, --policy.file)
 // prints.
 func ParseFloor(s string) (string, error) {
-	v := strings.TrimSpace(s)
-	if floorForm.MatchString(v) {
-		if c, err := ParseVersion(v); err == nil {
-			return c, nil
-		}
+	if c, ok := parseWritten(s); ok {
+		return c, nil
 	}
 	return "", fmt.Errorf("%q is not a floor: want MAJOR.MINOR or MAJOR.MINOR.PATCH, such as 2.14, 2.14.0 or v2.14.0 (a pre-release such as 2.15.0-RC.1 is allowed)", s)
+}
+
+// ParseRelease reads a version an operator names for servers to run
+// (plan --to, --assume) in the form of a floor, into ParseVersion's
+// canonical form: "14" is no release a server runs, although semver reads
+// it as v14.0.0.
+func ParseRelease(s string) (string, error) {
+	if c, ok := parseWritten(s); ok {
+		return c, nil
+	}
+	return "", fmt.Errorf("%q is not a version: want MAJOR.MINOR.PATCH such as 2.14.0 or v2.12.15 (MAJOR.MINOR is .0; a pre-release such as 2.15.0-RC.1 is allowed)", s)
+}
+
+// parseWritten reads a version in floorForm.
+func parseWritten(s string) (string, bool) {
+	v := strings.TrimSpace(s)
+	if !floorForm.MatchString(v) {
+		return "", false
+	}
+	c, err := ParseVersion(v)
+	return c, err == nil
 }
 
 // Display writes a version normalised by ParseVersion as servers and

@@ -82,3 +82,21 @@ func TestParseFloor(t *testing.T) {
 		}
 	}
 }
+
+// plan --to and --assume name versions servers are to run, in the floor's
+// form: one number is no release.
+func TestParseRelease(t *testing.T) {
+	for in, want := range map[string]string{"2.12.15": "v2.12.15", "v2.14.0": "v2.14.0", "2.14": "v2.14.0", "2.15.0-RC.1": "v2.15.0-RC.1"} {
+		if got, err := ParseRelease(in); err != nil || got != want {
+			t.Errorf("ParseRelease(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"14", "v2", "", "banana", "2.14.0.1"} {
+		if got, err := ParseRelease(in); err == nil || !strings.Contains(err.Error(), "is not a version: want MAJOR.MINOR.PATCH") {
+			t.Errorf("ParseRelease(%q) = %q, %v; want the release message", in, got, err)
+		}
+	}
+	if _, err := ParseAssumption("n2=14"); err == nil {
+		t.Error(`--assume n2=14 was taken as a version`)
+	}
+}

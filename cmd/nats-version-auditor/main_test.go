@@ -35,10 +35,12 @@ func TestUsageErrors(t *testing.T) {
 		{"missing creds file", []string{"check", "--creds", "/nonexistent/sys.creds", "-s", "nats://127.0.0.1:1"}, "/nonexistent/sys.creds"},
 		{"unknown context", []string{"check", "--context", "no-such-context"}, `load NATS context "no-such-context"`},
 		{"assume without a version", []string{"check", "--assume", "n2"}, `--assume: "n2" is not SERVER=VERSION`},
-		{"assume not a version", []string{"report", "--assume", "n2=latest"}, `--assume: "n2=latest": "latest" is not a semantic version`},
+		{"assume not a version", []string{"report", "--assume", "n2=latest"}, `--assume: "n2=latest": "latest" is not a version: want MAJOR.MINOR.PATCH`},
+		{"assume one number", []string{"report", "--assume", "n2=14"}, `--assume: "n2=14": "14" is not a version: want MAJOR.MINOR.PATCH`},
 		{"assume while waiting", []string{"check", "--assume", "n2=2.12.15", "--wait", "1m"}, "cannot be combined with --wait"},
 		{"plan without --to", []string{"plan"}, "required flag(s) '--to' not provided"},
-		{"plan --to not a version", []string{"plan", "--to", "latest"}, `--to: "latest" is not a semantic version`},
+		{"plan --to not a version", []string{"plan", "--to", "latest"}, `--to: "latest" is not a version: want MAJOR.MINOR.PATCH`},
+		{"plan --to one number", []string{"plan", "--to", "14"}, `--to: "14" is not a version: want MAJOR.MINOR.PATCH`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

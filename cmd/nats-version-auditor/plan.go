@@ -38,7 +38,7 @@ func (c *planCommand) run(ctx context.Context, a auditing, stdout io.Writer) (au
 	if err != nil {
 		return auditor.Unknown, err
 	}
-	if _, err := auditor.ParseVersion(c.to); err != nil {
+	if _, err := auditor.ParseRelease(c.to); err != nil {
 		return auditor.Unknown, fmt.Errorf("--to: %w", err)
 	}
 	c.scope.Servers = splitCommas(c.scope.Servers)
