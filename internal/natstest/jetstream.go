@@ -40,9 +40,12 @@ func apiRequest(nc *nats.Conn, subj string, req, resp any, timeout time.Duration
 }
 
 // AddStream creates a stream, retrying while a fresh cluster still drops
-// JetStream requests.
+// JetStream requests, and while a meta leader just elected does not yet
+// count every peer as placeable: seen once, a 2.15.3 leader elected amid
+// duplicate-route churn answered "no suitable peers for placement" for a
+// tag only its peers carry for more than 20 s.
 func AddStream(nc *nats.Conn, cfg server.StreamConfig) error {
-	return Eventually(20*time.Second, func() error {
+	return Eventually(60*time.Second, func() error {
 		err := apiRequest(nc, "$JS.API.STREAM.CREATE."+cfg.Name, cfg, nil, 2*time.Second)
 		if err != nil && isExists(err) {
 			return nil
