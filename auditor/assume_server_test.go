@@ -145,7 +145,7 @@ func hostsOf(sysConn *nats.Conn, stream string, servers int) ([]string, error) {
 func TestAssumeDowngradeOnRealServers(t *testing.T) {
 	sys := natstest.Start(t, natstest.Node("n1", natstest.Floor, "c1"), natstest.Node("n2", natstest.Floor, "c1"), natstest.Node("n3", natstest.Floor, "c1"))
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
-	if err := natstest.MoveMetaLeader(sysConn, "n1"); err != nil {
+	if err := natstest.MoveMetaLeader(sysConn, "n1", "n2", "n3"); err != nil {
 		t.Fatal(err)
 	}
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
@@ -257,7 +257,7 @@ func TestAssumeDowngradeUnderFlowControlOnRealServers(t *testing.T) {
 	}
 	sys := natstest.Start(t, natstest.Node("n1", natstest.Floor, "c1"), natstest.Node("n2", natstest.Floor, "c1"), natstest.Node("n3", natstest.Floor, "c1"))
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
-	if err := natstest.MoveMetaLeader(sysConn, "n1"); err != nil {
+	if err := natstest.MoveMetaLeader(sysConn, "n1", "n2", "n3"); err != nil {
 		t.Fatal(err)
 	}
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)

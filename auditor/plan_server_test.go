@@ -33,7 +33,7 @@ func streamAnswers(app *nats.Conn, stream string) error {
 func TestPlanFollowedOnRealServers(t *testing.T) {
 	sys := natstest.Start(t, natstest.Node("n1", natstest.Old, "c1"), natstest.Node("n2", natstest.Old, "c1"), natstest.Node("n3", natstest.Old, "c1"))
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
-	if err := natstest.MoveMetaLeader(sysConn, "n1"); err != nil {
+	if err := natstest.MoveMetaLeader(sysConn, "n1", "n2", "n3"); err != nil {
 		t.Fatal(err)
 	}
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)

@@ -37,7 +37,7 @@ func TestFactUndecodableAssets(t *testing.T) {
 	)
 	started := time.Now()
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
-	if err := natstest.MoveMetaLeader(sysConn, "n1"); err != nil {
+	if err := natstest.MoveMetaLeader(sysConn, "n1", "n2", "n3", "n4", "n5"); err != nil {
 		t.Fatal(err)
 	}
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
@@ -232,7 +232,7 @@ func TestFactDurableSourcing(t *testing.T) {
 	tagged := func(sp natstest.Spec) natstest.Spec { sp.Tags = append(sp.Tags, "new"); return sp }
 	sys := natstest.Start(t, tagged(node("n1", natstest.Floor)), tagged(node("n2", natstest.Floor)), node("n3", natstest.Old))
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
-	if err := natstest.MoveMetaLeader(sysConn, "n1"); err != nil {
+	if err := natstest.MoveMetaLeader(sysConn, "n1", "n2", "n3"); err != nil {
 		t.Fatal(err)
 	}
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)

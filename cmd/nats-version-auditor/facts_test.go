@@ -38,7 +38,7 @@ func TestFactAPIGapsOfOldPeers(t *testing.T) {
 	)
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
 	// Older meta leaders reject or drop config fields they do not know.
-	if err := natstest.MoveMetaLeader(sysConn, "n1"); err != nil {
+	if err := natstest.MoveMetaLeader(sysConn, "n1", "n2", "n3", "n4"); err != nil {
 		t.Fatal(err)
 	}
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)

@@ -162,10 +162,15 @@ func JSZ(sysConn *nats.Conn, opts server.JSzOptions, servers int, wait time.Dura
 }
 
 // MoveMetaLeader steps the JetStream meta leader down in favour of preferred
-// (over a system account connection) and waits until preferred leads.
-func MoveMetaLeader(sysConn *nats.Conn, preferred string) error {
+// (over a system account connection) and waits until preferred leads and
+// lists each of peers as a current, online member of the meta group. A
+// leader elected amid route churn can lack a server in its peer set for
+// longer than a test waits, and refuses to place an asset on it ("no
+// suitable peers for placement, tags not matched ['node:n5']" for 30 s in
+// one CI run, from selectPeerGroup, which walks only the group's peers).
+func MoveMetaLeader(sysConn *nats.Conn, preferred string, peers ...string) error {
 	req := map[string]any{"placement": map[string]any{"preferred": preferred}}
-	return Eventually(30*time.Second, func() error {
+	return Eventually(60*time.Second, func() error {
 		// With leader_only only the meta leader answers JSZ.
 		msg, err := sysConn.Request("$SYS.REQ.SERVER.PING.JSZ", []byte(`{"leader_only":true}`), 2*time.Second)
 		if err != nil {
@@ -175,14 +180,35 @@ func MoveMetaLeader(sysConn *nats.Conn, preferred string) error {
 		if err := json.Unmarshal(msg.Data, &resp); err != nil {
 			return err
 		}
-		if resp.Server != nil && resp.Server.Name == preferred {
-			return nil
+		if resp.Server == nil || resp.Server.Name != preferred {
+			if err := apiRequest(sysConn, "$JS.API.META.LEADER.STEPDOWN", req, nil, 2*time.Second); err != nil {
+				return err
+			}
+			return fmt.Errorf("meta leader is not %s yet", preferred)
 		}
-		if err := apiRequest(sysConn, "$JS.API.META.LEADER.STEPDOWN", req, nil, 2*time.Second); err != nil {
-			return err
-		}
-		return fmt.Errorf("meta leader is not %s yet", preferred)
+		return metaPeersCurrent(resp.Data, preferred, peers)
 	})
+}
+
+// metaPeersCurrent says which of peers the meta leader's JSZ does not list
+// as a current, online replica.
+func metaPeersCurrent(js *server.JSInfo, leader string, peers []string) error {
+	listed := map[string]bool{}
+	var seen []string
+	if js != nil && js.Meta != nil {
+		for _, r := range js.Meta.Replicas {
+			if r != nil {
+				seen = append(seen, fmt.Sprintf("%s(current=%v offline=%v)", r.Name, r.Current, r.Offline))
+				listed[r.Name] = r.Current && !r.Offline
+			}
+		}
+	}
+	for _, p := range peers {
+		if p != leader && !listed[p] {
+			return fmt.Errorf("meta leader %s does not list %s as a current peer yet; it lists %v", leader, p, seen)
+		}
+	}
+	return nil
 }
 
 // Statsz pings every server reachable from nc, a system-account
