@@ -68,7 +68,7 @@ func (h *Heartbeats) Statsz(data []byte) (string, error) {
 	reason := ""
 	switch {
 	case !ok:
-		reason = h.firstHeard(s)
+		reason = h.firstHeard(s, links)
 	case k.gone:
 		reason = fmt.Sprintf("server %s is back (%s, id %s)", s.Name, s.Version, s.ID)
 	case k.id != s.ID:
@@ -86,22 +86,40 @@ func (h *Heartbeats) Statsz(data []byte) (string, error) {
 
 // firstHeard holds a server heard of for the first time against the last
 // audit. Before any audit there is nothing to hold it against: the first
-// audit, running or about to, sees it.
-func (h *Heartbeats) firstHeard(s Server) string {
+// audit, running or about to, sees it. Its routes are held against the
+// servers of its cluster that the audit saw: a heartbeat heard first after a
+// peer was killed (which sends no SHUTDOWN) is the only word of that loss.
+// h.mu is held.
+func (h *Heartbeats) firstHeard(s Server, links []string) string {
 	snap := h.last()
 	if snap == nil {
 		return ""
 	}
+	var lost []string
+	audited := false
 	for _, a := range snap.Servers {
-		if a.Name != s.Name {
+		if a.Name == s.Name {
+			audited = true
+			if a.ID != s.ID || a.Version != s.Version {
+				return fmt.Sprintf("server %s runs %s (id %s), the last audit saw %s (id %s)", s.Name, s.Version, s.ID, a.Version, a.ID)
+			}
 			continue
 		}
-		if a.ID != s.ID || a.Version != s.Version {
-			return fmt.Sprintf("server %s runs %s (id %s), the last audit saw %s (id %s)", s.Name, s.Version, s.ID, a.Version, a.ID)
+		if s.Cluster == "" || a.Cluster != s.Cluster || slices.Contains(links, "route "+a.Name) {
+			continue
 		}
-		return ""
+		if k := h.known[a.Name]; k != nil && k.gone {
+			continue
+		}
+		lost = append(lost, a.Name)
 	}
-	return fmt.Sprintf("server %s (%s) was not in the last audit", s.Name, s.Version)
+	switch {
+	case !audited:
+		return fmt.Sprintf("server %s (%s) was not in the last audit", s.Name, s.Version)
+	case len(lost) > 0:
+		return fmt.Sprintf("server %s has no route to %s, which the last audit saw", s.Name, strings.Join(lost, ", "))
+	}
+	return ""
 }
 
 // linksDiff names the links gained and lost, leaving out routes lost to

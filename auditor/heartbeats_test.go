@@ -12,7 +12,13 @@ import (
 // own types so that the projection reads what a server sends.
 func beat(t *testing.T, name, id, version string, routes []string, gateways ...string) []byte {
 	t.Helper()
-	m := server.ServerStatsMsg{Server: server.ServerInfo{Name: name, ID: id, Version: version, Time: time.Now()}}
+	return beatIn(t, "", name, id, version, routes, gateways...)
+}
+
+// beatIn is beat from a server of cluster.
+func beatIn(t *testing.T, cluster, name, id, version string, routes []string, gateways ...string) []byte {
+	t.Helper()
+	m := server.ServerStatsMsg{Server: server.ServerInfo{Name: name, ID: id, Version: version, Cluster: cluster, Time: time.Now()}}
 	for _, r := range routes {
 		m.Stats.Routes = append(m.Stats.Routes, &server.RouteStat{Name: r})
 	}
@@ -59,6 +65,22 @@ func TestHeartbeats(t *testing.T) {
 			{name: "another process than audited", statsz: beat(t, "n2", "B2", "2.14.0", nil),
 				want: "server n2 runs 2.14.0 (id B2), the last audit saw 2.12.0 (id B)"},
 			{name: "not audited", statsz: beat(t, "n3", "C", "2.14.0", nil), want: "server n3 (2.14.0) was not in the last audit"},
+		}},
+		{"first heard without a route the last audit had", &Snapshot{Servers: []Server{
+			{Name: "n1", ID: "A", Version: "2.14.0", Cluster: "c1"}, {Name: "n2", ID: "B", Version: "2.14.0", Cluster: "c1"},
+			{Name: "n3", ID: "C", Version: "2.14.0", Cluster: "c1"}, {Name: "x1", ID: "X", Version: "2.14.0", Cluster: "other"},
+		}}, []step{
+			{name: "n2 routed to all of c1, not to another cluster's x1", statsz: beatIn(t, "c1", "n2", "B", "2.14.0", []string{"n1", "n3"})},
+			{name: "n1 no longer routed to n3 (killed: no SHUTDOWN)", statsz: beatIn(t, "c1", "n1", "A", "2.14.0", []string{"n2"}),
+				want: "server n1 has no route to n3, which the last audit saw"},
+			{name: "n3 shuts down", shutdown: goingEvent(t, "n3"), want: "server n3 shut down"},
+		}},
+		{"a route to a server that shut down is not asked for twice", &Snapshot{Servers: []Server{
+			{Name: "n1", ID: "A", Version: "2.14.0", Cluster: "c1"}, {Name: "n3", ID: "C", Version: "2.14.0", Cluster: "c1"},
+		}}, []step{
+			{name: "n3 first heard", statsz: beatIn(t, "c1", "n3", "C", "2.14.0", []string{"n1"})},
+			{name: "n3 shuts down", shutdown: goingEvent(t, "n3"), want: "server n3 shut down"},
+			{name: "n1 first heard, without the route", statsz: beatIn(t, "c1", "n1", "A", "2.14.0", nil)},
 		}},
 		{"changes", &Snapshot{}, []step{
 			{name: "first heard", statsz: beat(t, "n1", "A", "2.12.0", n23, "c2"), want: "server n1 (2.12.0) was not in the last audit"},
