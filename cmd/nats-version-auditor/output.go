@@ -49,13 +49,22 @@ func newAuditInfo(r *auditor.Report) auditInfo {
 	}
 }
 
-// failedJSON is check's document for an audit that could not run: UNKNOWN,
-// one AUDIT_INCOMPLETE finding and the error.
-func failedJSON(err error, pol auditor.Policy, started time.Time) checkOutput {
-	return checkOutput{Status: auditor.Unknown, Floor: auditor.Display(pol.Floor),
+// failedReport is the report of an audit that could not run: UNKNOWN, the
+// error as its one AUDIT_INCOMPLETE finding, nothing seen. check's and
+// report's documents of it come from the code that prints a real report,
+// so that every list they hold is one (`[]`, never null). took is how long
+// the attempt took.
+func failedReport(err error, pol auditor.Policy, started time.Time, took time.Duration) *auditor.Report {
+	return &auditor.Report{Status: auditor.Unknown, Floor: auditor.Display(pol.Floor),
 		Findings: []auditor.Finding{{Code: auditor.AuditIncomplete, Severity: auditor.SeverityOf(auditor.AuditIncomplete), Message: err.Error()}},
-		Servers:  []auditor.ServerReport{}, Audit: auditInfo{Started: started.UTC(), DurationSeconds: time.Since(started).Seconds()},
-		Error: err.Error()}
+		Snapshot: &auditor.Snapshot{Started: started, Duration: took}}
+}
+
+// failedJSON is check's document for an audit that could not run.
+func failedJSON(err error, r *auditor.Report) checkOutput {
+	out := checkJSON(r, nil)
+	out.Error = err.Error()
+	return out
 }
 
 func checkJSON(r *auditor.Report, w *auditor.WhatIf) checkOutput {
@@ -158,6 +167,13 @@ type leafOutput struct {
 	Peer    string `json:"peer"`
 	Account string `json:"account"`
 	Audited bool   `json:"audited"`
+}
+
+// failedReportJSON is report's document for an audit that could not run.
+func failedReportJSON(err error, r *auditor.Report) reportOutput {
+	out := reportOf(r, nil)
+	out.Error = err.Error()
+	return out
 }
 
 // reportOf is the inventory `report` prints.

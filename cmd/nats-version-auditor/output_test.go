@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/fixture"
@@ -35,6 +38,9 @@ func TestOutputsAreGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An audit that could not run: every list of its documents is one.
+	unreachable := errors.New("cannot reach NATS at nats://127.0.0.1:1: nats: no servers available for connection")
+	failed := failedReport(unreachable, pol, r.Snapshot.Started, time.Millisecond)
 	for _, tt := range []struct {
 		file  string
 		write func(io.Writer) error
@@ -52,6 +58,11 @@ func TestOutputsAreGolden(t *testing.T) {
 		{"plan.txt", func(w io.Writer) error { return writePlanText(w, up) }},
 		{"plan.json", func(w io.Writer) error { return writeJSON(w, planOutput{Plan: up, Audit: newAuditInfo(r)}) }},
 		{"plan-downgrade.txt", func(w io.Writer) error { return writePlanText(w, down) }},
+		{"check-failed.json", func(w io.Writer) error { return writeJSON(w, failedJSON(unreachable, failed)) }},
+		{"report-failed.json", func(w io.Writer) error { return writeJSON(w, failedReportJSON(unreachable, failed)) }},
+		{"plan-failed.json", func(w io.Writer) error {
+			return writeJSON(w, failedPlanJSON(unreachable, "2.14.0", failed.Floor, newAuditInfo(failed)))
+		}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			var b bytes.Buffer
@@ -71,8 +82,12 @@ func TestOutputsAreGolden(t *testing.T) {
 			if !bytes.Equal(b.Bytes(), want) {
 				t.Errorf("%s differs from %s:\n%s", tt.file, golden, b.String())
 			}
-			if filepath.Ext(tt.file) == ".json" && !json.Valid(b.Bytes()) {
-				t.Errorf("%s is not JSON", tt.file)
+			if filepath.Ext(tt.file) == ".json" {
+				if !json.Valid(b.Bytes()) {
+					t.Errorf("%s is not JSON", tt.file)
+				} else if nulls := unexpectedNulls(b.Bytes()); len(nulls) > 0 {
+					t.Errorf("%s has null where a list belongs: %s", tt.file, strings.Join(nulls, ", "))
+				}
 			}
 		})
 	}
