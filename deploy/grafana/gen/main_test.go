@@ -281,3 +281,49 @@ func TestDashboardTellsSystemsApart(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardNamesAccounts: in operator (JWT) mode account is an account's public key and
+// account_name its JWT name. Every table that keeps account of a metric with account_name
+// keeps account_name too, so that a row reads APP beside its key (in plain mode the label is
+// empty and Grafana shows no column for it).
+func TestDashboardNamesAccounts(t *testing.T) {
+	ch := make(chan *prometheus.Desc, 64)
+	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, 0).Describe(ch)
+	close(ch)
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	named := map[string]bool{}
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil && strings.Contains(d.String(), "account_name") {
+			named[m[1]] = true
+		}
+	}
+	checked := 0
+	for where, exprs := range dashboardQueries(t) {
+		for _, expr := range exprs {
+			e, err := parser.NewParser(parser.Options{}).ParseExpr(grafanaVars.Replace(expr))
+			if err != nil {
+				t.Errorf("%s: %v", where, err)
+				continue
+			}
+			parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+				agg, ok := n.(*parser.AggregateExpr)
+				if !ok || !slices.Contains(agg.Grouping, "account") {
+					return nil
+				}
+				parser.Inspect(agg.Expr, func(n parser.Node, _ []parser.Node) error {
+					if vs, ok := n.(*parser.VectorSelector); ok && named[vs.Name] {
+						checked++
+						if !slices.Contains(agg.Grouping, "account_name") {
+							t.Errorf("%s: %s by (%s) of %s keeps account without account_name", where, agg.Op, strings.Join(agg.Grouping, ", "), vs.Name)
+						}
+					}
+					return nil
+				})
+				return nil
+			})
+		}
+	}
+	if checked == 0 {
+		t.Error("no aggregation of a metric with account_name: the consumers table is gone?")
+	}
+}
