@@ -166,7 +166,10 @@ type leafOutput struct {
 	Server  string `json:"server"`
 	Peer    string `json:"peer"`
 	Account string `json:"account"`
-	Audited bool   `json:"audited"`
+	// AccountName is the account's name where the audit knows one and it
+	// is not Account (operator mode; see auditor.AccountNames).
+	AccountName string `json:"account_name,omitempty"`
+	Audited     bool   `json:"audited"`
 }
 
 // failedReportJSON is report's document for an audit that could not run.
@@ -186,8 +189,9 @@ func reportOf(r *auditor.Report, w *auditor.WhatIf) reportOutput {
 	out := reportOutput{Status: r.Status, Floor: r.Floor, Servers: nonNil(r.Servers), Clusters: nonNil(r.Clusters),
 		Leafnodes: []leafOutput{}, Findings: nonNil(r.Findings), APILevels: levels, Features: features,
 		AssetLevels: auditor.AssetLevels(r, auditor.FeatureLevels()), WhatIf: whatIfJSON(w), Audit: newAuditInfo(r)}
+	names := auditor.AccountNames(r.Snapshot)
 	for _, l := range r.Leafnodes {
-		out.Leafnodes = append(out.Leafnodes, leafOutput{Server: l.Server, Peer: l.Peer, Account: l.Account, Audited: audited[l.Peer]})
+		out.Leafnodes = append(out.Leafnodes, leafOutput{Server: l.Server, Peer: l.Peer, Account: l.Account, AccountName: names[l.Account], Audited: audited[l.Peer]})
 	}
 	return out
 }
@@ -209,7 +213,7 @@ func writeReportText(w io.Writer, out reportOutput, r *auditor.Report, what *aud
 	if len(out.Leafnodes) > 0 {
 		ew.printf("\nLEAFNODE LINK\tPEER\tACCOUNT\tAUDITED\n")
 		for _, l := range out.Leafnodes {
-			ew.printf("%s\t%s\t%s\t%t\n", l.Server, l.Peer, l.Account, l.Audited)
+			ew.printf("%s\t%s\t%s\t%t\n", l.Server, l.Peer, auditor.AccountLabel(l.Account, l.AccountName), l.Audited)
 		}
 	}
 	writeCapabilityText(ew, out)

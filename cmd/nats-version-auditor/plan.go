@@ -185,10 +185,7 @@ func groupName(kind, account, accountName, stream, consumer, domain string) stri
 	if kind == "meta" {
 		n = "the JetStream meta group"
 	} else {
-		if accountName != "" {
-			account = accountName + " (" + account + ")"
-		}
-		n += " " + account + " > " + stream
+		n += " " + auditor.AccountLabel(account, accountName) + " > " + stream
 		if consumer != "" {
 			n += " > " + consumer
 		}
