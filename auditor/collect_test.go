@@ -14,7 +14,7 @@ import (
 
 // TestCollectPagesOverAccounts puts more JetStream accounts on a server than
 // one JSZ page holds and checks that the assets of every account are found,
-// with one request per page and none per asset.
+// with one request per page and none per asset, in plain and operator mode.
 func TestCollectPagesOverAccounts(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -30,49 +30,74 @@ func TestCollectPagesOverAccounts(t *testing.T) {
 		// page, then every account in one.
 		{"2.10 without a total", natstest.NoLevels, 7, 3, []string{"ACC0001", "ACC0003", "ACC0004", "ACC0006", "ACC0007", "APP"}, 2},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: tt.version, JetStream: true, ExtraAccounts: tt.extra})
-			for _, acc := range tt.withAsset {
-				user, pass := natstest.AppUser, natstest.AppPassword
-				if acc != "APP" {
-					user, pass = "acc"+acc[3:], "acc"
+	for _, mode := range natstest.Modes {
+		for _, tt := range tests {
+			t.Run(string(mode)+"/"+tt.name, func(t *testing.T) {
+				sys := mode.Start(t, natstest.Spec{Name: "solo", Version: tt.version, JetStream: true, ExtraAccounts: tt.extra})
+				// In operator mode a server only validates the preloaded JWTs at
+				// start (server.go checkResolvePreloads) and loads an account at
+				// its first use, and JSZ lists the JetStream accounts loaded
+				// (monitor.go Jsz, js.accounts): a connection to each puts them
+				// all on the pages, as plain mode has them from the start.
+				if mode == natstest.Operator {
+					for i := 1; i <= tt.extra; i++ {
+						sys.Connect("solo", fmt.Sprintf("acc%04d", i), "acc").Close()
+					}
 				}
-				nc := sys.Connect("solo", user, pass)
-				if err := natstest.AddStream(nc, server.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: server.MemoryStorage}); err != nil {
-					t.Fatal(err)
+				// JSZ names an account by its id: the name in plain mode, the
+				// public key in operator mode, with the JWT's name beside it.
+				var want []string
+				names := map[string]string{}
+				for _, acc := range tt.withAsset {
+					user, pass := natstest.AppUser, natstest.AppPassword
+					if acc != "APP" {
+						user, pass = "acc"+acc[3:], "acc"
+					}
+					key := sys.AccountKey(user)
+					want = append(want, key)
+					if mode == natstest.Operator {
+						names[key] = acc
+					}
+					nc := sys.Connect("solo", user, pass)
+					if err := natstest.AddStream(nc, server.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: server.MemoryStorage}); err != nil {
+						t.Fatal(err)
+					}
+					if err := natstest.AddConsumer(nc, "S", server.ConsumerConfig{Durable: "C", AckPolicy: server.AckExplicit}); err != nil {
+						t.Fatal(err)
+					}
 				}
-				if err := natstest.AddConsumer(nc, "S", server.ConsumerConfig{Durable: "C", AckPolicy: server.AckExplicit}); err != nil {
-					t.Fatal(err)
-				}
-			}
+				slices.Sort(want)
 
-			nc := sys.Connect("solo", natstest.SysUser, natstest.SysPassword)
-			snap, err := auditor.Collect(context.Background(), nc, auditor.Options{JSZPageSize: tt.pageSize})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(snap.Problems) != 0 {
-				t.Fatalf("problems: %+v", snap.Problems)
-			}
-			var got []string
-			for _, c := range snap.Consumers {
-				if slices.Contains(got, c.Account) {
-					continue // a 2.10 server's first page is asked again
+				nc := sys.Connect("solo", natstest.SysUser, natstest.SysPassword)
+				snap, err := auditor.Collect(context.Background(), nc, auditor.Options{JSZPageSize: tt.pageSize})
+				if err != nil {
+					t.Fatal(err)
 				}
-				got = append(got, c.Account)
-				if c.Leader != "solo" || len(c.Peers) != 1 {
-					t.Errorf("consumer %s: leader %q peers %v, want solo alone", c.Account, c.Leader, c.Peers)
+				if len(snap.Problems) != 0 {
+					t.Fatalf("problems: %+v", snap.Problems)
 				}
-			}
-			slices.Sort(got)
-			if fmt.Sprint(got) != fmt.Sprint(tt.withAsset) {
-				t.Errorf("consumers found in %v, want %v", got, tt.withAsset)
-			}
-			// One STATSZ ping, then LEAFZ and the JSZ pages of the one server.
-			if want := 1 + 1 + tt.pages; snap.Requests != want {
-				t.Errorf("%d requests, want %d", snap.Requests, want)
-			}
-		})
+				var got []string
+				for _, c := range snap.Consumers {
+					if slices.Contains(got, c.Account) {
+						continue // a 2.10 server's first page is asked again
+					}
+					got = append(got, c.Account)
+					if c.Leader != "solo" || len(c.Peers) != 1 {
+						t.Errorf("consumer %s: leader %q peers %v, want solo alone", c.Account, c.Leader, c.Peers)
+					}
+					if c.AccountName != names[c.Account] {
+						t.Errorf("consumer of account %s: account name %q, want %q", c.Account, c.AccountName, names[c.Account])
+					}
+				}
+				slices.Sort(got)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("consumers found in %v, want %v (%v)", got, want, tt.withAsset)
+				}
+				// One STATSZ ping, then LEAFZ and the JSZ pages of the one server.
+				if want := 1 + 1 + tt.pages; snap.Requests != want {
+					t.Errorf("%d requests, want %d", snap.Requests, want)
+				}
+			})
+		}
 	}
 }

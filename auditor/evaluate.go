@@ -59,7 +59,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 		e.asset(a)
 	}
 	e.hazards(snap)
-	e.leafnodes(snap.Leafnodes)
+	e.leafnodes(snap.Leafnodes, AccountNames(snap))
 	for _, f := range unmatched(snap, p) {
 		e.add(f)
 	}
@@ -285,18 +285,16 @@ func (e *evaluation) apiLevel(a Asset, base Finding, s *ServerReport) {
 // name is how findings name the asset: an account with a name of its own
 // (operator mode) by both, as two accounts may share a name.
 func (a Asset) name() string {
-	n := a.Account
-	if a.AccountName != "" {
-		n = a.AccountName + " (" + a.Account + ")"
-	}
-	n += " > " + a.Stream
+	n := AccountLabel(a.Account, a.AccountName) + " > " + a.Stream
 	if a.Consumer != "" {
 		n += " > " + a.Consumer
 	}
 	return n
 }
 
-func (e *evaluation) leafnodes(links []LeafLink) {
+// leafnodes reports the links whose peer was not audited; names are the
+// accounts' names where the audit knows them (AccountNames).
+func (e *evaluation) leafnodes(links []LeafLink, names map[string]string) {
 	seen := map[LeafLink]bool{}
 	for _, l := range links {
 		if _, ok := e.byName[l.Peer]; ok {
@@ -307,8 +305,9 @@ func (e *evaluation) leafnodes(links []LeafLink) {
 			continue
 		}
 		seen[key] = true
-		e.add(Finding{Code: LeafnodeUnaudited, Server: l.Server, Cluster: l.Cluster, Peer: l.Peer, Account: l.Account,
-			Message: fmt.Sprintf("leafnode peer %s (linked to %s in account %s) was not audited: it does not share the system account, or it is not answering", l.Peer, l.Server, l.Account)})
+		e.add(Finding{Code: LeafnodeUnaudited, Server: l.Server, Cluster: l.Cluster, Peer: l.Peer, Account: l.Account, AccountName: names[l.Account],
+			Message: fmt.Sprintf("leafnode peer %s, linked to %s in account %s, was not audited: it does not share the system account, or it is not answering",
+				l.Peer, l.Server, AccountLabel(l.Account, names[l.Account]))})
 	}
 }
 

@@ -536,3 +536,28 @@ func TestEvaluateFailedAudit(t *testing.T) {
 		t.Errorf("an empty snapshot: status %s, findings %+v", r.Status, r.Findings)
 	}
 }
+
+// TestLeafnodeAccountName: LEAFZ names a link's account by its id alone (in
+// operator mode its public key); the finding names it as the audit's assets
+// do, with the JWT's name, where the audit saw one, and by the key alone
+// where it did not.
+func TestLeafnodeAccountName(t *testing.T) {
+	const app, other = "ACXD4KXKPV6KCL7X5IK2SQAS4XAA5ACP77V4TC5SZUKVU47U5LSM7DWJ", "ABCSK3LXTUNSEBYZC22MPEDOAJWEJBW7FOLMQF3L3EG2M2XRRXC3PMDU"
+	s := stream("ORDERS", "hub", "hub")
+	s.Account, s.AccountName = app, "APP"
+	snap := &Snapshot{Servers: []Server{srv("hub", "", "2.14.0", 4)}, Streams: []Asset{s},
+		Leafnodes: []LeafLink{{Server: "hub", Peer: "leaf-app", Account: app}, {Server: "hub", Peer: "leaf-other", Account: other}}}
+	var got []string // in the findings' order: by message
+	for _, f := range Evaluate(snap, Policy{Floor: DefaultFloor}).Findings {
+		if f.Code == LeafnodeUnaudited {
+			got = append(got, f.Peer+" "+f.AccountName+": "+f.Message)
+		}
+	}
+	want := []string{
+		"leaf-other : leafnode peer leaf-other, linked to hub in account " + other + ", was not audited: it does not share the system account, or it is not answering",
+		"leaf-app APP: leafnode peer leaf-app, linked to hub in account APP (" + app + "), was not audited: it does not share the system account, or it is not answering",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("findings:\n  got  %s\n  want %s", strings.Join(got, "\n       "), strings.Join(want, "\n       "))
+	}
+}

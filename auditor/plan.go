@@ -258,13 +258,13 @@ func (sc PlanScope) check(snap *Snapshot) error {
 		names []string
 		field func(Server) string
 	}{
-		{"cluster", sc.Clusters, func(s Server) string { return s.Cluster }},
-		{"domain", sc.Domains, func(s Server) string { return s.Domain }},
-		{"server", sc.Servers, func(s Server) string { return s.Name }},
+		{"of cluster", sc.Clusters, func(s Server) string { return s.Cluster }},
+		{"of domain", sc.Domains, func(s Server) string { return s.Domain }},
+		{"named", sc.Servers, func(s Server) string { return s.Name }},
 	} {
 		for _, n := range l.names {
 			if !slices.ContainsFunc(snap.Servers, func(s Server) bool { return l.field(s) == n }) {
-				return fmt.Errorf("no server of %s %q answered the audit", l.what, n)
+				return fmt.Errorf("no server %s %q answered the audit", l.what, n)
 			}
 		}
 	}

@@ -155,9 +155,16 @@ func TestPlanScopeAndUnknownVersion(t *testing.T) {
 		t.Errorf("unavailable %v, status %s", got, plan.Steps[0].Status)
 	}
 
-	for _, sc := range []PlanScope{{Clusters: []string{"c9"}}, {Servers: []string{"typo"}}, {Domains: []string{"hub"}}} {
-		if _, err := MakePlan(&snap, Policy{Floor: DefaultFloor}, "2.14.0", sc); err == nil || !strings.Contains(err.Error(), "answered the audit") {
-			t.Errorf("%+v: err %v", sc, err)
+	for _, tt := range []struct {
+		scope PlanScope
+		want  string
+	}{
+		{PlanScope{Clusters: []string{"c9"}}, `no server of cluster "c9" answered the audit`},
+		{PlanScope{Servers: []string{"typo"}}, `no server named "typo" answered the audit`},
+		{PlanScope{Domains: []string{"hub"}}, `no server of domain "hub" answered the audit`},
+	} {
+		if _, err := MakePlan(&snap, Policy{Floor: DefaultFloor}, "2.14.0", tt.scope); err == nil || err.Error() != tt.want {
+			t.Errorf("%+v: err %v, want %q", tt.scope, err, tt.want)
 		}
 	}
 	if _, err := MakePlan(&snap, Policy{Floor: DefaultFloor}, "latest", PlanScope{}); err == nil {

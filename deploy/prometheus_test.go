@@ -399,6 +399,51 @@ func TestRulesTellSystemsApart(t *testing.T) {
 	}
 }
 
+// TestRulesNameAccounts: in operator (JWT) mode account is an account's public key and
+// account_name its JWT name, which need not be unique. Every alert on a metric with
+// account_name keeps it beside account in each aggregation, and every text that prints the
+// account prints the name too (falling back to account alone in plain mode, where it is
+// empty: rules_test.yml shows both).
+func TestRulesNameAccounts(t *testing.T) {
+	ch := make(chan *prometheus.Desc, 64)
+	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, 0).Describe(ch)
+	close(ch)
+	named := map[string]bool{}
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil && strings.Contains(d.String(), "account_name") {
+			named[m[1]] = true
+		}
+	}
+	if !named["nats_version_auditor_consumer_leader_below_floor"] {
+		t.Fatalf("no metric with account_name among the collector's descriptors: %v", named)
+	}
+	checked := 0
+	for _, a := range alerts(sourceRules(t)) {
+		if !slices.ContainsFunc(metricName.FindAllString(a.Expr, -1), func(n string) bool { return named[n] }) {
+			continue
+		}
+		checked++
+		for _, m := range byClause.FindAllStringSubmatch(a.Expr, -1) {
+			ls := strings.Split(m[1], ",")
+			for i := range ls {
+				ls[i] = strings.TrimSpace(ls[i])
+			}
+			if slices.Contains(ls, "account") && !slices.Contains(ls, "account_name") {
+				t.Errorf("%s: by (%s) keeps account without account_name", a.Alert, m[1])
+			}
+		}
+		for _, k := range []string{"summary", "description"} {
+			text := a.Annotations[k]
+			if strings.Count(text, "$labels.account ")+strings.Count(text, "$labels.account}") > 0 && !strings.Contains(text, "$labels.account_name") {
+				t.Errorf("%s: the %s prints the account without its name", a.Alert, k)
+			}
+		}
+	}
+	if checked < 4 {
+		t.Errorf("%d alerts on metrics with account_name, want the 4 consumer and asset alerts", checked)
+	}
+}
+
 var alertnameMatcher = regexp.MustCompile(`^alertname(=~|=)"([^"]+)"$`)
 
 // inhibitRule is one Alertmanager inhibition rule with its matchers as Alertmanager writes them.

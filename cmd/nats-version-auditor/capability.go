@@ -105,11 +105,7 @@ func writeCapabilityText(ew *errWriter, out reportOutput) {
 				ew.printf("... and %d more\t\t\t\n", len(limited)-listed)
 				break
 			}
-			account := a.Account
-			if a.AccountName != "" {
-				account = a.AccountName + " (" + a.Account + ")"
-			}
-			name := string(a.Kind) + " " + account + " > " + a.Stream
+			name := string(a.Kind) + " " + auditor.AccountLabel(a.Account, a.AccountName) + " > " + a.Stream
 			if a.Consumer != "" {
 				name += " > " + a.Consumer
 			}

@@ -89,7 +89,8 @@ func (c *checkCommand) output(r *auditor.Report, w *auditor.WhatIf, err error, p
 		case "nagios":
 			writeNagiosUnknown(stdout, err)
 		case "json":
-			_ = writeJSON(stdout, failedJSON(err, pol, started)) // the error is what run reports
+			// The error is what run reports.
+			_ = writeJSON(stdout, failedJSON(err, failedReport(err, pol, started, time.Since(started))))
 		}
 		return auditor.Unknown, err
 	}

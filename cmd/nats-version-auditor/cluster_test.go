@@ -352,6 +352,9 @@ func TestConnectionFailuresNameTheProblem(t *testing.T) {
 						!strings.Contains(out.Error, tt.want) || len(withCode(out.Findings, auditor.AuditIncomplete)) == 0 {
 						t.Errorf("json: stdout %q (%v), want a document with status UNKNOWN and an error saying %q", res.stdout, err, tt.want)
 					}
+					if nulls := unexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
+						t.Errorf("json: null where a list belongs: %s", strings.Join(nulls, ", "))
+					}
 				case "nagios":
 					if !strings.HasPrefix(res.stdout, "NATS VERSIONS UNKNOWN - ") || !strings.Contains(res.stdout, tt.want) {
 						t.Errorf("nagios: stdout %q", res.stdout)
@@ -362,6 +365,18 @@ func TestConnectionFailuresNameTheProblem(t *testing.T) {
 			var inv reportOutput
 			if err := json.Unmarshal([]byte(res.stdout), &inv); err != nil || res.code != exitUnknown || inv.Status != auditor.Unknown || !strings.Contains(inv.Error, tt.want) {
 				t.Errorf("report --format json: exit %d, stdout %q (%v)", res.code, res.stdout, err)
+			}
+			if nulls := unexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
+				t.Errorf("report --format json: null where a list belongs: %s", strings.Join(nulls, ", "))
+			}
+			res = runCmd(t, append([]string{"plan", "--to", "2.14.0", "--format", "json"}, tt.args...)...)
+			var plan planOutput
+			if err := json.Unmarshal([]byte(res.stdout), &plan); err != nil || res.code != exitUnknown || plan.Plan == nil ||
+				plan.Status != auditor.Unknown || !strings.Contains(plan.Error, tt.want) || plan.Steps == nil {
+				t.Errorf("plan --format json: exit %d, stdout %q (%v)", res.code, res.stdout, err)
+			}
+			if nulls := unexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
+				t.Errorf("plan --format json: null where a list belongs: %s", strings.Join(nulls, ", "))
 			}
 		})
 	}

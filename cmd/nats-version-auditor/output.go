@@ -49,13 +49,22 @@ func newAuditInfo(r *auditor.Report) auditInfo {
 	}
 }
 
-// failedJSON is check's document for an audit that could not run: UNKNOWN,
-// one AUDIT_INCOMPLETE finding and the error.
-func failedJSON(err error, pol auditor.Policy, started time.Time) checkOutput {
-	return checkOutput{Status: auditor.Unknown, Floor: auditor.Display(pol.Floor),
+// failedReport is the report of an audit that could not run: UNKNOWN, the
+// error as its one AUDIT_INCOMPLETE finding, nothing seen. check's and
+// report's documents of it come from the code that prints a real report,
+// so that every list they hold is one (`[]`, never null). took is how long
+// the attempt took.
+func failedReport(err error, pol auditor.Policy, started time.Time, took time.Duration) *auditor.Report {
+	return &auditor.Report{Status: auditor.Unknown, Floor: auditor.Display(pol.Floor),
 		Findings: []auditor.Finding{{Code: auditor.AuditIncomplete, Severity: auditor.SeverityOf(auditor.AuditIncomplete), Message: err.Error()}},
-		Servers:  []auditor.ServerReport{}, Audit: auditInfo{Started: started.UTC(), DurationSeconds: time.Since(started).Seconds()},
-		Error: err.Error()}
+		Snapshot: &auditor.Snapshot{Started: started, Duration: took}}
+}
+
+// failedJSON is check's document for an audit that could not run.
+func failedJSON(err error, r *auditor.Report) checkOutput {
+	out := checkJSON(r, nil)
+	out.Error = err.Error()
+	return out
 }
 
 func checkJSON(r *auditor.Report, w *auditor.WhatIf) checkOutput {
@@ -157,7 +166,17 @@ type leafOutput struct {
 	Server  string `json:"server"`
 	Peer    string `json:"peer"`
 	Account string `json:"account"`
-	Audited bool   `json:"audited"`
+	// AccountName is the account's name where the audit knows one and it
+	// is not Account (operator mode; see auditor.AccountNames).
+	AccountName string `json:"account_name,omitempty"`
+	Audited     bool   `json:"audited"`
+}
+
+// failedReportJSON is report's document for an audit that could not run.
+func failedReportJSON(err error, r *auditor.Report) reportOutput {
+	out := reportOf(r, nil)
+	out.Error = err.Error()
+	return out
 }
 
 // reportOf is the inventory `report` prints.
@@ -170,8 +189,9 @@ func reportOf(r *auditor.Report, w *auditor.WhatIf) reportOutput {
 	out := reportOutput{Status: r.Status, Floor: r.Floor, Servers: nonNil(r.Servers), Clusters: nonNil(r.Clusters),
 		Leafnodes: []leafOutput{}, Findings: nonNil(r.Findings), APILevels: levels, Features: features,
 		AssetLevels: auditor.AssetLevels(r, auditor.FeatureLevels()), WhatIf: whatIfJSON(w), Audit: newAuditInfo(r)}
+	names := auditor.AccountNames(r.Snapshot)
 	for _, l := range r.Leafnodes {
-		out.Leafnodes = append(out.Leafnodes, leafOutput{Server: l.Server, Peer: l.Peer, Account: l.Account, Audited: audited[l.Peer]})
+		out.Leafnodes = append(out.Leafnodes, leafOutput{Server: l.Server, Peer: l.Peer, Account: l.Account, AccountName: names[l.Account], Audited: audited[l.Peer]})
 	}
 	return out
 }
@@ -193,7 +213,7 @@ func writeReportText(w io.Writer, out reportOutput, r *auditor.Report, what *aud
 	if len(out.Leafnodes) > 0 {
 		ew.printf("\nLEAFNODE LINK\tPEER\tACCOUNT\tAUDITED\n")
 		for _, l := range out.Leafnodes {
-			ew.printf("%s\t%s\t%s\t%t\n", l.Server, l.Peer, l.Account, l.Audited)
+			ew.printf("%s\t%s\t%s\t%t\n", l.Server, l.Peer, auditor.AccountLabel(l.Account, l.AccountName), l.Audited)
 		}
 	}
 	writeCapabilityText(ew, out)

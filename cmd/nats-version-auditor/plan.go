@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -32,22 +33,20 @@ func addPlanCommand(app *kingpin.Application) *planCommand {
 }
 
 // run audits once, plans and prints the plan, and returns the worst step's
-// status to exit with.
+// status to exit with. Whatever ends it, --format json prints a complete
+// document: a plan that could not be made is UNKNOWN with the error.
 func (c *planCommand) run(ctx context.Context, a auditing, stdout io.Writer) (auditor.Severity, error) {
-	pol, err := c.pol.policy()
+	started := time.Now()
+	pol, plan, r, err := c.plan(ctx, a)
 	if err != nil {
-		return auditor.Unknown, err
-	}
-	if _, err := auditor.ParseRelease(c.to); err != nil {
-		return auditor.Unknown, fmt.Errorf("--to: %w", err)
-	}
-	c.scope.Servers = splitCommas(c.scope.Servers)
-	r, err := a.once(pol).audit(ctx)
-	if err != nil {
-		return auditor.Unknown, err
-	}
-	plan, err := auditor.MakePlan(r.Snapshot, pol, c.to, c.scope)
-	if err != nil {
+		if c.format == "json" {
+			// The error is what run reports.
+			audit := auditInfo{Started: started.UTC(), DurationSeconds: time.Since(started).Seconds()}
+			if r != nil {
+				audit = newAuditInfo(r) // the audit ran; the plan could not be made of it
+			}
+			_ = writeJSON(stdout, failedPlanJSON(err, c.to, auditor.Display(pol.Floor), audit))
+		}
 		return auditor.Unknown, err
 	}
 	if c.format == "json" {
@@ -59,6 +58,24 @@ func (c *planCommand) run(ctx context.Context, a auditing, stdout io.Writer) (au
 		return auditor.Unknown, fmt.Errorf("write output: %w", err)
 	}
 	return plan.Status, nil
+}
+
+// plan checks the flags, audits once and plans.
+func (c *planCommand) plan(ctx context.Context, a auditing) (auditor.Policy, *auditor.Plan, *auditor.Report, error) {
+	pol, err := c.pol.policy()
+	if err != nil {
+		return pol, nil, nil, err
+	}
+	if _, err := auditor.ParseRelease(c.to); err != nil {
+		return pol, nil, nil, fmt.Errorf("--to: %w", err)
+	}
+	c.scope.Servers = splitCommas(c.scope.Servers)
+	r, err := a.once(pol).audit(ctx)
+	if err != nil {
+		return pol, nil, nil, err
+	}
+	plan, err := auditor.MakePlan(r.Snapshot, pol, c.to, c.scope)
+	return pol, plan, r, err
 }
 
 func splitCommas(list []string) []string {
@@ -77,6 +94,15 @@ func splitCommas(list []string) []string {
 type planOutput struct {
 	*auditor.Plan
 	Audit auditInfo `json:"audit"`
+	// Error is set when no plan could be made (status UNKNOWN).
+	Error string `json:"error,omitempty"`
+}
+
+// failedPlanJSON is plan's document when no plan could be made: UNKNOWN,
+// no step, the error. to is --to as given.
+func failedPlanJSON(err error, to, floor string, audit auditInfo) planOutput {
+	return planOutput{Plan: &auditor.Plan{To: to, ToLevel: auditor.LevelUnknown, Floor: floor, Status: auditor.Unknown,
+		Steps: []auditor.PlanStep{}, Unchanged: []string{}}, Audit: audit, Error: err.Error()}
 }
 
 // listed is how many entries of a list the text output prints before it
@@ -159,10 +185,7 @@ func groupName(kind, account, accountName, stream, consumer, domain string) stri
 	if kind == "meta" {
 		n = "the JetStream meta group"
 	} else {
-		if accountName != "" {
-			account = accountName + " (" + account + ")"
-		}
-		n += " " + account + " > " + stream
+		n += " " + auditor.AccountLabel(account, accountName) + " > " + stream
 		if consumer != "" {
 			n += " > " + consumer
 		}

@@ -48,9 +48,8 @@ func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (
 	}
 	if err != nil {
 		if c.format == "json" {
-			f := failedJSON(err, pol, started)
-			_ = writeJSON(stdout, reportOutput{Status: f.Status, Floor: f.Floor, Servers: f.Servers, Clusters: []auditor.ClusterReport{},
-				Leafnodes: []leafOutput{}, Findings: f.Findings, Audit: f.Audit, Error: f.Error}) // the error is what run reports
+			// The error is what run reports.
+			_ = writeJSON(stdout, failedReportJSON(err, failedReport(err, pol, started, time.Since(started))))
 		}
 		return auditor.Unknown, err
 	}

@@ -213,4 +213,15 @@ func TestServeReadyzWaitsForAnAudit(t *testing.T) {
 	if code, body := d.get(t, "/api/v1/consumers/APP/S/C"); code != http.StatusServiceUnavailable || !strings.Contains(body, "reached no server") {
 		t.Errorf("consumer API with NATS unreachable: %d %s", code, body)
 	}
+	// The report of an audit that reached no server is check's document:
+	// UNKNOWN, and lists where lists belong.
+	code, body := d.get(t, "/api/v1/report")
+	var rep reportAPIOutput
+	if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK || rep.Status != auditor.Unknown ||
+		len(withCode(rep.Findings, auditor.AuditIncomplete)) != 1 {
+		t.Errorf("report API with NATS unreachable: %d %s (%v)", code, body, err)
+	}
+	if nulls := unexpectedNulls([]byte(body)); len(nulls) > 0 {
+		t.Errorf("report API with NATS unreachable: null where a list belongs: %s", strings.Join(nulls, ", "))
+	}
 }

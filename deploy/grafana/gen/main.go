@@ -221,9 +221,9 @@ max by (namespace, nats_system, server_cluster, server_name) (nats_version_audit
 			WithTarget(query(`max by (namespace, nats_system, server_name) (nats_version_auditor_stream_leaders{`+sel+`})`, "{{server_name}} streams")).
 			Min(0).Decimals(0)).
 		WithPanel(tablePanel("Consumers below the floor now", "Each consumer led by a server below the floor (leader), or with a follower below it (follower), and that server. Capped by --metrics.max-asset-series (see Series dropped).").
-			WithTarget(instant(`label_replace(max by (namespace, nats_system, account, stream, consumer, server_name) (nats_version_auditor_consumer_leader_below_floor{` + sel + `}), "role", "leader", "", "")
+			WithTarget(instant(`label_replace(max by (namespace, nats_system, account, account_name, stream, consumer, server_name) (nats_version_auditor_consumer_leader_below_floor{` + sel + `}), "role", "leader", "", "")
 or
-label_replace(max by (namespace, nats_system, account, stream, consumer, server_name) (nats_version_auditor_consumer_replica_below_floor{` + sel + `}), "role", "follower", "", "")`))).
+label_replace(max by (namespace, nats_system, account, account_name, stream, consumer, server_name) (nats_version_auditor_consumer_replica_below_floor{` + sel + `}), "role", "follower", "", "")`))).
 		WithPanel(timeseriesPanel("Series dropped", "Per-consumer series left out by --metrics.max-asset-series.").
 			WithTarget(query(`sum(nats_version_auditor_asset_series_dropped{`+sel+`})`, "dropped")).
 			Min(0).Decimals(0)).

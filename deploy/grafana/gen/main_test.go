@@ -247,11 +247,31 @@ func TestDashboardPanels(t *testing.T) {
 // every aggregation that keeps namespace keeps nats_system: two systems watched from one
 // namespace, whose servers share names, are never merged into one row or line.
 func TestDashboardTellsSystemsApart(t *testing.T) {
-	qs := dashboardQueries(t)
-	if _, ok := qs["variable "+metrics.SystemLabel]; !ok {
+	if _, ok := dashboardQueries(t)["variable "+metrics.SystemLabel]; !ok {
 		t.Fatalf("no dashboard variable %s", metrics.SystemLabel)
 	}
-	for where, exprs := range qs {
+	inspectPanels(t, func(where string, n parser.Node) {
+		switch n := n.(type) {
+		case *parser.VectorSelector:
+			if !slices.ContainsFunc(n.LabelMatchers, func(m *labels.Matcher) bool { return m.Name == metrics.SystemLabel }) {
+				t.Errorf("%s: %s does not filter on %s", where, n, metrics.SystemLabel)
+			}
+		case *parser.AggregateExpr:
+			if slices.Contains(n.Grouping, "namespace") && !slices.Contains(n.Grouping, metrics.SystemLabel) {
+				t.Errorf("%s: %s groups by namespace without %s", where, n.Op, metrics.SystemLabel)
+			}
+		case *parser.BinaryExpr:
+			if m := n.VectorMatching; m != nil && slices.Contains(m.MatchingLabels, "namespace") && !slices.Contains(m.MatchingLabels, metrics.SystemLabel) {
+				t.Errorf("%s: matches on namespace without %s", where, metrics.SystemLabel)
+			}
+		}
+	})
+}
+
+// inspectPanels parses every panel's query and calls visit on each node.
+func inspectPanels(t *testing.T, visit func(where string, n parser.Node)) {
+	t.Helper()
+	for where, exprs := range dashboardQueries(t) {
 		if strings.HasPrefix(where, "variable ") {
 			continue
 		}
@@ -262,22 +282,45 @@ func TestDashboardTellsSystemsApart(t *testing.T) {
 				continue
 			}
 			parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-				switch n := n.(type) {
-				case *parser.VectorSelector:
-					if !slices.ContainsFunc(n.LabelMatchers, func(m *labels.Matcher) bool { return m.Name == metrics.SystemLabel }) {
-						t.Errorf("%s: %s does not filter on %s", where, n, metrics.SystemLabel)
-					}
-				case *parser.AggregateExpr:
-					if slices.Contains(n.Grouping, "namespace") && !slices.Contains(n.Grouping, metrics.SystemLabel) {
-						t.Errorf("%s: %s groups by namespace without %s", where, n.Op, metrics.SystemLabel)
-					}
-				case *parser.BinaryExpr:
-					if m := n.VectorMatching; m != nil && slices.Contains(m.MatchingLabels, "namespace") && !slices.Contains(m.MatchingLabels, metrics.SystemLabel) {
-						t.Errorf("%s: matches on namespace without %s", where, metrics.SystemLabel)
-					}
-				}
+				visit(where, n)
 				return nil
 			})
 		}
+	}
+}
+
+// TestDashboardNamesAccounts: in operator (JWT) mode account is an account's public key and
+// account_name its JWT name. Every table that keeps account of a metric with account_name
+// keeps account_name too, so that a row reads APP beside its key (in plain mode the label is
+// empty and Grafana shows no column for it).
+func TestDashboardNamesAccounts(t *testing.T) {
+	ch := make(chan *prometheus.Desc, 64)
+	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, 0).Describe(ch)
+	close(ch)
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	named := map[string]bool{}
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil && strings.Contains(d.String(), "account_name") {
+			named[m[1]] = true
+		}
+	}
+	checked := 0
+	inspectPanels(t, func(where string, n parser.Node) {
+		agg, ok := n.(*parser.AggregateExpr)
+		if !ok || !slices.Contains(agg.Grouping, "account") {
+			return
+		}
+		parser.Inspect(agg.Expr, func(n parser.Node, _ []parser.Node) error {
+			if vs, ok := n.(*parser.VectorSelector); ok && named[vs.Name] {
+				checked++
+				if !slices.Contains(agg.Grouping, "account_name") {
+					t.Errorf("%s: %s by (%s) of %s keeps account without account_name", where, agg.Op, strings.Join(agg.Grouping, ", "), vs.Name)
+				}
+			}
+			return nil
+		})
+	})
+	if checked == 0 {
+		t.Error("no aggregation of a metric with account_name: the consumers table is gone?")
 	}
 }
