@@ -25,7 +25,7 @@ import (
 // and a busy machine can push the setup past the first tick.
 const crashWait = 200 * time.Second
 
-// TestFactUndecodableAssets runs n1, n2 2.14.0 (n1 the meta leader) with
+// TestFactUndecodableAssets runs n1, n2 2.14.0 (one of them the meta leader) with
 // n3 2.12.15, n4 2.11.12 and n5 2.10.27, and R1 assets on n1, n4 and n5
 // using flow-control acks (2.14), the prioritized priority policy (2.12),
 // atomic batch (2.12) and fast batch (2.14).
@@ -37,7 +37,7 @@ func TestFactUndecodableAssets(t *testing.T) {
 	)
 	started := time.Now()
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
-	if err := natstest.MoveMetaLeader(sysConn, "n1", "n2", "n3", "n4", "n5"); err != nil {
+	if err := natstest.MoveMetaLeader(sysConn, "n1", "n1", "n2", "n3", "n4", "n5"); err != nil {
 		t.Fatal(err)
 	}
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
@@ -87,18 +87,42 @@ func TestFactUndecodableAssets(t *testing.T) {
 	// below is applied in a batch of its own: 2.11 and 2.10 skip the rest
 	// of a batch after an entry they cannot decode (2.11.12
 	// jetstream_cluster.go:2163-2167).
+	leader, peers := "n1", []string{"n1", "n2", "n3", "n4", "n5"}
 	for _, s := range []struct{ name, host string }{{"FC1", "n1"}, {"FC4", "n4"}, {"FC5", "n5"}, {"PR1", "n1"}, {"PR4", "n4"}, {"PR5", "n5"}} {
-		// A meta leader just elected can refuse a placement it cannot make
-		// yet ("no suitable peers for placement", seen once in CI): ask
-		// again until the host has the stream; the same create of a stream
-		// that exists adds no meta entry.
-		waitFor(s.name+" on "+s.host, func() bool { stream(s.name, s.host, nil); return assets()[s.host][s.name] })
+		// A meta leader can refuse a placement its peers allow ("no
+		// suitable peers for placement, tags not matched ['node:n5']" for
+		// 30 s from n1 in one CI run, with every peer current): ask again
+		// until the host has the stream (the same create of a stream that
+		// exists adds no meta entry), and after 15 s hand the meta
+		// leadership to the other 2.14.0 server, which serves this test as
+		// well.
+		asked := time.Now()
+		err := natstest.Eventually(90*time.Second, func() error {
+			stream(s.name, s.host, nil)
+			if assets()[s.host][s.name] {
+				return nil
+			}
+			if time.Since(asked) > 15*time.Second {
+				leader = map[string]string{"n1": "n2", "n2": "n1"}[leader]
+				t.Logf("%s not placed on %s for 15 s: moving the meta leader to %s", s.name, s.host, leader)
+				if err := natstest.MoveMetaLeader(sysConn, leader, peers...); err != nil {
+					return err
+				}
+				asked = time.Now()
+			}
+			return fmt.Errorf("not yet: %s on %s", s.name, s.host)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Streams with fields 2.11.12 does not know, on 2.11.12: held offline.
 	for _, s := range []struct{ name, field string }{{"AT4", "allow_atomic"}, {"FB4", "allow_batched"}} {
-		stream(s.name, "n4", map[string]any{s.field: true})
 		line := fmt.Sprintf(`Detected unsupported stream 'APP > %s': unsupported - config error: unknown field %q`, s.name, s.field)
-		waitFor("n4 logs "+line, func() bool { return len(logLines(sys, "n4", line)) > 0 })
+		waitFor("n4 logs "+line, func() bool {
+			stream(s.name, "n4", map[string]any{s.field: true})
+			return len(logLines(sys, "n4", line)) > 0
+		})
 		if assets()["n4"][s.name] {
 			t.Errorf("2.11.12 lists %s, held offline, in its JSZ", s.name)
 		}
@@ -178,8 +202,7 @@ func TestFactUndecodableAssets(t *testing.T) {
 	t.Logf("check exited %d naming n3 and FC1/c %s after the cluster started, with n3 still running", res.code, roundS(time.Since(started)))
 
 	// One more meta entry for the snapshot to collect.
-	stream("AFTER", "n2", nil)
-	waitFor("AFTER on n2", func() bool { return assets()["n2"]["AFTER"] })
+	waitFor("AFTER on n2", func() bool { stream("AFTER", "n2", nil); return assets()["n2"]["AFTER"] })
 
 	// 2.12.15: it panics at its next meta snapshot, a peer of none of them.
 	if err := sys.WaitExit("n3", crashWait); err != nil {
