@@ -181,10 +181,21 @@ func MoveMetaLeader(sysConn *nats.Conn, preferred string, peers ...string) error
 			return err
 		}
 		if resp.Server == nil || resp.Server.Name != preferred {
-			if err := apiRequest(sysConn, "$JS.API.META.LEADER.STEPDOWN", req, nil, 2*time.Second); err != nil {
-				return err
+			leader := "none"
+			if resp.Server != nil {
+				leader = resp.Server.Name
 			}
-			return fmt.Errorf("meta leader is not %s yet", preferred)
+			if err := apiRequest(sysConn, "$JS.API.META.LEADER.STEPDOWN", req, nil, 2*time.Second); err != nil {
+				// A leader that will not hand over to preferred ("no
+				// replacement peer connected", seen from a 2.10.27 or
+				// 2.12.15 leader for 60 s) is asked to step down to anyone:
+				// the next may.
+				if err := apiRequest(sysConn, "$JS.API.META.LEADER.STEPDOWN", struct{}{}, nil, 2*time.Second); err != nil {
+					return fmt.Errorf("meta leader %s does not step down: %w (its peers: %v)", leader, err, replicaNames(resp.Data))
+				}
+				return fmt.Errorf("meta leader %s would not hand over to %s (its peers: %v); asked it to step down", leader, preferred, replicaNames(resp.Data))
+			}
+			return fmt.Errorf("meta leader is %s, not %s yet", leader, preferred)
 		}
 		return metaPeersCurrent(resp.Data, preferred, peers)
 	})
@@ -194,21 +205,44 @@ func MoveMetaLeader(sysConn *nats.Conn, preferred string, peers ...string) error
 // as a current, online replica.
 func metaPeersCurrent(js *server.JSInfo, leader string, peers []string) error {
 	listed := map[string]bool{}
-	var seen []string
 	if js != nil && js.Meta != nil {
 		for _, r := range js.Meta.Replicas {
 			if r != nil {
-				seen = append(seen, fmt.Sprintf("%s(current=%v offline=%v)", r.Name, r.Current, r.Offline))
 				listed[r.Name] = r.Current && !r.Offline
 			}
 		}
 	}
+	seen := replicaNames(js)
 	for _, p := range peers {
 		if p != leader && !listed[p] {
-			return fmt.Errorf("meta leader %s does not list %s as a current peer yet; it lists %v", leader, p, seen)
+			return &notMetaPeerError{name: p, leader: leader, listed: seen}
 		}
 	}
 	return nil
+}
+
+// replicaNames lists the meta group's replicas a leader's JSZ names.
+func replicaNames(js *server.JSInfo) []string {
+	var out []string
+	if js != nil && js.Meta != nil {
+		for _, r := range js.Meta.Replicas {
+			if r != nil {
+				out = append(out, fmt.Sprintf("%s(current=%v offline=%v)", r.Name, r.Current, r.Offline))
+			}
+		}
+	}
+	return out
+}
+
+// notMetaPeerError names a server the meta leader does not list as a
+// current peer.
+type notMetaPeerError struct {
+	name, leader string
+	listed       []string
+}
+
+func (e *notMetaPeerError) Error() string {
+	return fmt.Sprintf("meta leader %s does not list %s as a current peer yet; it lists %v", e.leader, e.name, e.listed)
 }
 
 // Statsz pings every server reachable from nc, a system-account
