@@ -322,14 +322,11 @@ func (c *collection) onStatsz(m *nats.Msg) {
 // answered refreshes what it said (refreshLocked); one of a name that
 // answered under another id is a later process of it, and the audit keeps
 // the one it asked.
-func (c *collection) heartbeat(data []byte) {
-	if c.checkSize(data) != nil {
-		return
+func (c *collection) heartbeat(hb *Heartbeat) {
+	if hb.size > c.opts.MaxReplyBytes {
+		return // what the audit would not read as a reply it does not take as one
 	}
-	msg, srv, err := parseStatsz(data)
-	if err != nil {
-		return // serve's watcher logs what it cannot read
-	}
+	msg, srv := hb.msg, hb.srv
 	c.mu.Lock()
 	var ask bool
 	if c.seen[srv.ID] {

@@ -29,15 +29,16 @@ type Events struct {
 }
 
 type eventSink interface {
-	heartbeat(data []byte)
+	heartbeat(hb *Heartbeat)
 	shutdown(serverID string)
 }
 
-// Heartbeat passes a server's STATSZ heartbeat to every audit running. Like
-// Shutdown, it does nothing on a nil Events.
-func (e *Events) Heartbeat(data []byte) {
+// Heartbeat passes a server's STATSZ heartbeat, read once by
+// ParseHeartbeat, to every audit running. Like Shutdown, it does nothing on
+// a nil Events.
+func (e *Events) Heartbeat(hb *Heartbeat) {
 	for _, s := range e.sinks() {
-		s.heartbeat(data)
+		s.heartbeat(hb)
 	}
 }
 

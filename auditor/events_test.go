@@ -46,7 +46,11 @@ func TestCollectHearsARestartedServerByItsHeartbeat(t *testing.T) {
 			}
 			nc := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
 			var events auditor.Events
-			sub, err := nc.Subscribe(auditor.StatszEventSubject, func(m *nats.Msg) { events.Heartbeat(m.Data) })
+			sub, err := nc.Subscribe(auditor.StatszEventSubject, func(m *nats.Msg) {
+				if hb, err := auditor.ParseHeartbeat(m.Data); err == nil {
+					events.Heartbeat(hb)
+				}
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +158,11 @@ func TestCollectStopsWaitingForAServerThatShutDown(t *testing.T) {
 	// n3 cannot answer the ping; its heartbeat (as it was) has the audit ask
 	// it for LEAFZ and JSZ, which it cannot answer either.
 	time.Sleep(time.Second)
-	events.Heartbeat(heartbeat)
+	hb, err := auditor.ParseHeartbeat(heartbeat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events.Heartbeat(hb)
 	select {
 	case snap := <-done:
 		t.Fatalf("the audit ended before n3's SHUTDOWN, after %s: %+v", time.Since(start), snap.Problems)

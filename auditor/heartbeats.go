@@ -41,13 +41,31 @@ func NewHeartbeats(last func() *Snapshot) *Heartbeats {
 	return &Heartbeats{last: last, known: map[string]*heardServer{}}
 }
 
-// Statsz reads a STATSZ heartbeat and returns why it asks for an audit, ""
-// when it does not. It fails on a heartbeat it cannot read.
-func (h *Heartbeats) Statsz(data []byte) (string, error) {
-	msg, s, err := parseStatsz(data)
+// Heartbeat is a STATSZ heartbeat, read once (ParseHeartbeat) for every
+// party that hears it: the tracker (Heartbeats.Statsz) and each audit
+// running (Events.Heartbeat). It is not changed once parsed, so the
+// parties may read it at once.
+type Heartbeat struct {
+	msg *statszReply
+	srv Server
+	// size is the length of the raw message, which an audit holds against
+	// its Options.MaxReplyBytes as it does a reply.
+	size int
+}
+
+// ParseHeartbeat reads a STATSZ heartbeat; it fails on one it cannot read.
+func ParseHeartbeat(data []byte) (*Heartbeat, error) {
+	msg, srv, err := parseStatsz(data)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	return &Heartbeat{msg: msg, srv: srv, size: len(data)}, nil
+}
+
+// Statsz takes a STATSZ heartbeat and returns why it asks for an audit, ""
+// when it does not.
+func (h *Heartbeats) Statsz(hb *Heartbeat) string {
+	msg, s := hb.msg, hb.srv
 	var links []string
 	for _, r := range msg.Stats.Routes {
 		links = append(links, "route "+r.Name)
@@ -81,7 +99,7 @@ func (h *Heartbeats) Statsz(data []byte) (string, error) {
 		}
 	}
 	k.id, k.version, k.links, k.gone = s.ID, s.Version, links, false
-	return reason, nil
+	return reason
 }
 
 // firstHeard holds a server heard of for the first time against the last

@@ -116,10 +116,11 @@ func TestHeartbeats(t *testing.T) {
 				var got string
 				switch {
 				case s.statsz != nil:
-					var err error
-					if got, err = h.Statsz(s.statsz); err != nil {
+					hb, err := ParseHeartbeat(s.statsz)
+					if err != nil {
 						t.Fatalf("%s: %v", s.name, err)
 					}
+					got = h.Statsz(hb)
 				case s.shutdown != nil:
 					got = h.Shutdown("$SYS.SERVER.NID.SHUTDOWN", s.shutdown)
 				case s.lameduck != nil:
@@ -134,10 +135,9 @@ func TestHeartbeats(t *testing.T) {
 }
 
 func TestHeartbeatsRejectUnreadable(t *testing.T) {
-	h := NewHeartbeats(func() *Snapshot { return &Snapshot{} })
 	for _, data := range []string{"", "{", `{"server":{"id":"A"}}`, `{"server":{"name":"n1"}}`} {
-		if reason, err := h.Statsz([]byte(data)); err == nil {
-			t.Errorf("%q: read as a heartbeat (%q)", data, reason)
+		if hb, err := ParseHeartbeat([]byte(data)); err == nil {
+			t.Errorf("%q: read as a heartbeat (%+v)", data, hb.srv)
 		}
 	}
 }

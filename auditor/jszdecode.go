@@ -241,7 +241,9 @@ func (d *jszDecoder) config(p **jszConfig) error {
 			}
 			return d.object(func(key []byte) error {
 				if string(key) == "_nats.req.level" {
-					return d.str(&cfg.Metadata.RequiredLevel)
+					// A small number, the same on most configs of a reply
+					// (2.11 on record one in every asset's metadata).
+					return d.name(&cfg.Metadata.RequiredLevel)
 				}
 				return d.skip()
 			})
@@ -266,18 +268,19 @@ func (d *jszDecoder) assetConfig(c *AssetConfig, key []byte) error {
 		return d.bool(&c.AllowAtomicPublish)
 	case "allow_msg_schedules":
 		return d.bool(&c.AllowMsgSchedules)
+	// The enumerations are interned: ack_policy is on every consumer.
 	case "persist_mode":
-		return d.str(&c.PersistMode)
+		return d.name(&c.PersistMode)
 	case "allow_batched":
 		return d.bool(&c.AllowBatchPublish)
 	case "ack_policy":
-		return d.str(&c.AckPolicy)
+		return d.name(&c.AckPolicy)
 	case "deliver_subject":
 		return d.str(&c.DeliverSubject)
 	case "pause_until":
 		return d.str(&c.PauseUntil)
 	case "priority_policy":
-		return d.str(&c.PriorityPolicy)
+		return d.name(&c.PriorityPolicy)
 	case "priority_timeout":
 		return d.int64(&c.PinnedTTL)
 	case "mirror":
@@ -401,7 +404,8 @@ func (d *jszDecoder) str(p *string) error {
 	return nil
 }
 
-// name decodes a server or cluster name, interned.
+// name decodes a string that a reply repeats (a server or cluster name, an
+// enumeration), interned.
 func (d *jszDecoder) name(p *string) error {
 	if d.null() {
 		return nil

@@ -96,7 +96,7 @@ func (c *checkCommand) output(r *auditor.Report, w *auditor.WhatIf, err error, p
 	}
 	switch c.format {
 	case "json":
-		err = writeJSON(stdout, checkJSON(r, w))
+		err = writeCheckJSON(stdout, checkJSON(r, w))
 	case "nagios":
 		err = writeNagios(stdout, r, w)
 	default:

@@ -172,13 +172,15 @@ func (w *eventWatcher) Stats() metrics.EventStats {
 }
 
 func (w *eventWatcher) onStatsz(m *nats.Msg) {
-	reason, err := w.heartbeats.Statsz(m.Data)
+	// Read once, for the tracker and for every audit running.
+	hb, err := auditor.ParseHeartbeat(m.Data)
 	if err != nil {
 		w.log.Debug("unreadable STATSZ event", "subject", m.Subject, "err", err)
 		return
 	}
+	reason := w.heartbeats.Statsz(hb)
 	w.count(metrics.EventStatsz, true)
-	w.audits.Heartbeat(m.Data)
+	w.audits.Heartbeat(hb)
 	if reason != "" {
 		w.log.Debug("server event asks for an audit", "reason", reason)
 		w.trigger(reason)

@@ -18,7 +18,7 @@ func BenchmarkCheckJSON(b *testing.B) {
 	}
 	r := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
 	for b.Loop() {
-		if err := writeJSON(io.Discard, checkJSON(r, nil)); err != nil {
+		if err := writeCheckJSON(io.Discard, checkJSON(r, nil)); err != nil {
 			b.Fatal(err)
 		}
 	}

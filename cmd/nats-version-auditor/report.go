@@ -55,7 +55,7 @@ func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (
 	}
 	out := reportOf(r, w)
 	if c.format == "json" {
-		err = writeJSON(stdout, out)
+		err = writeReportJSON(stdout, out)
 	} else {
 		err = writeReportText(stdout, out, r, w)
 	}
