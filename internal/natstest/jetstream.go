@@ -187,9 +187,9 @@ func MoveMetaLeader(sysConn *nats.Conn, preferred string, peers ...string) error
 			}
 			if err := apiRequest(sysConn, "$JS.API.META.LEADER.STEPDOWN", req, nil, 2*time.Second); err != nil {
 				// A leader that will not hand over to preferred ("no
-				// replacement peer connected", seen from a 2.10.27 or
-				// 2.12.15 leader for 60 s) is asked to step down to anyone:
-				// the next may.
+				// replacement peer connected" for 60 s, seen once in 14
+				// systems of 2.15.3, 2.14.0, 2.10.27 and 2.12.15 started at
+				// once) is asked to step down to anyone: the next may.
 				if err := apiRequest(sysConn, "$JS.API.META.LEADER.STEPDOWN", struct{}{}, nil, 2*time.Second); err != nil {
 					return fmt.Errorf("meta leader %s does not step down: %w (its peers: %v)", leader, err, replicaNames(resp.Data))
 				}
