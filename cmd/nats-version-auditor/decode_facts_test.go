@@ -37,7 +37,8 @@ func TestFactUndecodableAssets(t *testing.T) {
 	)
 	started := time.Now()
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
-	if err := natstest.MoveMetaLeader(sysConn, "n1", "n1", "n2", "n3", "n4", "n5"); err != nil {
+	peers := []string{"n1", "n2", "n3", "n4", "n5"}
+	if err := natstest.MoveMetaLeader(sysConn, "n1", peers...); err != nil {
 		t.Fatal(err)
 	}
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
@@ -87,7 +88,7 @@ func TestFactUndecodableAssets(t *testing.T) {
 	// below is applied in a batch of its own: 2.11 and 2.10 skip the rest
 	// of a batch after an entry they cannot decode (2.11.12
 	// jetstream_cluster.go:2163-2167).
-	leader, peers := "n1", []string{"n1", "n2", "n3", "n4", "n5"}
+	leader := "n1"
 	for _, s := range []struct{ name, host string }{{"FC1", "n1"}, {"FC4", "n4"}, {"FC5", "n5"}, {"PR1", "n1"}, {"PR4", "n4"}, {"PR5", "n5"}} {
 		// A meta leader can refuse a placement its peers allow ("no
 		// suitable peers for placement, tags not matched ['node:n5']" for

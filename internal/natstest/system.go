@@ -184,6 +184,10 @@ func (sys *System) waitMetaPeers() error {
 		return err
 	}
 	defer nc.Close()
+	var names []string
+	for _, s := range sys.servers {
+		names = append(names, s.Name)
+	}
 	outSince := map[string]time.Time{}
 	restarted := map[string]bool{}
 	return Eventually(60*time.Second, func() error {
@@ -198,10 +202,6 @@ func (sys *System) waitMetaPeers() error {
 		if resp.Server == nil {
 			return errors.New("the meta leader's JSZ names no server")
 		}
-		var names []string
-		for _, s := range sys.servers {
-			names = append(names, s.Name)
-		}
 		err = metaPeersCurrent(resp.Data, resp.Server.Name, names)
 		var out *notMetaPeerError
 		if !errors.As(err, &out) {
@@ -215,10 +215,7 @@ func (sys *System) waitMetaPeers() error {
 		if time.Since(since) > metaPeerGrace && !restarted[out.name] {
 			restarted[out.name] = true
 			sys.t.Logf("%s is not in the meta group's peer set after %s: restarting it (%v)", out.name, metaPeerGrace, err)
-			s := sys.Server(out.name)
-			sys.Kill(out.name)
-			sys.launch(s)
-			if err := sys.waitReady(out.name); err != nil {
+			if err := sys.restart(out.name); err != nil {
 				return err
 			}
 		}
@@ -609,13 +606,20 @@ func (sys *System) Resume(name string) {
 // version (its own when empty) on the same ports and store.
 func (sys *System) Restart(name, version string) {
 	sys.t.Helper()
-	s := sys.Server(name)
-	sys.Kill(name)
 	if version != "" {
-		s.Version = version
+		sys.Server(name).Version = version
 	}
-	sys.launch(s)
-	sys.WaitReady(name)
+	if err := sys.restart(name); err != nil {
+		sys.t.Fatalf("server %s not ready: %v\n%s", name, err, sys.LogTail(name, 20))
+	}
+}
+
+// restart kills the named server and starts it again on its own ports and
+// store, and waits until it is ready.
+func (sys *System) restart(name string) error {
+	sys.Kill(name)
+	sys.launch(sys.Server(name))
+	return sys.waitReady(name)
 }
 
 // Relaunch starts the named server's process again, on the same ports and
