@@ -48,6 +48,11 @@ type Options struct {
 	// MaxReplyBytes drops (as AUDIT_INCOMPLETE) any reply larger than this
 	// instead of decoding it; 0 means DefaultMaxReplyBytes.
 	MaxReplyBytes int
+	// MaxBytesInFlight bounds the JSZ reply bytes asked for and not yet
+	// read, as each server's counts estimate them: servers whose replies
+	// would together exceed it are asked in turn (see
+	// DefaultMaxBytesInFlight); 0 means DefaultMaxBytesInFlight.
+	MaxBytesInFlight int
 	// Compress asks servers for snappy-compressed replies.
 	Compress bool
 	// OnlyServerID, when set, sends LEAFZ and JSZ to that server alone: a
@@ -69,6 +74,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxReplyBytes <= 0 {
 		o.MaxReplyBytes = DefaultMaxReplyBytes
+	}
+	if o.MaxBytesInFlight <= 0 {
+		o.MaxBytesInFlight = DefaultMaxBytesInFlight
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -178,6 +186,7 @@ func newCollection(ctx context.Context, nc *nats.Conn, opts Options) *collection
 		asked:    map[string]asking{},
 		wake:     make(chan struct{}, 1),
 		sem:      make(chan struct{}, concurrency),
+		budget:   newReplyBudget(int64(opts.MaxBytesInFlight)),
 	}
 	c.snap.Started = time.Now()
 	c.snap.ExpectedCount = opts.Expect
@@ -202,6 +211,7 @@ type collection struct {
 	log      *slog.Logger
 	requests atomic.Int64
 	sem      chan struct{}
+	budget   *replyBudget
 	wg       sync.WaitGroup
 	wake     chan struct{}
 
@@ -513,9 +523,37 @@ func (c *collection) addLeafz(srv Server, data []byte) error {
 	return nil
 }
 
-// jsz pages over a server's accounts. Pages are counted in accounts, and every
-// stream and consumer of an account comes in the account's page.
+// jsz asks a server for its counts, waits until the pages they promise fit
+// into the bytes in flight, and pages over the server's accounts.
 func (c *collection) jsz(ctx context.Context, srv Server) {
+	data, err := c.request(ctx, srv, "JSZ", jszSummaryRequest)
+	var estimate int64
+	if err == nil {
+		estimate, err = parseJSZSummary(data)
+	}
+	if err != nil {
+		c.problem(srv.Name, "JSZ", err)
+		return
+	}
+	start := time.Now()
+	held, err := c.budget.acquire(ctx, estimate)
+	if err != nil {
+		err = fmt.Errorf("not asked for its pages before the audit timeout, waiting for other servers' replies (about %d bytes of its own) to fit in %d bytes in flight: %w",
+			estimate, c.budget.limit, err)
+		if cause := context.Cause(ctx); errors.Is(cause, errShutDown) {
+			err = fmt.Errorf("not asked for its pages: %w", cause)
+		}
+		c.problem(srv.Name, "JSZ", err)
+		return
+	}
+	defer c.budget.release(held)
+	c.log.Debug("audit asks for JSZ pages", "server", srv.Name, "estimate", estimate, "waited", time.Since(start))
+	c.jszPages(ctx, srv)
+}
+
+// jszPages pages over a server's accounts. Pages are counted in accounts, and
+// every stream and consumer of an account comes in the account's page.
+func (c *collection) jszPages(ctx context.Context, srv Server) {
 	page := c.opts.JSZPageSize
 	accounts := map[string]bool{}
 	total := 0

@@ -93,8 +93,9 @@ func TestCollectPagesOverAccounts(t *testing.T) {
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Errorf("consumers found in %v, want %v (%v)", got, want, tt.withAsset)
 				}
-				// One STATSZ ping, then LEAFZ and the JSZ pages of the one server.
-				if want := 1 + 1 + tt.pages; snap.Requests != want {
+				// One STATSZ ping, then LEAFZ, the JSZ counts and the JSZ pages
+				// of the one server.
+				if want := 1 + 1 + 1 + tt.pages; snap.Requests != want {
 					t.Errorf("%d requests, want %d", snap.Requests, want)
 				}
 			})

@@ -21,7 +21,8 @@ import (
 //     exporter-toolkit's --web.* and Prometheus exporters' flags do:
 //     --web.*, --log.*, --metrics.*, --policy.file, and --audit.* for the
 //     audit's pace and bounds (--audit.min-interval, --audit.events,
-//     --audit.event-min-interval, --audit.max-reply-bytes, --audit.compress).
+//     --audit.event-min-interval, --audit.max-reply-bytes,
+//     --audit.max-bytes-in-flight, --audit.compress).
 //
 // A flag renamed to follow these rules keeps its old spelling as a hidden
 // alias, so that nothing deployed breaks.
@@ -30,6 +31,7 @@ import (
 type auditFlags struct {
 	expect        int
 	maxReplyBytes units.Base2Bytes
+	maxInFlight   units.Base2Bytes
 	compress      bool
 }
 
@@ -44,13 +46,17 @@ func addAuditFlags(app *kingpin.Application) *auditFlags {
 	const maxReplyHelp = "Replies larger than this are dropped as AUDIT_INCOMPLETE instead of decoded (default 64MiB)"
 	app.Flag("audit.max-reply-bytes", maxReplyHelp).PlaceHolder("64MiB").BytesVar(&f.maxReplyBytes)
 	app.Flag("max-reply-bytes", maxReplyHelp).Hidden().BytesVar(&f.maxReplyBytes)
+	app.Flag("audit.max-bytes-in-flight", "JSZ reply bytes asked for and not yet read, as the servers' counts estimate them: servers whose replies would exceed it together are asked in turn. "+
+		"Keep it under the max_pending of the server the auditor connects to (64MiB by default), which drops a client that reads too slowly").
+		Default("32MiB").BytesVar(&f.maxInFlight)
 	return f
 }
 
 // options are the auditor.Options the flags ask for; timeout is the
 // connection flags' --timeout, which bounds an audit as it bounds a connect.
 func (f *auditFlags) options(timeout time.Duration, logger *slog.Logger) auditor.Options {
-	return auditor.Options{Timeout: timeout, Expect: f.expect, MaxReplyBytes: int(f.maxReplyBytes), Compress: f.compress, Logger: logger}
+	return auditor.Options{Timeout: timeout, Expect: f.expect, MaxReplyBytes: int(f.maxReplyBytes),
+		MaxBytesInFlight: int(f.maxInFlight), Compress: f.compress, Logger: logger}
 }
 
 // The defaults of --audit.min-interval, the one flag of the audit's pace
