@@ -85,13 +85,19 @@ func rawFetchProcess(h *natstest.Program, sys *natstest.System, ids []string) pr
 	if err != nil {
 		h.Fatal(err)
 	}
-	cmd := exec.Command(self, "-rawfetch", sys.URL("n1"), "-ids", strings.Join(ids, ","))
-	cmd.Stderr = os.Stderr
-	r := runProcess(h, sys, cmd)
-	if r.exit != 0 {
-		h.Fatalf("raw fetch exited %d", r.exit)
+	for attempt := 1; ; attempt++ {
+		cmd := exec.Command(self, "-rawfetch", sys.URL("n1"), "-ids", strings.Join(ids, ","))
+		cmd.Stderr = os.Stderr
+		r := runProcess(h, sys, cmd)
+		if r.exit == 0 {
+			return r
+		}
+		if attempt == rawAttempts {
+			h.Fatalf("raw fetch exited %d, %d times", r.exit, attempt)
+		}
+		rawRepeated.Add(1)
+		time.Sleep(settle)
 	}
-	return r
 }
 
 // serversCPU is the CPU time every server process of sys has used so far,
@@ -217,6 +223,7 @@ func compareBinaries(h *natstest.Program, cfg config, bins []string) string {
 	for _, name := range names {
 		fmt.Fprintf(&b, "\n%s: each run's time %v", name, wallOf(runs[name]))
 	}
+	fmt.Fprintf(&b, "\nraw fetch runs repeated (a server cut the fetch off): %d", rawRepeated.Load())
 	b.WriteString("\n")
 	return b.String()
 }
