@@ -523,42 +523,31 @@ func (c *collection) addLeafz(srv Server, data []byte) error {
 	return nil
 }
 
-// jsz asks a server for its counts, waits until the pages they promise fit
-// into the bytes in flight, and pages over the server's accounts.
+// jsz asks a server for its counts, then for its pages, each once its
+// estimate fits into the bytes in flight.
 func (c *collection) jsz(ctx context.Context, srv Server) {
-	data, err := c.request(ctx, srv, "JSZ", jszSummaryRequest)
-	var estimate int64
+	data, err := c.request(ctx, srv, "JSZ", jszCountsRequest(c.opts.JSZPageSize))
+	var plan pagePlan
 	if err == nil {
-		estimate, err = parseJSZSummary(data)
+		plan, err = parseJSZCounts(data)
 	}
 	if err != nil {
 		c.problem(srv.Name, "JSZ", err)
 		return
 	}
-	start := time.Now()
-	held, err := c.budget.acquire(ctx, estimate)
-	if err != nil {
-		err = fmt.Errorf("not asked for its pages before the audit timeout, waiting for other servers' replies (about %d bytes of its own) to fit in %d bytes in flight: %w",
-			estimate, c.budget.limit, err)
-		if cause := context.Cause(ctx); errors.Is(cause, errShutDown) {
-			err = fmt.Errorf("not asked for its pages: %w", cause)
-		}
-		c.problem(srv.Name, "JSZ", err)
-		return
-	}
-	defer c.budget.release(held)
-	c.log.Debug("audit asks for JSZ pages", "server", srv.Name, "estimate", estimate, "waited", time.Since(start))
-	c.jszPages(ctx, srv)
+	plan = plan.plan(c.opts.JSZPageSize, c.budget.limit)
+	c.log.Debug("audit plans JSZ pages", "server", srv.Name, "estimate", plan.total, "accounts", plan.accounts, "page", plan.pageSize)
+	c.jszPages(ctx, srv, plan)
 }
 
 // jszPages pages over a server's accounts. Pages are counted in accounts, and
 // every stream and consumer of an account comes in the account's page.
-func (c *collection) jszPages(ctx context.Context, srv Server) {
-	page := c.opts.JSZPageSize
+func (c *collection) jszPages(ctx context.Context, srv Server, plan pagePlan) {
+	page := plan.pageSize
 	accounts := map[string]bool{}
 	total := 0
 	for offset := 0; ; {
-		data, err := c.request(ctx, srv, "JSZ", jszPage(offset, page))
+		data, err := c.page(ctx, srv, offset, page, plan.estimate(offset, page))
 		if err != nil {
 			c.problem(srv.Name, "JSZ", err)
 			return
@@ -575,7 +564,7 @@ func (c *collection) jszPages(ctx context.Context, srv Server) {
 		}
 		total = js.Total
 		n := len(js.AccountDetails)
-		if n < page || page == 0 {
+		if n < page || page == 0 || (total > 0 && offset+n >= total) {
 			break
 		}
 		if total == 0 {
@@ -592,6 +581,25 @@ func (c *collection) jszPages(ctx context.Context, srv Server) {
 	if len(accounts) < total {
 		c.problem(srv.Name, "JSZ", fmt.Errorf("paging listed %d of %d JetStream accounts", len(accounts), total))
 	}
+}
+
+// page asks for one JSZ page once its estimate fits into the bytes in
+// flight, and holds them until its reply is read.
+func (c *collection) page(ctx context.Context, srv Server, offset, size int, estimate int64) ([]byte, error) {
+	start := time.Now()
+	held, err := c.budget.acquire(ctx, estimate)
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errShutDown) {
+			return nil, fmt.Errorf("page not asked: %w", cause)
+		}
+		return nil, fmt.Errorf("page not asked before the audit timeout, waiting for other servers' replies to fit beside its own (about %d bytes) in %d bytes in flight: %w",
+			estimate, c.budget.limit, err)
+	}
+	defer c.budget.release(held)
+	if waited := time.Since(start); waited > time.Millisecond {
+		c.log.Debug("audit waited for bytes in flight", "server", srv.Name, "offset", offset, "estimate", estimate, "waited", waited)
+	}
+	return c.request(ctx, srv, "JSZ", jszPage(offset, size))
 }
 
 // request asks one server and returns its reply, unless it is too large.

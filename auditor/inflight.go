@@ -35,48 +35,127 @@ const (
 	bytesPerReply    = 4 << 10
 )
 
-// jszSummary is the part of a JSZ reply without details
-// (server.ServerAPIJszResponse with server.JSInfo) that sizes the details:
-// every JSZ reply counts the server's streams and consumers, and its
-// JetStream accounts, whichever page it carries (monitor.go Jsz, 2.10.27 to
-// 2.15.3).
-type jszSummary struct {
+// jszCounts is the part of a JSZ reply with accounts and streams but no
+// consumers or configs (server.ServerAPIJszResponse with server.JSInfo) that
+// sizes the pages to come: the server's JetStream accounts in the order its
+// pages list them (sorted by id, monitor.go Jsz, 2.11 on), each stream's
+// consumer count (StreamState.Consumers), and the accounts in all.
+type jszCounts struct {
 	Data *struct {
-		Streams   int `json:"streams"`
-		Consumers int `json:"consumers"`
-		Total     int `json:"total"`
+		Total    int `json:"total"`
+		Accounts []struct {
+			Streams []struct {
+				State struct {
+					Consumers int `json:"consumer_count"`
+				} `json:"state"`
+			} `json:"stream_detail"`
+		} `json:"account_details"`
 	} `json:"data,omitempty"`
 	Error *apiError `json:"error,omitempty"`
 }
 
-// jszSummaryRequest is server.JSzOptions asking for the counts alone.
-var jszSummaryRequest = jszRequest{}
-
-// parseJSZSummary decodes a JSZ reply without details into what its
-// details would cost.
-func parseJSZSummary(data []byte) (int64, error) {
-	var resp jszSummary
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return 0, fmt.Errorf("malformed reply: %w", err)
-	}
-	if resp.Error != nil {
-		return 0, resp.Error
-	}
-	if resp.Data == nil {
-		return 0, errors.New("reply carries no data")
-	}
-	d := resp.Data
-	if d.Streams < 0 || d.Consumers < 0 || d.Total < 0 {
-		return 0, fmt.Errorf("reply counts %d streams, %d consumers and %d accounts", d.Streams, d.Consumers, d.Total)
-	}
-	return int64(d.Consumers)*bytesPerConsumer + int64(d.Streams)*bytesPerStream +
-		int64(d.Total)*bytesPerAccount + bytesPerReply, nil
+// jszCountsRequest is server.JSzOptions asking for the accounts' streams
+// with their counts, a page of limit accounts.
+func jszCountsRequest(limit int) jszRequest {
+	return jszRequest{Accounts: true, Streams: true, Limit: limit}
 }
 
-// replyBudget holds the JSZ reply bytes in flight under a bound. A server
-// is asked for its pages once its estimate fits beside those of the servers
-// being asked; one whose estimate exceeds the bound waits until it has the
-// whole bound. Servers are let in the order they asked.
+// pagePlan says how to ask a server for its pages: pageSize accounts at a
+// time (0: all at once), each page holding its estimate of the bytes in
+// flight.
+type pagePlan struct {
+	pageSize int
+	// perAccount is each listed account's estimate, in page order; total
+	// the estimate of all of them (whatever is not listed counted at the
+	// largest listed).
+	perAccount []int64
+	total      int64
+	accounts   int
+}
+
+// estimate is what the page of size accounts from offset on may cost.
+func (p pagePlan) estimate(offset, size int) int64 {
+	if size <= 0 || offset >= len(p.perAccount) {
+		return p.total
+	}
+	var n int64
+	for _, e := range p.perAccount[offset:min(offset+size, len(p.perAccount))] {
+		n += e
+	}
+	return n + bytesPerReply
+}
+
+// parseJSZCounts decodes a counts reply into the estimate of each account's
+// part of a page.
+func parseJSZCounts(data []byte) (pagePlan, error) {
+	var resp jszCounts
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return pagePlan{}, fmt.Errorf("malformed reply: %w", err)
+	}
+	if resp.Error != nil {
+		return pagePlan{}, resp.Error
+	}
+	if resp.Data == nil {
+		return pagePlan{}, errors.New("reply carries no data")
+	}
+	p := pagePlan{accounts: resp.Data.Total}
+	var largest int64
+	for _, a := range resp.Data.Accounts {
+		e := int64(bytesPerAccount)
+		for _, st := range a.Streams {
+			if st.State.Consumers < 0 {
+				return pagePlan{}, fmt.Errorf("reply counts %d consumers of a stream", st.State.Consumers)
+			}
+			e += bytesPerStream + int64(st.State.Consumers)*bytesPerConsumer
+		}
+		p.perAccount = append(p.perAccount, e)
+		p.total += e
+		largest = max(largest, e)
+	}
+	if unlisted := p.accounts - len(p.perAccount); unlisted > 0 {
+		p.total += int64(unlisted) * largest
+	}
+	p.total += bytesPerReply
+	return p, nil
+}
+
+// plan picks the page size for a server: the configured one while the
+// server's whole estimate is a small part of the bound, else as many
+// accounts a page as keep every page within a quarter of the bound, so
+// that three such servers are still asked side by side. Pages need the
+// accounts listed in the order the pages take (a full listing, sorted:
+// 2.11 on; a 2.10 server sends no total and sorts only from its second
+// page, see jszPages).
+func (p pagePlan) plan(configured int, limit int64) pagePlan {
+	p.pageSize = configured
+	if p.total <= limit/3 || p.accounts <= 1 || len(p.perAccount) != p.accounts {
+		return p
+	}
+	target := limit / 4
+	size := 1
+	for k := 2; k <= min(configured, len(p.perAccount)); k++ {
+		if p.widest(k) > target {
+			break
+		}
+		size = k
+	}
+	p.pageSize = size
+	return p
+}
+
+// widest is the largest estimate of k consecutive accounts.
+func (p pagePlan) widest(k int) int64 {
+	var widest int64
+	for i := 0; i+k <= len(p.perAccount); i += k {
+		widest = max(widest, p.estimate(i, k))
+	}
+	return widest
+}
+
+// replyBudget holds the JSZ reply bytes in flight under a bound. A page is
+// asked for once its estimate fits beside those of the pages being asked;
+// one whose estimate exceeds the bound waits until it has the whole bound.
+// Pages are let in the order they asked.
 type replyBudget struct {
 	sem   *semaphore.Weighted
 	limit int64
