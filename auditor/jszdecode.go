@@ -605,9 +605,7 @@ func (s *scanner) skip() error {
 		return s.fail(what)
 	}
 value:
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
+	i = pastSpace(b, i)
 	if i >= len(b) {
 		return fail(i, "")
 	}
@@ -619,9 +617,7 @@ value:
 		}
 		open = append(open, obj)
 		i++
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-			i++
-		}
+		i = pastSpace(b, i)
 		if i < len(b) && (obj && b[i] == '}' || !obj && b[i] == ']') {
 			i++
 			open = open[:len(open)-1]
@@ -661,9 +657,7 @@ after:
 		s.i = i
 		return nil
 	}
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
+	i = pastSpace(b, i)
 	if i >= len(b) {
 		return fail(i, "")
 	}
@@ -684,9 +678,7 @@ after:
 		return fail(i, "expected ',' or ']'")
 	}
 key:
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
+	i = pastSpace(b, i)
 	if i >= len(b) {
 		return fail(i, "")
 	}
@@ -699,9 +691,7 @@ key:
 			return err
 		}
 	}
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
+	i = pastSpace(b, i)
 	if i >= len(b) {
 		return fail(i, "")
 	}
@@ -710,6 +700,14 @@ key:
 	}
 	i++
 	goto value
+}
+
+// pastSpace is the index of the first byte from i on that is not white space.
+func pastSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // skipString checks the string that opens at b[i] and returns the index
