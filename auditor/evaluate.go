@@ -53,11 +53,11 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	for _, m := range snap.Meta {
 		e.meta(m)
 	}
-	for _, a := range snap.Streams {
-		e.asset(a)
+	for i := range snap.Streams {
+		e.asset(&snap.Streams[i])
 	}
-	for _, a := range snap.Consumers {
-		e.asset(a)
+	for i := range snap.Consumers {
+		e.asset(&snap.Consumers[i])
 	}
 	e.hazards(snap)
 	e.leafnodes(snap.Leafnodes, AccountNames(snap))
@@ -104,6 +104,10 @@ type evaluation struct {
 	// consumers that mirrors and sources RESET by themselves.
 	seen     map[string]Server
 	sourcers map[ConsumerKey][]Sourcer
+	// lastCode and lastSeverity are the code of the finding added last
+	// and its severity.
+	lastCode     Code
+	lastSeverity Severity
 }
 
 func (e *evaluation) floor() string { return Display(e.p.Floor) }
@@ -112,7 +116,12 @@ func (e *evaluation) floor() string { return Display(e.p.Floor) }
 const findingChunk = 512
 
 func (e *evaluation) add(f Finding) {
-	f.Severity = SeverityOf(f.Code)
+	// Findings come in runs of one code: its registration is looked up
+	// once per run, not once per finding.
+	if f.Code != e.lastCode || e.lastCode == "" {
+		e.lastCode, e.lastSeverity = f.Code, SeverityOf(f.Code)
+	}
+	f.Severity = e.lastSeverity
 	if n := len(e.findings); n == 0 || len(e.findings[n-1]) == findingChunk {
 		e.findings = append(e.findings, make([]Finding, 0, findingChunk))
 	}
@@ -179,7 +188,7 @@ func (e *evaluation) selected(a Asset) bool {
 
 // asset judges one stream or consumer: who leads it, who follows it, and
 // whether every peer can run it.
-func (e *evaluation) asset(a Asset) {
+func (e *evaluation) asset(a *Asset) {
 	leader, hasLeader := e.byName[a.Leader]
 	if hasLeader {
 		if a.Kind == KindConsumer {
@@ -188,11 +197,12 @@ func (e *evaluation) asset(a Asset) {
 			leader.StreamsLed++
 		}
 	}
-	if !e.selected(a) {
+	if !e.selected(*a) {
 		return
 	}
 	base := Finding{Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
 	e.assetLeader(a, base, leader)
+	required, unrecorded := a.requiredLevel()
 	for _, peer := range a.Peers {
 		s, ok := e.byName[peer]
 		if !ok {
@@ -201,13 +211,13 @@ func (e *evaluation) asset(a Asset) {
 		if a.Kind == KindConsumer && peer != a.Leader {
 			e.consumerFollower(a, base, leader, s)
 		}
-		e.apiLevel(a, base, s)
+		e.apiLevel(a, base, s, required, unrecorded)
 	}
 }
 
 // assetLeader judges an asset's leader (nil when it did not answer or there
 // is none): below the floor, or missing where a consumer needs one.
-func (e *evaluation) assetLeader(a Asset, base Finding, leader *ServerReport) {
+func (e *evaluation) assetLeader(a *Asset, base Finding, leader *ServerReport) {
 	// Most assets have no finding: their names are made only for one. A
 	// finding can be on every consumer (a third of them at 30,000 in
 	// BENCHMARKS.md): its message is one concatenation, not a Sprintf with
@@ -237,7 +247,7 @@ func (e *evaluation) assetLeader(a Asset, base Finding, leader *ServerReport) {
 
 // consumerFollower judges follower s of a consumer led by leader (nil when
 // it did not answer or there is none).
-func (e *evaluation) consumerFollower(a Asset, base Finding, leader, s *ServerReport) {
+func (e *evaluation) consumerFollower(a *Asset, base Finding, leader, s *ServerReport) {
 	// A follower is at risk while its leader would accept a RESET; a leader
 	// that does not know RESET never replicates one. A leaderless consumer
 	// may get a new leader that does.
@@ -259,7 +269,7 @@ func (e *evaluation) consumerFollower(a Asset, base Finding, leader, s *ServerRe
 // 2.14.0 jetstream_versioning.go:46-90), then named.
 func (a Asset) requiredLevel() (level int, unrecorded string) {
 	level = a.RequiredLevel
-	if level != LevelUnreadable {
+	if level != LevelUnreadable && a.Features != 0 {
 		for _, ft := range a.Features.Features() {
 			if ft.Level > level {
 				level, unrecorded = ft.Level, ft.Title
@@ -269,9 +279,9 @@ func (a Asset) requiredLevel() (level int, unrecorded string) {
 	return level, unrecorded
 }
 
-// apiLevel judges whether peer s supports the asset's required API level.
-func (e *evaluation) apiLevel(a Asset, base Finding, s *ServerReport) {
-	required, unrecorded := a.requiredLevel()
+// apiLevel judges whether peer s supports the asset's required API level
+// (required, and unrecorded, from requiredLevel).
+func (e *evaluation) apiLevel(a *Asset, base Finding, s *ServerReport, required int, unrecorded string) {
 	// A 2.10 server knows no API levels and no level metadata: an
 	// unreadable level means nothing to it.
 	if required <= s.APILevel || (required == LevelUnreadable && s.APILevel <= 0) {
@@ -338,33 +348,57 @@ func sortFindings(fs []Finding) {
 }
 
 // sortedFindings returns the findings of the chunks, in order, as
-// sortFindings orders them. It sorts small keys, each finding's rank and
-// code taken once, then copies every finding once: a stable sort of the
-// findings themselves (some 270 bytes each, thousands of them) moved them
-// over and over and looked up two codes per comparison.
+// sortFindings orders them. It sorts small keys, then copies every finding
+// once: a stable sort of the findings themselves (some 270 bytes each,
+// thousands of them) moved them over and over. A key holds what decides
+// most comparisons without reading the finding: its rank and code, the
+// place of its account and stream among the few distinct ones (a stream's
+// findings share them), and the first bytes of its consumer's name.
 func sortedFindings(chunks [][]Finding) []Finding {
 	type key struct {
-		rank, code, i int
-		f             *Finding
+		order, account, stream uint32
+		consumer               uint64
+		i                      int
+		f                      *Finding
 	}
 	n := 0
 	for _, c := range chunks {
 		n += len(c)
 	}
+	if n == 0 {
+		return nil
+	}
 	keys := make([]key, 0, n)
+	accounts, streams := ordinals{}, ordinals{}
+	var lastCode Code
+	code := -1
 	for _, c := range chunks {
 		for i := range c {
 			f := &c[i]
-			keys = append(keys, key{f.Severity.rank(), codeIndex(f.Code), len(keys), f})
+			if code < 0 || f.Code != lastCode {
+				lastCode, code = f.Code, codeIndex(f.Code)
+			}
+			// Worst first; codes in their registered order (an unregistered
+			// one, -1, before the rest, as it was).
+			order := uint32(3-f.Severity.rank())<<16 | uint32(code+1)
+			keys = append(keys, key{order, accounts.id(f.Account), streams.id(f.Stream), prefix8(f.Consumer), len(keys), f})
 		}
 	}
+	accountRank, streamRank := accounts.ranks(), streams.ranks()
+	for j := range keys {
+		keys[j].account, keys[j].stream = accountRank[keys[j].account], streamRank[keys[j].stream]
+	}
 	slices.SortFunc(keys, func(x, y key) int {
+		if c := cmp.Or(
+			cmp.Compare(x.order, y.order),
+			cmp.Compare(x.account, y.account),
+			cmp.Compare(x.stream, y.stream),
+			cmp.Compare(x.consumer, y.consumer),
+		); c != 0 {
+			return c
+		}
 		a, b := x.f, y.f
 		return cmp.Or(
-			cmp.Compare(y.rank, x.rank),
-			cmp.Compare(x.code, y.code),
-			cmp.Compare(a.Account, b.Account),
-			cmp.Compare(a.Stream, b.Stream),
 			cmp.Compare(a.Consumer, b.Consumer),
 			cmp.Compare(a.Cluster, b.Cluster),
 			cmp.Compare(a.Server, b.Server),
@@ -372,14 +406,66 @@ func sortedFindings(chunks [][]Finding) []Finding {
 			cmp.Compare(x.i, y.i), // stable
 		)
 	})
-	if len(keys) == 0 {
-		return nil
-	}
 	out := make([]Finding, len(keys))
 	for j, k := range keys {
 		out[j] = *k.f
 	}
 	return out
+}
+
+// ordinals numbers distinct strings in the order they are first met, then
+// ranks them in sorted order.
+type ordinals struct {
+	ids    map[string]uint32
+	values []string
+	last   string
+	lastID uint32
+}
+
+// id is the number of s; consecutive findings mostly share the string.
+func (o *ordinals) id(s string) uint32 {
+	if o.values != nil && s == o.last {
+		return o.lastID
+	}
+	if o.ids == nil {
+		o.ids = map[string]uint32{}
+	}
+	id, ok := o.ids[s]
+	if !ok {
+		id = uint32(len(o.values))
+		o.ids[s] = id
+		o.values = append(o.values, s)
+	}
+	o.last, o.lastID = s, id
+	return id
+}
+
+// ranks maps each id to the place of its string among all, sorted.
+func (o *ordinals) ranks() []uint32 {
+	byValue := make([]uint32, len(o.values))
+	for i := range byValue {
+		byValue[i] = uint32(i)
+	}
+	slices.SortFunc(byValue, func(a, b uint32) int { return cmp.Compare(o.values[a], o.values[b]) })
+	rank := make([]uint32, len(o.values))
+	for r, id := range byValue {
+		rank[id] = uint32(r)
+	}
+	return rank
+}
+
+// prefix8 is the first eight bytes of s as a big-endian number, zero
+// padded: numbers that differ order as their strings do; equal ones leave
+// the strings to compare.
+func prefix8(s string) uint64 {
+	var p uint64
+	for i := range 8 {
+		p <<= 8
+		if i < len(s) {
+			p |= uint64(s[i])
+		}
+	}
+	return p
 }
 
 func joinSorted(ss []string) string {

@@ -1,8 +1,11 @@
 package auditor
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -559,5 +562,55 @@ func TestLeafnodeAccountName(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("findings:\n  got  %s\n  want %s", strings.Join(got, "\n       "), strings.Join(want, "\n       "))
+	}
+}
+
+// TestSortFindingsOrder holds the sort's keys (codes, account and stream
+// ranks, the first bytes of a consumer's name) to the order they stand
+// for: worst first, then by code, account, stream, consumer, cluster,
+// server and peer, equals as they came. The names share prefixes longer
+// than eight bytes, differ by trailing NULs, and include an unregistered
+// code.
+func TestSortFindingsOrder(t *testing.T) {
+	want := func(fs []Finding) []Finding {
+		fs = slices.Clone(fs)
+		slices.SortStableFunc(fs, func(a, b Finding) int {
+			return cmp.Or(
+				cmp.Compare(b.Severity.rank(), a.Severity.rank()),
+				cmp.Compare(codeIndex(a.Code), codeIndex(b.Code)),
+				cmp.Compare(a.Account, b.Account),
+				cmp.Compare(a.Stream, b.Stream),
+				cmp.Compare(a.Consumer, b.Consumer),
+				cmp.Compare(a.Cluster, b.Cluster),
+				cmp.Compare(a.Server, b.Server),
+				cmp.Compare(a.Peer, b.Peer),
+			)
+		})
+		return fs
+	}
+	names := []string{"", "a", "a\x00", "a\x00\x00", "b", "orders-processor-1", "orders-processor-10", "orders-processor-2",
+		"orders-p", "orders-pr", "ORDERS", "\xff", "zz"}
+	codes := []Code{ConsumerLeaderBelowFloor, ConsumerReplicaBelowFloor, AssetAPILevelUnsupported, ServerBelowFloor,
+		ClusterMixedVersions, AuditIncomplete, "NOT_A_CODE"}
+	severities := []Severity{OK, Warning, Critical, Unknown}
+	r := rand.New(rand.NewPCG(1, 2))
+	pick := func(ss []string) string { return ss[r.IntN(len(ss))] }
+	for round := range 200 {
+		fs := make([]Finding, r.IntN(300))
+		for i := range fs {
+			fs[i] = Finding{Code: codes[r.IntN(len(codes))], Severity: severities[r.IntN(len(severities))],
+				Account: pick(names[:4+r.IntN(len(names)-4)]), Stream: pick(names), Consumer: pick(names),
+				Cluster: pick(names[:3]), Server: pick(names[:5]), Peer: pick(names[:5]), Message: fmt.Sprint(i)}
+		}
+		w := want(fs)
+		got := slices.Clone(fs)
+		sortFindings(got)
+		if !slices.EqualFunc(got, w, func(a, b Finding) bool { return reflect.DeepEqual(a, b) }) {
+			for i := range got {
+				if !reflect.DeepEqual(got[i], w[i]) {
+					t.Fatalf("round %d: at %d got %+v, want %+v", round, i, got[i], w[i])
+				}
+			}
+		}
 	}
 }

@@ -589,30 +589,177 @@ func (s *scanner) array(elem func() error) error {
 	}
 }
 
-// skip steps over one value, checking it.
+// skip steps over one value, checking it as encoding/json would. Most of a
+// reply is stepped over (timestamps, states, most of every config), so
+// this is one loop over the bytes with the index in a local and the open
+// objects and arrays on a stack of its own, not a call per key and value.
 func (s *scanner) skip() error {
-	s.ws()
-	if s.i >= len(s.b) {
-		return errEnd
+	b, i := s.b, s.i
+	var small [32]bool // true: an object is open; false: an array
+	open := small[:0]
+	fail := func(at int, what string) error {
+		s.i = at
+		if at >= len(b) {
+			return errEnd
+		}
+		return s.fail(what)
 	}
-	switch c := s.b[s.i]; c {
-	case '{':
-		return s.object(func([]byte) error { return s.skip() })
-	case '[':
-		return s.array(s.skip)
+value:
+	i = pastSpace(b, i)
+	if i >= len(b) {
+		return fail(i, "")
+	}
+	switch b[i] {
+	case '{', '[':
+		obj := b[i] == '{'
+		if s.depth+len(open)+1 > maxDepth {
+			return fail(i, "nested too deeply")
+		}
+		open = append(open, obj)
+		i++
+		i = pastSpace(b, i)
+		if i < len(b) && (obj && b[i] == '}' || !obj && b[i] == ']') {
+			i++
+			open = open[:len(open)-1]
+			goto after
+		}
+		if obj {
+			goto key
+		}
+		goto value
 	case '"':
-		_, err := s.stringBytes()
-		return err
-	case 't':
-		return s.literal("true")
-	case 'f':
-		return s.literal("false")
-	case 'n':
-		return s.literal("null")
+		var err error
+		if i, err = s.skipString(i); err != nil {
+			return err
+		}
+	case 't', 'f', 'n':
+		lit := "null"
+		switch b[i] {
+		case 't':
+			lit = "true"
+		case 'f':
+			lit = "false"
+		}
+		s.i = i
+		if err := s.literal(lit); err != nil {
+			return err
+		}
+		i = s.i
 	default:
-		return s.number()
+		s.i = i
+		if err := s.number(); err != nil {
+			return err
+		}
+		i = s.i
+	}
+after:
+	if len(open) == 0 {
+		s.i = i
+		return nil
+	}
+	i = pastSpace(b, i)
+	if i >= len(b) {
+		return fail(i, "")
+	}
+	switch c := b[i]; {
+	case c == ',':
+		i++
+		if open[len(open)-1] {
+			goto key
+		}
+		goto value
+	case c == '}' && open[len(open)-1], c == ']' && !open[len(open)-1]:
+		i++
+		open = open[:len(open)-1]
+		goto after
+	case open[len(open)-1]:
+		return fail(i, "expected ',' or '}'")
+	default:
+		return fail(i, "expected ',' or ']'")
+	}
+key:
+	i = pastSpace(b, i)
+	if i >= len(b) {
+		return fail(i, "")
+	}
+	if b[i] != '"' {
+		return fail(i, "expected a key")
+	}
+	{
+		var err error
+		if i, err = s.skipString(i); err != nil {
+			return err
+		}
+	}
+	i = pastSpace(b, i)
+	if i >= len(b) {
+		return fail(i, "")
+	}
+	if b[i] != ':' {
+		return fail(i, "expected ':'")
+	}
+	i++
+	goto value
+}
+
+// pastSpace is the index of the first byte from i on that is not white space.
+func pastSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString checks the string that opens at b[i] and returns the index
+// after it. Only its validity matters: escapes well formed, no control
+// characters (invalid UTF-8 is no error; encoding/json replaces it).
+func (s *scanner) skipString(i int) (int, error) {
+	b := s.b
+	i++
+	for {
+		for i < len(b) && stringPlain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			s.i = i
+			return i, errEnd
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c < 0x20:
+			s.i = i
+			return i, s.fail("control character in a string")
+		}
+		// A backslash.
+		if i+1 >= len(b) {
+			s.i = i
+			return i, errEnd
+		}
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			s.i = i + 2
+			if _, err := s.hex4(); err != nil {
+				return s.i, err
+			}
+			i = s.i
+		default:
+			s.i = i + 2
+			return i, s.fail("invalid escape in a string")
+		}
 	}
 }
+
+// stringPlain marks the bytes a string may hold as they are: all but a
+// quote, a backslash and the control characters.
+var stringPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func (s *scanner) literal(lit string) error {
 	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {

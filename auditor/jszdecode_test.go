@@ -204,3 +204,23 @@ func BenchmarkMerge(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/30_000, "ns/report")
 }
+
+// FuzzSkipMatchesValid holds the scanner's skip, which steps over most of
+// a reply, to encoding/json: it accepts exactly the texts json.Valid does.
+func FuzzSkipMatchesValid(f *testing.F) {
+	for _, s := range []string{`{"a":[1,-2.5e+3,"x\u00e9\n",true,false,null,{}],"b":{"c":[[]]}}`, `"\ud800"`, "\"a\xffb\"",
+		`{"a":"\x"}`, "{\"a\":\"\x01\"}", `{"a":01}`, `{"a":tru}`, `[1,]`, `{"a" 1}`, `{,}`, ` [ 1 , { "k" : "v" } ] `, `[`, `"`, `-`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Add(jszFixture(f, 20))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := scanner{b: data}
+		err := s.skip()
+		if err == nil {
+			err = s.end()
+		}
+		if valid := stdjson.Valid(data); valid != (err == nil) {
+			t.Fatalf("skip: %v, json.Valid: %v", err, valid)
+		}
+	})
+}
