@@ -17,7 +17,7 @@ NATSCLI     := $(TOOLS_BIN)/nats
 # A count, not a duration: in Go 1.26 a duration -fuzztime can fail at its
 # deadline with "context deadline exceeded" and no crasher (golang/go#75804).
 FUZZTIME    ?= 50000x
-FUZZ_TARGETS := FuzzStatsz FuzzLeafz FuzzJSZ FuzzParseVersion
+FUZZ_TARGETS := FuzzStatsz FuzzLeafz FuzzJSZ FuzzSkipMatchesValid FuzzParseVersion
 
 SOAK        ?= 10m
 
