@@ -523,35 +523,49 @@ func (c *collection) addLeafz(srv Server, data []byte) error {
 	return nil
 }
 
-// jsz asks a server for its counts, then for its pages, each once its
-// estimate fits into the bytes in flight.
+// jsz asks a server for its counts, sizes its pages by them, and asks for
+// each page once its estimate fits into the bytes in flight.
 func (c *collection) jsz(ctx context.Context, srv Server) {
-	data, err := c.request(ctx, srv, "JSZ", jszCountsRequest(c.opts.JSZPageSize))
+	data, err := c.request(ctx, srv, "JSZ", jszSummaryRequest)
 	var plan pagePlan
 	if err == nil {
-		plan, err = parseJSZCounts(data)
+		plan, err = parseJSZSummary(data, c.opts.JSZPageSize)
+	}
+	if err == nil && plan.needsCounts(c.budget.limit) {
+		// A large server: its accounts' streams, within the bound too.
+		data, err = c.within(ctx, srv, jszCountsRequest(c.opts.JSZPageSize), plan.countsEstimate())
+		if err == nil {
+			plan, err = plan.withCounts(data, c.budget.limit)
+		}
 	}
 	if err != nil {
 		c.problem(srv.Name, "JSZ", err)
 		return
 	}
-	plan = plan.plan(c.opts.JSZPageSize, c.budget.limit)
 	c.log.Debug("audit plans JSZ pages", "server", srv.Name, "estimate", plan.total, "accounts", plan.accounts, "page", plan.pageSize)
 	c.jszPages(ctx, srv, plan)
 }
+
+// allAccounts is a page limit no server reaches: a server before 2.11.2
+// takes a limit of 0 as 1024 (2.10.27 monitor.go Jsz), so every account at
+// once must be asked as a number.
+const allAccounts = 1 << 30
 
 // jszPages pages over a server's accounts. Pages are counted in accounts, and
 // every stream and consumer of an account comes in the account's page.
 func (c *collection) jszPages(ctx context.Context, srv Server, plan pagePlan) {
 	page := plan.pageSize
 	accounts := map[string]bool{}
-	total := 0
+	first, total := -1, 0
+	scale := 1.0 // how much larger than their estimates this server's pages came
 	for offset := 0; ; {
-		data, err := c.page(ctx, srv, offset, page, plan.estimate(offset, page))
+		estimate := int64(float64(plan.estimate(offset, page)) * scale)
+		data, err := c.within(ctx, srv, jszPage(offset, page), estimate)
 		if err != nil {
 			c.problem(srv.Name, "JSZ", err)
 			return
 		}
+		scale = max(scale, float64(len(data))/float64(max(estimate, 1)))
 		js, err := parseJSZ(data)
 		if err != nil {
 			c.problem(srv.Name, "JSZ", err)
@@ -562,44 +576,54 @@ func (c *collection) jszPages(ctx context.Context, srv Server, plan pagePlan) {
 			// By id: account JWT names need not be unique.
 			accounts[a.id()] = true
 		}
-		total = js.Total
+		// Before 2.11.2 a server sends no total; its JetStream accounts
+		// are counted as Accounts on every version.
+		total = max(js.Total, js.Accounts)
+		if first < 0 {
+			first = total
+		}
 		n := len(js.AccountDetails)
-		if n < page || page == 0 || (total > 0 && offset+n >= total) {
+		if n < page || page == allAccounts || (js.Total > 0 && offset+n >= js.Total) {
 			break
 		}
-		if total == 0 {
-			// A full page without a total is a server before 2.11: it sorts
-			// the accounts only from the second page on (2.10.27 monitor.go,
-			// Jsz), so its pages overlap and skip. Ask it for every account
-			// at once (limit 0 is no limit there).
-			page, offset = 0, 0
+		if js.Total == 0 {
+			// A full page without a total is a server before 2.11.2: it
+			// sorts the accounts only from the second page on (2.10.27
+			// monitor.go, Jsz), so its pages overlap and skip. Ask it for
+			// every account at once.
+			page, offset = allAccounts, 0
 			continue
 		}
 		offset += n
 	}
-	// Accounts added or removed between pages shift the pages under us.
-	if len(accounts) < total {
+	switch {
+	case total < first:
+		// An account removed before the next page's offset shifts the
+		// pages left: one account goes unlisted, and the count no longer
+		// shows it (one added only repeats one).
+		c.problem(srv.Name, "JSZ", fmt.Errorf("JetStream accounts went from %d to %d while the pages were asked: an account may not have been listed", first, total))
+	case len(accounts) < total:
 		c.problem(srv.Name, "JSZ", fmt.Errorf("paging listed %d of %d JetStream accounts", len(accounts), total))
 	}
 }
 
-// page asks for one JSZ page once its estimate fits into the bytes in
-// flight, and holds them until its reply is read.
-func (c *collection) page(ctx context.Context, srv Server, offset, size int, estimate int64) ([]byte, error) {
+// within asks a server for one JSZ reply once estimate bytes fit into the
+// bytes in flight, and holds them until the reply is read.
+func (c *collection) within(ctx context.Context, srv Server, body jszRequest, estimate int64) ([]byte, error) {
 	start := time.Now()
 	held, err := c.budget.acquire(ctx, estimate)
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, errShutDown) {
-			return nil, fmt.Errorf("page not asked: %w", cause)
+			return nil, fmt.Errorf("not asked: %w", cause)
 		}
-		return nil, fmt.Errorf("page not asked before the audit timeout, waiting for other servers' replies to fit beside its own (about %d bytes) in %d bytes in flight: %w",
+		return nil, fmt.Errorf("not asked before the audit timeout, waiting for other servers' replies to fit beside its own (about %d bytes) in %d bytes in flight: %w",
 			estimate, c.budget.limit, err)
 	}
 	defer c.budget.release(held)
 	if waited := time.Since(start); waited > time.Millisecond {
-		c.log.Debug("audit waited for bytes in flight", "server", srv.Name, "offset", offset, "estimate", estimate, "waited", waited)
+		c.log.Debug("audit waited for bytes in flight", "server", srv.Name, "offset", body.Offset, "estimate", estimate, "waited", waited)
 	}
-	return c.request(ctx, srv, "JSZ", jszPage(offset, size))
+	return c.request(ctx, srv, "JSZ", body)
 }
 
 // request asks one server and returns its reply, unless it is too large.

@@ -29,6 +29,12 @@ func TestCollectPagesOverAccounts(t *testing.T) {
 		// 2.10 sends no total and leaves its first page unsorted: one full
 		// page, then every account in one.
 		{"2.10 without a total", natstest.NoLevels, 7, 3, []string{"ACC0001", "ACC0003", "ACC0004", "ACC0006", "ACC0007", "APP"}, 2},
+		// 2.10 takes a limit of 0 as 1024: every account at once is asked
+		// by number, or the accounts past the 1024th go unseen.
+		{"2.10 past 1024 accounts", natstest.NoLevels, 1030, 0, []string{"ACC0001", "ACC1025", "ACC1030", "APP"}, 2},
+		// 9 accounts in pages of 3: the third page ends the paging by the
+		// total, with no empty fourth.
+		{"pages that divide the accounts", natstest.Floor, 8, 3, []string{"ACC0001", "ACC0008", "APP"}, 3},
 	}
 	for _, mode := range natstest.Modes {
 		for _, tt := range tests {

@@ -26,23 +26,45 @@ const DefaultMaxBytesInFlight = 32 << 20
 // What a JSZ page with configs can cost per asset, with room to spare: a
 // reply of the benchmark's 100,000 consumers (configs with one filter
 // subject, no metadata) came to about 680 bytes per consumer, its streams
-// included. A config with long subject lists or metadata is larger; an
-// estimate that falls short only lets a little more into flight.
+// included. A config with long subject lists or metadata is larger: once a
+// page of a server is read, its later pages are estimated at the ratio the
+// page showed (jszPages).
 const (
 	bytesPerConsumer = 1 << 10
 	bytesPerStream   = 2 << 10
 	bytesPerAccount  = 1 << 10
 	bytesPerReply    = 4 << 10
+	// What a stream costs in a counts reply (about 400 bytes seen, with
+	// its state and cluster).
+	bytesPerCountedStream = 1 << 10
 )
 
+// jszSummary is the part of a JSZ reply without accounts
+// (server.ServerAPIJszResponse with server.JSInfo) that sizes the rest: the
+// server's streams and consumers and its JetStream accounts, counted over
+// all accounts whatever the page (monitor.go Jsz, 2.10.27 to 2.15.3).
+// Total is the same count of accounts as Accounts (JetStreamStats), sent
+// from 2.11.2 on, the release that also sorts every page (monitor.go JSInfo
+// and Jsz: 2.11.1 has no total and sorts only at an offset).
+type jszSummary struct {
+	Data *struct {
+		Streams   int `json:"streams"`
+		Consumers int `json:"consumers"`
+		Accounts  int `json:"accounts"`
+		Total     int `json:"total"`
+	} `json:"data,omitempty"`
+	Error *apiError `json:"error,omitempty"`
+}
+
+// jszSummaryRequest is server.JSzOptions asking for the counts alone.
+var jszSummaryRequest = jszRequest{}
+
 // jszCounts is the part of a JSZ reply with accounts and streams but no
-// consumers or configs (server.ServerAPIJszResponse with server.JSInfo) that
-// sizes the pages to come: the server's JetStream accounts in the order its
-// pages list them (sorted by id, monitor.go Jsz, 2.11 on), each stream's
-// consumer count (StreamState.Consumers), and the accounts in all.
+// consumers or configs that sizes each account's part of the pages: the
+// accounts in the order the pages list them (sorted by id from 2.11.2 on)
+// with each stream's consumer count (StreamState.Consumers).
 type jszCounts struct {
 	Data *struct {
-		Total    int `json:"total"`
 		Accounts []struct {
 			Streams []struct {
 				State struct {
@@ -61,21 +83,24 @@ func jszCountsRequest(limit int) jszRequest {
 }
 
 // pagePlan says how to ask a server for its pages: pageSize accounts at a
-// time (0: all at once), each page holding its estimate of the bytes in
-// flight.
+// time, each page holding its estimate of the bytes in flight.
 type pagePlan struct {
 	pageSize int
-	// perAccount is each listed account's estimate, in page order; total
-	// the estimate of all of them (whatever is not listed counted at the
-	// largest listed).
+	// perAccount is each account's estimate in page order, when the
+	// server's accounts were counted one by one; total is the estimate of
+	// all of them.
 	perAccount []int64
 	total      int64
 	accounts   int
+	// sorted: the server sends a total and sorts every page (2.11.2 on).
+	sorted bool
+	// streams as the summary counts them, to size the counts request.
+	streams int
 }
 
 // estimate is what the page of size accounts from offset on may cost.
 func (p pagePlan) estimate(offset, size int) int64 {
-	if size <= 0 || offset >= len(p.perAccount) {
+	if len(p.perAccount) != p.accounts || offset >= len(p.perAccount) {
 		return p.total
 	}
 	var n int64
@@ -85,10 +110,10 @@ func (p pagePlan) estimate(offset, size int) int64 {
 	return n + bytesPerReply
 }
 
-// parseJSZCounts decodes a counts reply into the estimate of each account's
-// part of a page.
-func parseJSZCounts(data []byte) (pagePlan, error) {
-	var resp jszCounts
+// parseJSZSummary decodes a JSZ reply without accounts into the estimate of
+// the server's pages, asked at the configured page size.
+func parseJSZSummary(data []byte, pageSize int) (pagePlan, error) {
+	var resp jszSummary
 	if err := json.Unmarshal(data, &resp); err != nil {
 		return pagePlan{}, fmt.Errorf("malformed reply: %w", err)
 	}
@@ -98,55 +123,74 @@ func parseJSZCounts(data []byte) (pagePlan, error) {
 	if resp.Data == nil {
 		return pagePlan{}, errors.New("reply carries no data")
 	}
-	p := pagePlan{accounts: resp.Data.Total}
-	var largest int64
+	d := resp.Data
+	if d.Streams < 0 || d.Consumers < 0 || d.Accounts < 0 || d.Total < 0 {
+		return pagePlan{}, fmt.Errorf("reply counts %d streams, %d consumers and %d accounts", d.Streams, d.Consumers, d.Accounts)
+	}
+	p := pagePlan{pageSize: pageSize, accounts: max(d.Total, d.Accounts), sorted: d.Total > 0, streams: d.Streams}
+	p.total = int64(d.Consumers)*bytesPerConsumer + int64(d.Streams)*bytesPerStream + int64(p.accounts)*bytesPerAccount + bytesPerReply
+	return p, nil
+}
+
+// needsCounts reports whether a server's pages are to be sized account by
+// account: its estimate is over a third of the bound, and its pages can be
+// split (more than one account, all in one counts request, in an order
+// that holds from page to page).
+func (p pagePlan) needsCounts(limit int64) bool {
+	return p.total > limit/3 && p.sorted && p.accounts > 1 && p.accounts <= p.pageSize
+}
+
+// countsEstimate is what the counts request may cost.
+func (p pagePlan) countsEstimate() int64 {
+	return int64(p.streams)*bytesPerCountedStream + int64(p.accounts)*bytesPerAccount + bytesPerReply
+}
+
+// withCounts takes a counts reply into the plan: each account's estimate,
+// and as many accounts a page as keep every page within a quarter of the
+// bound, so that three such servers are still asked side by side.
+func (p pagePlan) withCounts(data []byte, limit int64) (pagePlan, error) {
+	var resp jszCounts
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return p, fmt.Errorf("malformed reply: %w", err)
+	}
+	if resp.Error != nil {
+		return p, resp.Error
+	}
+	if resp.Data == nil {
+		return p, errors.New("reply carries no data")
+	}
+	per := make([]int64, 0, len(resp.Data.Accounts))
 	for _, a := range resp.Data.Accounts {
 		e := int64(bytesPerAccount)
 		for _, st := range a.Streams {
 			if st.State.Consumers < 0 {
-				return pagePlan{}, fmt.Errorf("reply counts %d consumers of a stream", st.State.Consumers)
+				return p, fmt.Errorf("reply counts %d consumers of a stream", st.State.Consumers)
 			}
 			e += bytesPerStream + int64(st.State.Consumers)*bytesPerConsumer
 		}
-		p.perAccount = append(p.perAccount, e)
-		p.total += e
-		largest = max(largest, e)
+		per = append(per, e)
 	}
-	if unlisted := p.accounts - len(p.perAccount); unlisted > 0 {
-		p.total += int64(unlisted) * largest
+	if len(per) != p.accounts {
+		// Accounts came or went since the summary: keep to its estimate.
+		return p, nil
 	}
-	p.total += bytesPerReply
-	return p, nil
-}
-
-// plan picks the page size for a server: the configured one while the
-// server's whole estimate is a small part of the bound, else as many
-// accounts a page as keep every page within a quarter of the bound, so
-// that three such servers are still asked side by side. Pages need the
-// accounts listed in the order the pages take (a full listing, sorted:
-// 2.11 on; a 2.10 server sends no total and sorts only from its second
-// page, see jszPages).
-func (p pagePlan) plan(configured int, limit int64) pagePlan {
-	p.pageSize = configured
-	if p.total <= limit/3 || p.accounts <= 1 || len(p.perAccount) != p.accounts {
-		return p
-	}
+	p.perAccount = per
 	target := limit / 4
 	size := 1
-	for k := 2; k <= min(configured, len(p.perAccount)); k++ {
+	for k := 2; k <= min(p.pageSize, len(per)); k++ {
 		if p.widest(k) > target {
 			break
 		}
 		size = k
 	}
 	p.pageSize = size
-	return p
+	return p, nil
 }
 
-// widest is the largest estimate of k consecutive accounts.
+// widest is the largest estimate of the pages of k accounts.
 func (p pagePlan) widest(k int) int64 {
 	var widest int64
-	for i := 0; i+k <= len(p.perAccount); i += k {
+	for i := 0; i < len(p.perAccount); i += k {
 		widest = max(widest, p.estimate(i, k))
 	}
 	return widest

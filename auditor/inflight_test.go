@@ -45,73 +45,111 @@ func TestReplyBudget(t *testing.T) {
 	}
 }
 
-func TestParseJSZCountsRejectsBadReplies(t *testing.T) {
-	for _, tt := range []struct{ reply, want string }{
-		{`{"data":`, "malformed reply"},
-		{`{}`, "reply carries no data"},
-		{`{"error":{"code":503,"err_code":10039,"description":"jetstream not enabled"}}`, "jetstream not enabled (10039)"},
-		{`{"data":{"total":1,"account_details":[{"stream_detail":[{"state":{"consumer_count":-1}}]}]}}`, "-1 consumers"},
+func TestJSZCountsRejectBadReplies(t *testing.T) {
+	summary := func(data []byte) error { _, err := parseJSZSummary(data, DefaultJSZPageSize); return err }
+	counts := func(data []byte) error {
+		_, err := pagePlan{accounts: 1, pageSize: DefaultJSZPageSize}.withCounts(data, DefaultMaxBytesInFlight)
+		return err
+	}
+	for _, tt := range []struct {
+		parse       func([]byte) error
+		reply, want string
+	}{
+		{summary, `{"data":`, "malformed reply"},
+		{summary, `{}`, "reply carries no data"},
+		{summary, `{"error":{"code":503,"err_code":10039,"description":"jetstream not enabled"}}`, "jetstream not enabled (10039)"},
+		{summary, `{"data":{"streams":-1,"consumers":2,"accounts":1}}`, "-1 streams"},
+		{counts, `{"data":`, "malformed reply"},
+		{counts, `{}`, "reply carries no data"},
+		{counts, `{"data":{"account_details":[{"stream_detail":[{"state":{"consumer_count":-1}}]}]}}`, "-1 consumers"},
 	} {
-		if _, err := parseJSZCounts([]byte(tt.reply)); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if err := tt.parse([]byte(tt.reply)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want %q", tt.reply, err, tt.want)
 		}
 	}
 }
 
 func TestPagePlan(t *testing.T) {
-	// accounts of n consumers in one stream each
-	counts := func(total int, consumers ...int) pagePlan {
+	const mib = 1 << 20
+	acct := func(consumers int) int64 { return bytesPerAccount + bytesPerStream + int64(consumers)*bytesPerConsumer }
+	// plan makes the plan of a server whose accounts hold one stream of
+	// these many consumers each, as jsz does; total 0 is a server before
+	// 2.11.2, listed shows only the first accounts in the counts reply.
+	plan := func(t *testing.T, limit int64, total, listed int, consumers ...int) pagePlan {
 		t.Helper()
-		var accs []string
+		sum := 0
 		for _, n := range consumers {
+			sum += n
+		}
+		p, err := parseJSZSummary([]byte(fmt.Sprintf(`{"data":{"streams":%d,"consumers":%d,"accounts":%d,"total":%d}}`,
+			len(consumers), sum, len(consumers), total)), DefaultJSZPageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.needsCounts(limit) {
+			return p
+		}
+		var accs []string
+		for _, n := range consumers[:listed] {
 			accs = append(accs, fmt.Sprintf(`{"stream_detail":[{"state":{"consumer_count":%d}}]}`, n))
 		}
-		p, err := parseJSZCounts([]byte(fmt.Sprintf(`{"data":{"total":%d,"account_details":[%s]}}`, total, strings.Join(accs, ","))))
+		p, err = p.withCounts([]byte(fmt.Sprintf(`{"data":{"account_details":[%s]}}`, strings.Join(accs, ","))), limit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	const mib = 1 << 20
-	acct := func(consumers int) int64 { return bytesPerAccount + bytesPerStream + int64(consumers)*bytesPerConsumer }
 	tests := []struct {
-		name     string
-		plan     pagePlan
-		limit    int64
-		pageSize int
-		total    int64
+		name      string
+		limit     int64
+		total     int // 0: before 2.11.2
+		consumers []int
+		listed    int // accounts in the counts reply; 0: all
+		pageSize  int
 	}{
-		{"small beside the bound: the configured pages", counts(3, 1000, 1000, 1000), 32 * mib, 1024, 3*acct(1000) + bytesPerReply},
+		{"small beside the bound: the configured pages", 32 * mib, 3, []int{1000, 1000, 1000}, 0, 1024},
 		// 5 × 7,000 consumers: about 35 MB, more than a third of 32 MiB;
 		// one account (7 MB) a page keeps pages within 8 MiB, two would not.
-		{"large: split into pages within a quarter", counts(5, 7000, 7000, 7000, 7000, 7000), 32 * mib, 1, 5*acct(7000) + bytesPerReply},
-		{"large, small accounts: several a page", counts(6, 2000, 2000, 2000, 2000, 2000, 2000), 12 * mib, 1, 6*acct(2000) + bytesPerReply},
-		{"large, small accounts, larger bound", counts(6, 2000, 2000, 2000, 2000, 2000, 2000), 24 * mib, 3, 6*acct(2000) + bytesPerReply},
-		{"one account: nothing to split", counts(1, 40000), 32 * mib, 1024, acct(40000) + bytesPerReply},
-		// 2.10 sends no total; a listing short of the total cannot be split
-		// by it either; the unlisted accounts count as the largest listed.
-		{"no total (2.10)", counts(0, 20000, 20000), 32 * mib, 1024, 2*acct(20000) + bytesPerReply},
-		{"a partial listing", counts(4, 20000, 20000), 32 * mib, 1024, 4*acct(20000) + bytesPerReply},
+		{"large: one account a page", 32 * mib, 5, []int{7000, 7000, 7000, 7000, 7000}, 0, 1},
+		{"large, smaller accounts: three a page", 24 * mib, 6, []int{2000, 2000, 2000, 2000, 2000, 2000}, 0, 3},
+		// Pages of 4 would put the two large accounts in the last, partial
+		// page: it counts as the full ones do.
+		{"uneven: the last, partial page counts", 12 * mib, 7, []int{100, 100, 100, 100, 100, 1500, 3000}, 0, 3},
+		{"one account: nothing to split", 32 * mib, 1, []int{40000}, 0, 1024},
+		{"before 2.11.2: pages in no stable order, not split", 32 * mib, 0, []int{20000, 20000}, 0, 1024},
+		{"accounts came since the summary: its estimate, not split", 32 * mib, 3, []int{20000, 20000, 20000}, 2, 1024},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := tt.plan.plan(1024, tt.limit)
-			if p.pageSize != tt.pageSize || p.total != tt.total {
-				t.Errorf("page size %d, estimate %d; want %d, %d", p.pageSize, p.total, tt.pageSize, tt.total)
+			listed := cmp.Or(tt.listed, len(tt.consumers))
+			p := plan(t, tt.limit, tt.total, listed, tt.consumers...)
+			var want int64 = bytesPerReply
+			for _, n := range tt.consumers {
+				want += acct(n)
 			}
-			if p.pageSize < 1024 {
-				for off := 0; off < len(p.perAccount); off += p.pageSize {
+			if p.pageSize != tt.pageSize || p.total != want {
+				t.Errorf("page size %d, estimate %d; want %d, %d", p.pageSize, p.total, tt.pageSize, want)
+			}
+			if p.pageSize < DefaultJSZPageSize {
+				for off := 0; off < len(tt.consumers); off += p.pageSize {
 					if e := p.estimate(off, p.pageSize); e > tt.limit/4 {
 						t.Errorf("page at %d: estimate %d over a quarter of %d", off, e, tt.limit)
 					}
 				}
+			} else if e := p.estimate(0, p.pageSize); e != p.total {
+				t.Errorf("one page estimated at %d, want the whole %d", e, p.total)
 			}
 		})
 	}
-	// A page the listing does not cover is estimated as the whole server.
-	p := counts(2, 10, 10)
-	if got := p.estimate(2, 1); got != p.total {
-		t.Errorf("estimate past the listing %d, want the whole %d", got, p.total)
+	// More accounts than one counts request lists are not counted one by
+	// one: the summary's estimate stands.
+	many := make([]int, DefaultJSZPageSize+1)
+	for i := range many {
+		many[i] = 100
+	}
+	if p, _ := parseJSZSummary([]byte(fmt.Sprintf(`{"data":{"streams":%d,"consumers":%d,"accounts":%d,"total":%d}}`,
+		len(many), 100*len(many), len(many), len(many))), DefaultJSZPageSize); p.needsCounts(1) {
+		t.Errorf("a server of %d accounts is to be counted in one request", len(many))
 	}
 }
 
@@ -124,7 +162,8 @@ type jszTraffic struct {
 
 type jszEvent struct {
 	server string // the server id a request is directed at
-	page   bool   // a request for consumers, not the counts
+	kind   string // "summary", "counts" or "page"
+	page   bool
 	reply  bool
 	// offset and limit of a page request
 	offset, limit int
@@ -139,13 +178,23 @@ func watchJSZ(t *testing.T, nc *nats.Conn, bound int64) *jszTraffic {
 	t.Helper()
 	tr := &jszTraffic{}
 	pending := map[string]jszEvent{}
+	plans := map[string]*pagePlan{}
 	record := func(m *nats.Msg) {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		if strings.HasPrefix(m.Subject, "$SYS.REQ.SERVER.") {
 			var req jszRequest
-			e := jszEvent{server: strings.Split(m.Subject, ".")[3], page: strings.Contains(string(m.Data), `"consumer":true`)}
+			e := jszEvent{server: strings.Split(m.Subject, ".")[3]}
 			e.err = json.Unmarshal(m.Data, &req)
+			switch {
+			case req.Consumer:
+				e.kind, e.page = "page", true
+			case req.Accounts:
+				e.kind = "counts"
+			default:
+				e.kind = "summary"
+			}
+			e.plan = plans[e.server]
 			e.offset, e.limit = req.Offset, req.Limit
 			pending[m.Reply] = e
 			tr.events = append(tr.events, e)
@@ -153,12 +202,17 @@ func watchJSZ(t *testing.T, nc *nats.Conn, bound int64) *jszTraffic {
 		}
 		if req, ok := pending[m.Subject]; ok {
 			req.reply, req.size = true, len(m.Data)
-			if !req.page {
+			switch req.kind {
+			case "summary":
 				var p pagePlan
-				p, req.err = parseJSZCounts(m.Data)
-				p = p.plan(DefaultJSZPageSize, bound)
-				req.plan = &p
+				p, req.err = parseJSZSummary(m.Data, DefaultJSZPageSize)
+				plans[req.server] = &p
+			case "counts":
+				if p := plans[req.server]; p != nil {
+					*p, req.err = p.withCounts(m.Data, bound)
+				}
 			}
+			req.plan = plans[req.server]
 			tr.events = append(tr.events, req)
 		}
 	}
@@ -173,9 +227,16 @@ func watchJSZ(t *testing.T, nc *nats.Conn, bound int64) *jszTraffic {
 		}
 		t.Cleanup(func() { _ = sub.Unsubscribe() })
 	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
 	go func() {
-		for m := range msgs {
-			record(m)
+		for {
+			select {
+			case m := <-msgs:
+				record(m)
+			case <-done:
+				return
+			}
 		}
 	}()
 	if err := nc.Flush(); err != nil {
@@ -186,11 +247,13 @@ func watchJSZ(t *testing.T, nc *nats.Conn, bound int64) *jszTraffic {
 
 // TestCollectBoundsRepliesInFlight audits servers of three versions, each
 // hosting a stream of 75 consumers in each of two accounts, through one
-// server. Watched on that server: every server is asked for its counts
-// before its pages, the estimate from the counts covers every page, and
-// every consumer is found. With a bound smaller than any reply, no page is
-// asked while another is unanswered, and the servers that sort their pages
-// (2.11 on) are asked one account a page.
+// server. Watched on that server: every server is asked for its summary
+// before anything else of its JSZ, the requests within the bound never
+// hold more than it beside each other, each estimate covers its reply, and
+// every consumer is found. With a bound smaller than any reply, no request
+// within it is asked while another is unanswered, and the servers that sort
+// their pages (2.11.2 on) are counted account by account and asked one
+// account a page.
 func TestCollectBoundsRepliesInFlight(t *testing.T) {
 	const perStream = 75
 	names := []string{"n1", "n2", "n3"}
@@ -270,33 +333,54 @@ func TestCollectBoundsRepliesInFlight(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			plans := map[string]*pagePlan{}
-			open := map[string]bool{} // pages asked and unanswered, by server id
+			// open holds the estimates of the requests within the bound (a
+			// large server's counts, every page) asked and unanswered.
+			open := map[string]int64{}
+			held := func() (sum int64) {
+				for _, e := range open {
+					sum += min(e, bound)
+				}
+				return sum
+			}
+			summarised := map[string]bool{}
 			pageSizes := map[string][]int{}
 			for _, e := range events {
 				if e.err != nil {
 					t.Errorf("server %s: %v", e.server, e.err)
 				}
 				switch {
-				case !e.page && e.reply:
-					plans[e.server] = e.plan
-				case e.page && !e.reply:
-					if plans[e.server] == nil {
-						t.Errorf("server %s asked for its pages before its counts came", e.server)
+				case e.kind == "summary" && e.reply:
+					summarised[e.server] = true
+				case e.kind != "summary" && !e.reply:
+					if !summarised[e.server] || e.plan == nil {
+						t.Errorf("server %s asked for its %s before its summary came", e.server, e.kind)
+						continue
 					}
 					if tt.bound == 1 && len(open) > 0 {
-						t.Errorf("server %s asked for a page while those of %v were unanswered", e.server, open)
+						t.Errorf("server %s asked for its %s while %v were unanswered", e.server, e.kind, open)
 					}
-					open[e.server] = true
-					pageSizes[e.server] = append(pageSizes[e.server], e.limit)
-				case e.page && e.reply:
+					est := e.plan.countsEstimate()
+					if e.page {
+						est = e.plan.estimate(e.offset, e.limit)
+						pageSizes[e.server] = append(pageSizes[e.server], e.limit)
+					}
+					if sum := held() + min(est, bound); len(open) > 0 && sum > bound {
+						t.Errorf("server %s asked for its %s (about %d bytes) beside %v: %d bytes in flight, bound %d", e.server, e.kind, est, open, sum, bound)
+					}
+					open[e.server] = est
+				case e.kind != "summary" && e.reply:
+					if est := open[e.server]; est < int64(e.size) {
+						t.Errorf("server %s, %s at %d of %d: estimate %d bytes, reply %d bytes", e.server, e.kind, e.offset, e.limit, est, e.size)
+					}
 					delete(open, e.server)
-					if p := plans[e.server]; p != nil {
-						if est := p.estimate(e.offset, e.limit); est < int64(e.size) {
-							t.Errorf("server %s, page at %d of %d: estimate %d bytes from its counts, page %d bytes", e.server, e.offset, e.limit, est, e.size)
-						}
-					}
 				}
+			}
+			// One ping, then per server LEAFZ and the summary; one at a
+			// time, the two 2.11.2+ servers are counted account by account
+			// and asked one account a page (the second page ends the
+			// paging by the total), the 2.10 server once.
+			if want := map[int]int{1: 1 + 3 + 3 + 2 + 2 + 2 + 1, 0: 1 + 3 + 3 + 3}[tt.bound]; snap.Requests != want {
+				t.Errorf("%d requests, want %d", snap.Requests, want)
 			}
 			for _, s := range snap.Servers {
 				want := DefaultJSZPageSize
@@ -308,5 +392,21 @@ func TestCollectBoundsRepliesInFlight(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A server before 2.11.2 takes a limit of 0 as 1024 (2.10.27 monitor.go
+// Jsz): asking it for every account at once must send a number. (The
+// real-server case of 1,031 accounts on 2.10 in TestCollectPagesOverAccounts
+// cannot show it alone: that server lists its accounts in map order, and
+// two listings of 1,024 of them rarely miss the same ones.)
+func TestEveryAccountAtOnceIsAskedByNumber(t *testing.T) {
+	data, err := json.Marshal(jszPage(0, allAccounts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req struct{ Limit int }
+	if err := json.Unmarshal(data, &req); err != nil || req.Limit < 1<<20 {
+		t.Errorf("every account at once asked as %s, want a limit no server reaches", data)
 	}
 }

@@ -22,6 +22,9 @@ type jszData struct {
 	Meta           *metaClusterInfo `json:"meta_cluster,omitempty"`
 	AccountDetails []jszAccount     `json:"account_details,omitempty"`
 	Total          int              `json:"total"`
+	// Accounts counts the server's JetStream accounts on every version
+	// (JetStreamStats); Total, the same count, only from 2.11.2 on.
+	Accounts int `json:"accounts"`
 }
 
 // jszAccount is an AccountDetail. ID is the account's own name, which in

@@ -114,6 +114,8 @@ func (d *jszDecoder) data(js *jszData) error {
 			return list(d, &js.AccountDetails, d.account)
 		case "total":
 			return d.int(&js.Total)
+		case "accounts":
+			return d.int(&js.Accounts)
 		}
 		return d.skip()
 	})

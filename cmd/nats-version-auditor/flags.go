@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -46,9 +47,17 @@ func addAuditFlags(app *kingpin.Application) *auditFlags {
 	const maxReplyHelp = "Replies larger than this are dropped as AUDIT_INCOMPLETE instead of decoded (default 64MiB)"
 	app.Flag("audit.max-reply-bytes", maxReplyHelp).PlaceHolder("64MiB").BytesVar(&f.maxReplyBytes)
 	app.Flag("max-reply-bytes", maxReplyHelp).Hidden().BytesVar(&f.maxReplyBytes)
-	app.Flag("audit.max-bytes-in-flight", "JSZ reply bytes asked for and not yet read, as the servers' counts estimate them: servers whose replies would exceed it together are asked in turn. "+
+	// Unset is auditor.DefaultMaxBytesInFlight; a bound of nothing would
+	// ask for nothing, so 0 and less are refused rather than taken as it.
+	inFlight := units.Base2Bytes(auditor.DefaultMaxBytesInFlight).String()
+	app.Flag("audit.max-bytes-in-flight", "JSZ reply bytes asked for and not yet read, as the servers' counts estimate them: pages whose replies would exceed it together are asked in turn (default "+inFlight+"). "+
 		"Keep it under the max_pending of the server the auditor connects to (64MiB by default), which drops a client that reads too slowly").
-		Default("32MiB").BytesVar(&f.maxInFlight)
+		PlaceHolder(inFlight).Action(func(*kingpin.ParseContext) error {
+		if f.maxInFlight <= 0 {
+			return fmt.Errorf("--audit.max-bytes-in-flight %d: want a size above 0 (default %s)", int64(f.maxInFlight), inFlight)
+		}
+		return nil
+	}).BytesVar(&f.maxInFlight)
 	return f
 }
 

@@ -16,18 +16,27 @@ func TestAuditFlagAliases(t *testing.T) {
 		args     []string
 		max      int
 		compress bool
+		inFlight int
 	}{
-		{nil, 0, false}, // 0: auditor.DefaultMaxReplyBytes
-		{[]string{"--audit.max-reply-bytes", "8KiB", "--audit.compress"}, 8 << 10, true},
-		{[]string{"--max-reply-bytes", "8KiB", "--compress"}, 8 << 10, true},
+		{nil, 0, false, 0}, // 0: auditor.DefaultMaxReplyBytes, DefaultMaxBytesInFlight
+		{[]string{"--audit.max-reply-bytes", "8KiB", "--audit.compress"}, 8 << 10, true, 0},
+		{[]string{"--max-reply-bytes", "8KiB", "--compress"}, 8 << 10, true, 0},
+		{[]string{"--audit.max-bytes-in-flight", "48MiB"}, 0, false, 48 << 20},
 	} {
 		app := kingpin.New("t", "")
 		f := addAuditFlags(app)
 		if _, err := app.Parse(tt.args); err != nil {
 			t.Fatalf("%v: %v", tt.args, err)
 		}
-		if o := f.options(0, nil); o.MaxReplyBytes != tt.max || o.Compress != tt.compress {
-			t.Errorf("%v: max %d compress %v, want %d %v", tt.args, o.MaxReplyBytes, o.Compress, tt.max, tt.compress)
+		if o := f.options(0, nil); o.MaxReplyBytes != tt.max || o.Compress != tt.compress || o.MaxBytesInFlight != tt.inFlight {
+			t.Errorf("%v: max %d compress %v in flight %d, want %d %v %d", tt.args, o.MaxReplyBytes, o.Compress, o.MaxBytesInFlight, tt.max, tt.compress, tt.inFlight)
+		}
+	}
+	for _, bad := range []string{"0", "-1MiB"} {
+		var stderr bytes.Buffer
+		code := run(t.Context(), []string{"check", "--audit.max-bytes-in-flight=" + bad}, &stderr, &stderr)
+		if code != exitUnknown || !strings.Contains(stderr.String(), "--audit.max-bytes-in-flight") || !strings.Contains(stderr.String(), "above 0") {
+			t.Errorf("--audit.max-bytes-in-flight %s: exit %d, %q; want exit %d naming the flag", bad, code, stderr.String(), exitUnknown)
 		}
 	}
 	var help bytes.Buffer

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,13 +88,14 @@ func rawFetchProcess(h *natstest.Program, sys *natstest.System, ids []string) pr
 	}
 	for attempt := 1; ; attempt++ {
 		cmd := exec.Command(self, "-rawfetch", sys.URL("n1"), "-ids", strings.Join(ids, ","))
-		cmd.Stderr = os.Stderr
+		var stderr strings.Builder
+		cmd.Stderr = io.MultiWriter(os.Stderr, &stderr)
 		r := runProcess(h, sys, cmd)
 		if r.exit == 0 {
 			return r
 		}
-		if attempt == rawAttempts {
-			h.Fatalf("raw fetch exited %d, %d times", r.exit, attempt)
+		if attempt == rawAttempts || !cutOff(stderr.String()) {
+			h.Fatalf("raw fetch exited %d (attempt %d): %s", r.exit, attempt, stderr.String())
 		}
 		rawRepeated.Add(1)
 		time.Sleep(settle)
