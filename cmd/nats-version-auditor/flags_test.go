@@ -71,3 +71,33 @@ func TestMinIntervalDefaults(t *testing.T) {
 		}
 	}
 }
+
+// A value kingpin refuses is named with its flag: kingpin's own message
+// names only the value.
+func TestBadFlagValuesNameTheFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "--timeout", "abc"}, `--timeout abc: time: invalid duration "abc"`},
+		{[]string{"check", "--format", "yaml"}, "--format yaml: enum value must be one of text,json,nagios"},
+		{[]string{"report", "--audit.max-reply-bytes", "lots"}, "--audit.max-reply-bytes lots: "},
+		{[]string{"--expect", "x", "check"}, "--expect x: "},
+		// Errors that are not a value's keep kingpin's words.
+		{[]string{"check", "--nope"}, "unknown long flag '--nope'"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(t.Context(), tt.args, &stderr, &stderr); code != exitUnknown || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%v: exit %d, %q; want exit %d with %q", tt.args, code, stderr.String(), exitUnknown, tt.want)
+		}
+	}
+}
+
+func TestBadEnvironmentValueNamesTheVariable(t *testing.T) {
+	t.Setenv("NATS_TIMEOUT", "abc")
+	var stderr bytes.Buffer
+	want := `NATS_TIMEOUT=abc (--timeout): time: invalid duration "abc"`
+	if code := run(t.Context(), []string{"check"}, &stderr, &stderr); code != exitUnknown || !strings.Contains(stderr.String(), want) {
+		t.Errorf("exit %d, %q; want exit %d with %q", code, stderr.String(), exitUnknown, want)
+	}
+}

@@ -102,7 +102,44 @@ func parse(app *kingpin.Application, args []string) (cmd string, exited bool, er
 		}
 	}()
 	cmd, err = app.Parse(args)
+	if err != nil {
+		err = nameFlag(app, args, err)
+	}
 	return cmd, false, err
+}
+
+// nameFlag puts the flag and its value in front of err when a flag's value
+// is what kingpin refused: its own message names only the value
+// (`time: invalid duration "abc"`). The flags are set again in order, as
+// kingpin set them; the first that fails is the one it stopped at. (The
+// parse has failed: what the values hold afterwards is not used.)
+func nameFlag(app *kingpin.Application, args []string, err error) error {
+	pc, perr := app.ParseContext(args)
+	if perr != nil {
+		return err
+	}
+	for _, el := range pc.Elements {
+		f, ok := el.Clause.(*kingpin.FlagClause)
+		if !ok || el.Value == nil {
+			continue
+		}
+		if m := f.Model(); m.Value.Set(*el.Value) != nil {
+			return fmt.Errorf("--%s %s: %w", m.Name, *el.Value, err)
+		}
+	}
+	// Not a value on the command line: one from a flag's environment
+	// variable (NATS_TIMEOUT=abc).
+	m := app.Model()
+	flags := m.Flags
+	for _, c := range m.Commands {
+		flags = append(flags, c.Flags...)
+	}
+	for _, f := range flags {
+		if v, ok := os.LookupEnv(f.Envar); ok && f.Envar != "" && f.Value.Set(v) != nil {
+			return fmt.Errorf("%s=%s (--%s): %w", f.Envar, v, f.Name, err)
+		}
+	}
+	return err
 }
 
 // fail prints one line naming the problem and returns the UNKNOWN exit code.
