@@ -54,7 +54,7 @@ func addAuditFlags(app *kingpin.Application) *auditFlags {
 		"Keep it under the max_pending of the server the auditor connects to (64MiB by default), which drops a client that reads too slowly").
 		PlaceHolder(inFlight).Action(func(*kingpin.ParseContext) error {
 		if f.maxInFlight <= 0 {
-			return fmt.Errorf("--audit.max-bytes-in-flight %d: want a size above 0 (default %s)", int64(f.maxInFlight), inFlight)
+			return fmt.Errorf("--audit.max-bytes-in-flight %s: want a size above 0 (default %s)", f.maxInFlight, inFlight)
 		}
 		return nil
 	}).BytesVar(&f.maxInFlight)
