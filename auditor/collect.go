@@ -85,9 +85,9 @@ func (o Options) withDefaults() Options {
 }
 
 // Collect audits every server reachable over $SYS from nc and returns what it
-// saw. It pings STATSZ once; each server that answers is then asked, on its
-// own subject, for LEAFZ and (with JetStream) its JSZ pages, while the ping
-// stays open for the servers still expected. It returns as soon as every
+// saw. It pings STATSZ once, and with it JSZ's counts; each server that
+// answers is then asked, on its own subject, for LEAFZ and (with JetStream)
+// its JSZ pages, while the ping stays open for the servers still expected. It returns as soon as every
 // expected server has answered, or when Timeout has passed: what did not
 // answer by then is recorded in the snapshot, not returned as an error.
 func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error) {
@@ -123,6 +123,21 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 	defer sub.Unsubscribe() //nolint:errcheck // also unsubscribed below; a second call only errors
 	if opts.Events != nil {
 		defer opts.Events.subscribe(c)()
+	}
+	if c.broadcast {
+		// Every server's JSZ summary in the census's round trip: a page is
+		// then one round trip after the census reply, not two. Sent first,
+		// so that a server mostly has its summary out before its STATSZ.
+		inbox := nc.NewRespInbox()
+		sub, err := nc.Subscribe(inbox, c.onSummary)
+		if err != nil {
+			return nil, fmt.Errorf("subscribe for JSZ replies: %w", err)
+		}
+		defer sub.Unsubscribe() //nolint:errcheck // the connection's to close if it fails
+		c.requests.Add(1)
+		if err := nc.PublishMsg(summaryPing(inbox)); err != nil {
+			return nil, fmt.Errorf("publish %s: %w", PingEndpointSubject("JSZ"), err)
+		}
 	}
 	c.requests.Add(1)
 	if err := nc.PublishMsg(pingRequest(inbox)); err != nil {
@@ -187,6 +202,10 @@ func newCollection(ctx context.Context, nc *nats.Conn, opts Options) *collection
 		wake:     make(chan struct{}, 1),
 		sem:      make(chan struct{}, concurrency),
 		budget:   newReplyBudget(int64(opts.MaxBytesInFlight)),
+		// A sidecar inventories its own server only: every other
+		// server's summary would be read for nothing.
+		broadcast: opts.OnlyServerID == "",
+		summaries: map[string]*summaryReply{},
 	}
 	c.snap.Started = time.Now()
 	c.snap.ExpectedCount = opts.Expect
@@ -222,7 +241,11 @@ type collection struct {
 	clusters map[string]bool // their clusters
 	merged   *merger
 	// asked holds, by server id, the context of a server's requests.
-	asked        map[string]asking
+	asked map[string]asking
+	// broadcast is whether the census asks JSZ's counts of every server;
+	// summaries holds, by server id, their replies, come or awaited.
+	broadcast    bool
+	summaries    map[string]*summaryReply
 	inflight     int
 	noResponders bool
 	closed       bool
@@ -321,7 +344,7 @@ func (c *collection) onStatsz(m *nats.Msg) {
 		c.problem(srv.Name, "STATSZ", err)
 		return
 	}
-	if c.register(msg, srv) {
+	if c.register(msg, srv, c.broadcast) {
 		go c.askServer(srv)
 	}
 }
@@ -342,7 +365,9 @@ func (c *collection) heartbeat(hb *Heartbeat) {
 	if c.seen[srv.ID] {
 		c.refreshLocked(msg, srv)
 	} else {
-		ask = !c.names[srv.Name] && c.registerLocked(msg, srv)
+		// A server heard first by its heartbeat may have started after
+		// the census: it is asked its summary on its own subject.
+		ask = !c.names[srv.Name] && c.registerLocked(msg, srv, false)
 	}
 	c.mu.Unlock()
 	if ask {
@@ -389,15 +414,17 @@ func parseStatsz(data []byte) (*statszReply, Server, error) {
 
 // register records a server that answered STATSZ and what it says about
 // whom to expect. It reports whether the server is new to this audit and is
-// to be asked for LEAFZ and JSZ; the caller then runs askServer.
-func (c *collection) register(msg *statszReply, srv Server) bool {
+// to be asked for LEAFZ and JSZ; the caller then runs askServer. pinged is
+// whether the server had the census's JSZ broadcast, published with its ping
+// on the same connection: its summary is coming on the broadcast's inbox.
+func (c *collection) register(msg *statszReply, srv Server, pinged bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.registerLocked(msg, srv)
+	return c.registerLocked(msg, srv, pinged)
 }
 
 // registerLocked is register with c.mu held.
-func (c *collection) registerLocked(msg *statszReply, srv Server) bool {
+func (c *collection) registerLocked(msg *statszReply, srv Server, pinged bool) bool {
 	si := msg.Server
 	if c.closed || c.seen[si.ID] {
 		return false
@@ -413,7 +440,7 @@ func (c *collection) registerLocked(msg *statszReply, srv Server) bool {
 	c.inflight++
 	c.wg.Add(1)
 	ctx, cancel := context.WithCancelCause(c.ctx)
-	c.asked[si.ID] = asking{ctx, cancel}
+	c.asked[si.ID] = asking{ctx, cancel, pinged}
 	return true
 }
 
@@ -452,6 +479,7 @@ func (c *collection) refreshLocked(msg *statszReply, srv Server) {
 type asking struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	pinged bool // it had the census's JSZ broadcast
 }
 
 // askServer sends one server its directed requests: LEAFZ, then JSZ page by page.
@@ -485,7 +513,7 @@ func (c *collection) askServer(srv Server) {
 	var leafz sync.WaitGroup
 	leafz.Go(func() { c.leafz(ctx, srv) })
 	if srv.JetStream {
-		c.jsz(ctx, srv)
+		c.jsz(ctx, srv, a.pinged)
 	}
 	leafz.Wait()
 }
@@ -523,10 +551,10 @@ func (c *collection) addLeafz(srv Server, data []byte) error {
 	return nil
 }
 
-// jsz asks a server for its counts, sizes its pages by them, and asks for
-// each page once its estimate fits into the bytes in flight.
-func (c *collection) jsz(ctx context.Context, srv Server) {
-	data, err := c.request(ctx, srv, "JSZ", jszSummaryRequest)
+// jsz takes a server's counts, sizes its pages by them, and asks for each
+// page once its estimate fits into the bytes in flight.
+func (c *collection) jsz(ctx context.Context, srv Server, pinged bool) {
+	data, err := c.summary(ctx, srv, pinged)
 	var plan pagePlan
 	if err == nil {
 		plan, err = parseJSZSummary(data, c.opts.JSZPageSize)
@@ -645,10 +673,16 @@ func (c *collection) request(ctx context.Context, srv Server, endpoint string, b
 		return nil, err
 	}
 	c.log.Debug("audit reply", "server", srv.Name, "request", endpoint, "bytes", len(msg.Data), "wait", time.Since(start))
+	return c.replyData(msg)
+}
+
+// replyData is a reply's body, inflated, unless it is too large.
+func (c *collection) replyData(msg *nats.Msg) ([]byte, error) {
 	data := msg.Data
 	if msg.Header.Get("Content-Encoding") == "snappy" {
 		// Read one byte past the limit so that checkSize sees an oversized
 		// reply without inflating all of it.
+		var err error
 		data, err = io.ReadAll(io.LimitReader(s2.NewReader(bytes.NewReader(msg.Data)), int64(c.opts.MaxReplyBytes)+1))
 		if err != nil {
 			return nil, fmt.Errorf("malformed compressed reply: %w", err)

@@ -42,7 +42,7 @@ func FuzzStatsz(f *testing.F) {
 			return
 		}
 		c := fuzzCollection()
-		if c.register(msg, srv) {
+		if c.register(msg, srv, false) {
 			c.inflight-- // askServer would have run
 		}
 		if c.snap.Servers[0].Name != msg.Server.Name {

@@ -76,6 +76,16 @@ func pingRequest(inbox string) *nats.Msg {
 	return m
 }
 
+// summaryPing asks every server at once for its JSZ without accounts (the
+// counts that size its pages), replies on inbox. PING fills the server id's
+// place in the subject, so the directed JSZ's permission allows it.
+func summaryPing(inbox string) *nats.Msg {
+	m := nats.NewMsg(PingEndpointSubject("JSZ"))
+	m.Reply = inbox
+	m.Data = []byte("{}") // jszSummaryRequest
+	return m
+}
+
 // serverRequest is a request of endpoint to one server, body encoded as
 // JSON; compress asks it for a snappy-compressed reply.
 func serverRequest(id, endpoint string, body any, compress bool) (*nats.Msg, error) {

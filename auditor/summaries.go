@@ -1,0 +1,84 @@
+package auditor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	json "github.com/segmentio/encoding/json"
+)
+
+// summaryReply is one server's reply to the census's JSZ broadcast: done
+// is closed once it has come.
+type summaryReply struct {
+	done chan struct{}
+	data []byte
+}
+
+// summaryFor is the reply of the server with id, come or awaited. Callers
+// hold c.mu.
+func (c *collection) summaryFor(id string) *summaryReply {
+	r := c.summaries[id]
+	if r == nil {
+		r = &summaryReply{done: make(chan struct{})}
+		c.summaries[id] = r
+	}
+	return r
+}
+
+// onSummary takes a reply to the JSZ broadcast, by the id of the server
+// that sent it.
+func (c *collection) onSummary(m *nats.Msg) {
+	if isNoResponders(m) {
+		return // the census's own reply says so
+	}
+	data, err := c.replyData(m)
+	var from struct {
+		Server struct {
+			ID string `json:"id"`
+		} `json:"server"`
+	}
+	if err == nil {
+		if err = json.Unmarshal(data, &from); err == nil && from.Server.ID == "" {
+			err = errors.New("reply names no server")
+		}
+	}
+	if err != nil {
+		// Of no server the audit can name: the server it came from waits
+		// out the timeout for its summary, and is reported then.
+		c.problem("", "JSZ", fmt.Errorf("reply to %s: %w", PingEndpointSubject("JSZ"), err))
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.summaryFor(from.Server.ID)
+	select {
+	case <-r.done: // a second reply of one process: the first stands
+	default:
+		r.data = data
+		close(r.done)
+	}
+}
+
+// summary is a server's JSZ without accounts. A server that had the
+// census's broadcast (pinged) answers it there, if it has not already; one
+// heard first by its heartbeat may have started after it, and is asked on
+// its own subject.
+func (c *collection) summary(ctx context.Context, srv Server, pinged bool) ([]byte, error) {
+	if !pinged {
+		return c.request(ctx, srv, "JSZ", jszSummaryRequest)
+	}
+	c.mu.Lock()
+	r := c.summaryFor(srv.ID)
+	c.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.data, nil
+	case <-ctx.Done():
+		if cause := context.Cause(ctx); errors.Is(cause, errShutDown) {
+			return nil, fmt.Errorf("no reply: %w", cause)
+		}
+		return nil, fmt.Errorf("no reply within the audit timeout: %w", ctx.Err())
+	}
+}
