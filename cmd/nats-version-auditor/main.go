@@ -67,6 +67,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	a := auditing{conn: conn, flags: audit, logger: promslog.New(logCfg)}
 
+	switch cmd {
+	case report.cmd.FullCommand(), plan.cmd.FullCommand():
+		oneAuditHeap()
+	case check.cmd.FullCommand():
+		if check.wait.wait == 0 {
+			oneAuditHeap()
+		}
+	}
 	var status auditor.Severity
 	switch cmd {
 	case check.cmd.FullCommand():

@@ -223,7 +223,7 @@ func compareBinaries(h *natstest.Program, cfg config, bins []string) string {
 			ms(median(cpuOf(rs))), ratio(median(cpuOf(rs)), median(cpuOf(raw))), ms(median(serverCPUOf(rs))), mib(float64(medianInt(rssOf(rs)))))
 	}
 	for _, name := range names {
-		fmt.Fprintf(&b, "\n%s: each run's time %v", name, wallOf(runs[name]))
+		fmt.Fprintf(&b, "\n%s: each run's time %v, CPU %v", name, wallOf(runs[name]), cpuOf(runs[name]))
 	}
 	fmt.Fprintf(&b, "\nraw fetch runs repeated (a server cut the fetch off): %d", rawRepeated.Load())
 	b.WriteString("\n")
