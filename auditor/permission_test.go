@@ -19,6 +19,8 @@ func TestAuditDenied(t *testing.T) {
 	}{
 		{"JSZ", violation(`Permissions Violation for Publish to "$SYS.REQ.SERVER.NID1.JSZ"`),
 			`permissions violation: the server does not allow this user to publish to $SYS.REQ.SERVER.NID1.JSZ (the request to n1); allow publish to "$SYS.REQ.SERVER.*.JSZ"`},
+		{"the census's JSZ broadcast", violation(`Permissions Violation for Publish to "$SYS.REQ.SERVER.PING.JSZ"`),
+			`permissions violation: the server does not allow this user to publish to $SYS.REQ.SERVER.PING.JSZ; allow publish to "$SYS.REQ.SERVER.*.JSZ"`},
 		{"LEAFZ of a server not seen", violation(`Permissions Violation for Publish to "$SYS.REQ.SERVER.NID9.LEAFZ"`),
 			`permissions violation: the server does not allow this user to publish to $SYS.REQ.SERVER.NID9.LEAFZ; allow publish to "$SYS.REQ.SERVER.*.LEAFZ"`},
 		{"the ping", violation(`Permissions Violation for Publish to "$SYS.REQ.SERVER.PING"`),
