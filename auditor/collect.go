@@ -124,18 +124,19 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 	if opts.Events != nil {
 		defer opts.Events.subscribe(c)()
 	}
+	var summaries *nats.Subscription
 	if c.broadcast {
 		// Every server's JSZ summary in the census's round trip: a page is
 		// then one round trip after the census reply, not two. Sent first,
 		// so that a server mostly has its summary out before its STATSZ.
-		inbox := nc.NewRespInbox()
-		sub, err := nc.Subscribe(inbox, c.onSummary)
+		summaryInbox := nc.NewRespInbox()
+		summaries, err = nc.Subscribe(summaryInbox, c.onSummary)
 		if err != nil {
 			return nil, fmt.Errorf("subscribe for JSZ replies: %w", err)
 		}
-		defer sub.Unsubscribe() //nolint:errcheck // the connection's to close if it fails
+		defer summaries.Unsubscribe() //nolint:errcheck // also unsubscribed below; a second call only errors
 		c.requests.Add(1)
-		if err := nc.PublishMsg(summaryPing(inbox)); err != nil {
+		if err := nc.PublishMsg(summaryPing(summaryInbox)); err != nil {
 			return nil, fmt.Errorf("publish %s: %w", PingEndpointSubject("JSZ"), err)
 		}
 	}
@@ -167,6 +168,9 @@ wait:
 		}
 	}
 	_ = sub.Unsubscribe()
+	if summaries != nil {
+		_ = summaries.Unsubscribe()
+	}
 
 	c.mu.Lock()
 	c.closed = true
@@ -323,6 +327,18 @@ func (c *collection) problem(srv, request string, err error) {
 	c.mu.Unlock()
 }
 
+// replyProblem is problem for a subscription's handler, which may still run
+// after the audit closed (an Unsubscribe does not wait for it): a problem
+// then is of no audit, and the snapshot may already have been taken.
+func (c *collection) replyProblem(srv, request string, err error) {
+	c.log.Debug("audit reply unusable", "server", srv, "request", request, "err", err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.snap.Problems = append(c.snap.Problems, Problem{Server: srv, Request: request, Err: err.Error()})
+	}
+}
+
 func isNoResponders(m *nats.Msg) bool {
 	return len(m.Data) == 0 && m.Header.Get("Status") == "503"
 }
@@ -336,12 +352,12 @@ func (c *collection) onStatsz(m *nats.Msg) {
 		return
 	}
 	if err := c.checkSize(m.Data); err != nil {
-		c.problem("", "STATSZ", err)
+		c.replyProblem("", "STATSZ", err)
 		return
 	}
 	msg, srv, err := parseStatsz(m.Data)
 	if err != nil {
-		c.problem(srv.Name, "STATSZ", err)
+		c.replyProblem(srv.Name, "STATSZ", err)
 		return
 	}
 	if c.register(msg, srv, c.broadcast) {

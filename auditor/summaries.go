@@ -40,14 +40,16 @@ func (c *collection) onSummary(m *nats.Msg) {
 		} `json:"server"`
 	}
 	if err == nil {
-		if err = json.Unmarshal(data, &from); err == nil && from.Server.ID == "" {
+		if err = json.Unmarshal(data, &from); err != nil {
+			err = fmt.Errorf("malformed reply: %w", err)
+		} else if from.Server.ID == "" {
 			err = errors.New("reply names no server")
 		}
 	}
 	if err != nil {
 		// Of no server the audit can name: the server it came from waits
 		// out the timeout for its summary, and is reported then.
-		c.problem("", "JSZ", fmt.Errorf("reply to %s: %w", PingEndpointSubject("JSZ"), err))
+		c.replyProblem("", "JSZ", fmt.Errorf("reply to %s: %w", PingEndpointSubject("JSZ"), err))
 		return
 	}
 	c.mu.Lock()
