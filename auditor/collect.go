@@ -87,9 +87,10 @@ func (o Options) withDefaults() Options {
 // Collect audits every server reachable over $SYS from nc and returns what it
 // saw. It pings STATSZ once, and with it JSZ's counts; each server that
 // answers is then asked, on its own subject, for LEAFZ and (with JetStream)
-// its JSZ pages, while the ping stays open for the servers still expected. It returns as soon as every
-// expected server has answered, or when Timeout has passed: what did not
-// answer by then is recorded in the snapshot, not returned as an error.
+// its JSZ pages, while the ping stays open for the servers still expected.
+// It returns as soon as every expected server has answered, or when Timeout
+// has passed: what did not answer by then is recorded in the snapshot, not
+// returned as an error.
 func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error) {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
@@ -570,13 +571,14 @@ func (c *collection) addLeafz(srv Server, data []byte) error {
 // jsz takes a server's counts, sizes its pages by them, and asks for each
 // page once its estimate fits into the bytes in flight.
 func (c *collection) jsz(ctx context.Context, srv Server, pinged bool) {
-	data, err := c.summary(ctx, srv, pinged)
+	summary, err := c.summary(ctx, srv, pinged)
 	var plan pagePlan
 	if err == nil {
-		plan, err = parseJSZSummary(data, c.opts.JSZPageSize)
+		plan, err = summary.plan(c.opts.JSZPageSize)
 	}
 	if err == nil && plan.needsCounts(c.budget.limit) {
 		// A large server: its accounts' streams, within the bound too.
+		var data []byte
 		data, err = c.within(ctx, srv, jszCountsRequest(c.opts.JSZPageSize), plan.countsEstimate())
 		if err == nil {
 			plan, err = plan.withCounts(data, c.budget.limit)

@@ -47,6 +47,11 @@ const (
 // from 2.11.2 on, the release that also sorts every page (monitor.go JSInfo
 // and Jsz: 2.11.1 has no total and sorts only at an offset).
 type jszSummary struct {
+	// Server names the server that sent it: the census's broadcast brings
+	// every server's summary to one inbox.
+	Server struct {
+		ID string `json:"id"`
+	} `json:"server"`
 	Data *struct {
 		Streams   int `json:"streams"`
 		Consumers int `json:"consumers"`
@@ -113,10 +118,23 @@ func (p pagePlan) estimate(offset, size int) int64 {
 // parseJSZSummary decodes a JSZ reply without accounts into the estimate of
 // the server's pages, asked at the configured page size.
 func parseJSZSummary(data []byte, pageSize int) (pagePlan, error) {
+	resp, err := decodeJSZSummary(data)
+	if err != nil {
+		return pagePlan{}, err
+	}
+	return resp.plan(pageSize)
+}
+
+func decodeJSZSummary(data []byte) (*jszSummary, error) {
 	var resp jszSummary
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return pagePlan{}, fmt.Errorf("malformed reply: %w", err)
+		return nil, fmt.Errorf("malformed reply: %w", err)
 	}
+	return &resp, nil
+}
+
+// plan is the estimate of the server's pages, asked at pageSize.
+func (resp *jszSummary) plan(pageSize int) (pagePlan, error) {
 	if resp.Error != nil {
 		return pagePlan{}, resp.Error
 	}

@@ -6,14 +6,13 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
-	json "github.com/segmentio/encoding/json"
 )
 
 // summaryReply is one server's reply to the census's JSZ broadcast: done
 // is closed once it has come.
 type summaryReply struct {
 	done chan struct{}
-	data []byte
+	resp *jszSummary
 }
 
 // summaryFor is the reply of the server with id, come or awaited. Callers
@@ -34,15 +33,9 @@ func (c *collection) onSummary(m *nats.Msg) {
 		return // the census's own reply says so
 	}
 	data, err := c.replyData(m)
-	var from struct {
-		Server struct {
-			ID string `json:"id"`
-		} `json:"server"`
-	}
+	var resp *jszSummary
 	if err == nil {
-		if err = json.Unmarshal(data, &from); err != nil {
-			err = fmt.Errorf("malformed reply: %w", err)
-		} else if from.Server.ID == "" {
+		if resp, err = decodeJSZSummary(data); err == nil && resp.Server.ID == "" {
 			err = errors.New("reply names no server")
 		}
 	}
@@ -54,11 +47,11 @@ func (c *collection) onSummary(m *nats.Msg) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r := c.summaryFor(from.Server.ID)
+	r := c.summaryFor(resp.Server.ID)
 	select {
 	case <-r.done: // a second reply of one process: the first stands
 	default:
-		r.data = data
+		r.resp = resp
 		close(r.done)
 	}
 }
@@ -67,16 +60,20 @@ func (c *collection) onSummary(m *nats.Msg) {
 // census's broadcast (pinged) answers it there, if it has not already; one
 // heard first by its heartbeat may have started after it, and is asked on
 // its own subject.
-func (c *collection) summary(ctx context.Context, srv Server, pinged bool) ([]byte, error) {
+func (c *collection) summary(ctx context.Context, srv Server, pinged bool) (*jszSummary, error) {
 	if !pinged {
-		return c.request(ctx, srv, "JSZ", jszSummaryRequest)
+		data, err := c.request(ctx, srv, "JSZ", jszSummaryRequest)
+		if err != nil {
+			return nil, err
+		}
+		return decodeJSZSummary(data)
 	}
 	c.mu.Lock()
 	r := c.summaryFor(srv.ID)
 	c.mu.Unlock()
 	select {
 	case <-r.done:
-		return r.data, nil
+		return r.resp, nil
 	case <-ctx.Done():
 		if cause := context.Cause(ctx); errors.Is(cause, errShutDown) {
 			return nil, fmt.Errorf("no reply: %w", cause)
