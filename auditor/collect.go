@@ -129,7 +129,7 @@ func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error
 	if c.broadcast {
 		// Every server's JSZ summary in the census's round trip: a page is
 		// then one round trip after the census reply, not two. Sent first,
-		// so that a server mostly has its summary out before its STATSZ.
+		// so that a server can have its summary out before its STATSZ.
 		summaryInbox := nc.NewRespInbox()
 		summaries, err = nc.Subscribe(summaryInbox, c.onSummary)
 		if err != nil {

@@ -115,16 +115,8 @@ func (p pagePlan) estimate(offset, size int) int64 {
 	return n + bytesPerReply
 }
 
-// parseJSZSummary decodes a JSZ reply without accounts into the estimate of
-// the server's pages, asked at the configured page size.
-func parseJSZSummary(data []byte, pageSize int) (pagePlan, error) {
-	resp, err := decodeJSZSummary(data)
-	if err != nil {
-		return pagePlan{}, err
-	}
-	return resp.plan(pageSize)
-}
-
+// decodeJSZSummary decodes a JSZ reply without accounts; its plan is the
+// estimate of the server's pages.
 func decodeJSZSummary(data []byte) (*jszSummary, error) {
 	var resp jszSummary
 	if err := json.Unmarshal(data, &resp); err != nil {

@@ -203,13 +203,10 @@ func watchJSZ(t *testing.T, nc *nats.Conn, bound int64) *jszTraffic {
 		if req, ok := pending[m.Subject]; ok {
 			if req.server == "PING" {
 				// The census's broadcast: each server's reply names it.
-				var from struct {
-					Server struct {
-						ID string `json:"id"`
-					} `json:"server"`
+				var sum *jszSummary
+				if sum, req.err = decodeJSZSummary(m.Data); req.err == nil {
+					req.server = sum.Server.ID
 				}
-				req.err = json.Unmarshal(m.Data, &from)
-				req.server = from.Server.ID
 			}
 			req.reply, req.size = true, len(m.Data)
 			switch req.kind {
@@ -423,4 +420,13 @@ func TestEveryAccountAtOnceIsAskedByNumber(t *testing.T) {
 	if err := json.Unmarshal(data, &req); err != nil || req.Limit < 1<<20 {
 		t.Errorf("every account at once asked as %s, want a limit no server reaches", data)
 	}
+}
+
+// parseJSZSummary is the plan a summary reply makes at pageSize, as jsz makes it.
+func parseJSZSummary(data []byte, pageSize int) (pagePlan, error) {
+	resp, err := decodeJSZSummary(data)
+	if err != nil {
+		return pagePlan{}, err
+	}
+	return resp.plan(pageSize)
 }

@@ -67,21 +67,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	a := auditing{conn: conn, flags: audit, logger: promslog.New(logCfg)}
 
+	var status auditor.Severity
 	switch cmd {
-	case report.cmd.FullCommand(), plan.cmd.FullCommand():
-		oneAuditHeap()
 	case check.cmd.FullCommand():
 		if check.wait.wait == 0 {
 			oneAuditHeap()
 		}
-	}
-	var status auditor.Severity
-	switch cmd {
-	case check.cmd.FullCommand():
 		status, err = check.run(ctx, a, stdout, stderr)
 	case report.cmd.FullCommand():
+		oneAuditHeap()
 		status, err = report.run(ctx, a, stdout)
 	case plan.cmd.FullCommand():
+		oneAuditHeap()
 		status, err = plan.run(ctx, a, stdout)
 	case serve.cmd.FullCommand():
 		status, err = serve.run(ctx, a)
