@@ -205,6 +205,65 @@ func BenchmarkMerge(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/30_000, "ns/report")
 }
 
+// TestStringScanEveryPosition holds the string scans, which test eight
+// bytes at a time, to encoding/json with a quote, a backslash, a control
+// character or a byte above ASCII at every position of strings from 0 to
+// 24 bytes long, and with the string ending exactly where the input does.
+func TestStringScanEveryPosition(t *testing.T) {
+	specials := []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xc3, 0xff, 'a'}
+	for n := 0; n <= 24; n++ {
+		for p := 0; p < max(n, 1); p++ {
+			for _, c := range specials {
+				body := []byte(strings.Repeat("b", n))
+				if n > 0 {
+					body[p] = c
+				}
+				for _, text := range [][]byte{
+					append(append([]byte(`"`), body...), '"'),
+					append(append([]byte(`{"k":"`), body...), []byte(`","`+string(body)+`":1}`)...),
+				} {
+					s := scanner{b: text}
+					err := s.skip()
+					if err == nil {
+						err = s.end()
+					}
+					if valid := stdjson.Valid(text); valid != (err == nil) {
+						t.Fatalf("%q: skip: %v, json.Valid: %v", text, err, valid)
+					}
+					var want map[string]any
+					wantErr := stdjson.Unmarshal(text, &want)
+					if text[0] != '{' {
+						continue
+					}
+					got := map[string]any{}
+					d := jszDecoder{scanner: scanner{b: text}, names: map[string]string{}}
+					err = d.object(func(key []byte) error {
+						var v string
+						if string(key) == "k" {
+							if err := d.str(&v); err != nil {
+								return err
+							}
+							got["k"] = v
+							return nil
+						}
+						got[string(key)] = float64(1)
+						return d.skip()
+					})
+					if err == nil {
+						err = d.end()
+					}
+					if (err != nil) != (wantErr != nil) {
+						t.Fatalf("%q: decoded with %v, encoding/json with %v", text, err, wantErr)
+					}
+					if err == nil && !reflect.DeepEqual(got, want) {
+						t.Fatalf("%q: decoded %q, encoding/json %q", text, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
 // FuzzSkipMatchesValid holds the scanner's skip, which steps over most of
 // a reply, to encoding/json: it accepts exactly the texts json.Valid does.
 func FuzzSkipMatchesValid(f *testing.F) {
