@@ -2,6 +2,8 @@ package auditor
 
 import (
 	"strconv"
+
+	json "github.com/segmentio/encoding/json"
 )
 
 // jszReply is the part of server.ServerAPIJszResponse an audit reads. A JSZ
@@ -56,14 +58,68 @@ func (a *jszAccount) name() string {
 type jszStream struct {
 	Name      string        `json:"name"`
 	Cluster   *clusterInfo  `json:"cluster,omitempty"`
-	Config    *jszConfig    `json:"config,omitempty"`
+	Config    streamConfig  `json:"config"`
 	Consumers []jszConsumer `json:"consumer_detail,omitempty"`
 }
 
 type jszConsumer struct {
-	Name    string       `json:"name"`
-	Cluster *clusterInfo `json:"cluster,omitempty"`
-	Config  *jszConfig   `json:"config,omitempty"`
+	Name    string         `json:"name"`
+	Cluster *clusterInfo   `json:"cluster,omitempty"`
+	Config  consumerConfig `json:"config"`
+}
+
+// configSummary is what the audit keeps of one report's config, read as
+// the reply is decoded. A decoded config is about 200 bytes, one per
+// report: most of what a decoded reply held, and memory that a process
+// that collects nothing (check) touches for the first time. A missing or
+// null config is the zero summary.
+type configSummary struct {
+	Replicas      int
+	RequiredLevel int
+	Features      FeatureSet
+}
+
+func summarize(kind AssetKind, c *jszConfig) configSummary {
+	return configSummary{Replicas: c.Replicas, RequiredLevel: c.requiredLevel(), Features: DetectFeatures(kind, &c.AssetConfig)}
+}
+
+// streamConfig and consumerConfig are the summaries of a stream's and a
+// consumer's config. Their UnmarshalJSON is the reflective decoders' way to
+// the summaries decodeJSZReply makes, which the tests hold it to.
+type streamConfig struct {
+	configSummary
+	DurableSources []DurableSource
+}
+
+type consumerConfig struct{ configSummary }
+
+func (c *streamConfig) UnmarshalJSON(b []byte) error {
+	cfg, err := unmarshalConfig(b)
+	if cfg != nil {
+		c.configSummary, c.DurableSources = summarize(KindStream, cfg), durableSources(&cfg.AssetConfig)
+	}
+	return err
+}
+
+func (c *consumerConfig) UnmarshalJSON(b []byte) error {
+	cfg, err := unmarshalConfig(b)
+	if cfg != nil {
+		c.configSummary = summarize(KindConsumer, cfg)
+	}
+	return err
+}
+
+// unmarshalConfig decodes a config; nil for null, which leaves a value as
+// it is in encoding/json.
+func unmarshalConfig(b []byte) (*jszConfig, error) {
+	if string(b) == "null" {
+		return nil, nil
+	}
+	var cfg jszConfig
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
 }
 
 // jszConfig is what the audit reads of a StreamConfig or ConsumerConfig:
@@ -76,19 +132,12 @@ type jszConfig struct {
 	AssetConfig
 }
 
-func (c *jszConfig) features(kind AssetKind) FeatureSet {
-	if c == nil {
-		return 0
-	}
-	return DetectFeatures(kind, &c.AssetConfig)
-}
-
 // requiredLevel is the config's _nats.req.level. Missing is 0; one that is
 // not a number is LevelUnreadable: a 2.11+ server supports an asset only if
 // the level parses and is at most its own (jetstream_versioning.go,
 // supportsRequiredApiLevel).
 func (c *jszConfig) requiredLevel() int {
-	if c == nil || c.Metadata.RequiredLevel == "" {
+	if c.Metadata.RequiredLevel == "" {
 		return 0
 	}
 	level, err := strconv.Atoi(c.Metadata.RequiredLevel)
@@ -96,11 +145,4 @@ func (c *jszConfig) requiredLevel() int {
 		return LevelUnreadable
 	}
 	return level
-}
-
-func (c *jszConfig) replicas() int {
-	if c == nil {
-		return 0
-	}
-	return c.Replicas
 }

@@ -66,10 +66,11 @@ type jszDecoder struct {
 	// a handful of strings instead of one per report.
 	names  map[string]string
 	recent [32]string
-	// Slabs the per-asset structs come from: one allocation per chunk
-	// instead of one per asset.
+	// A slab the per-asset cluster infos come from: one allocation per
+	// chunk instead of one per asset.
 	clusters []clusterInfo
-	configs  []jszConfig
+	// scratch is where each config is decoded before it is summarized.
+	scratch jszConfig
 }
 
 func (d *jszDecoder) intern(b []byte) string {
@@ -96,6 +97,9 @@ func (d *jszDecoder) intern(b []byte) string {
 
 const slab = 256
 
+// maxConsumerHint bounds the room a stream's consumer count reserves.
+const maxConsumerHint = 1 << 16
+
 func (d *jszDecoder) newCluster() *clusterInfo {
 	if len(d.clusters) == 0 {
 		d.clusters = make([]clusterInfo, slab)
@@ -105,14 +109,6 @@ func (d *jszDecoder) newCluster() *clusterInfo {
 	return c
 }
 
-func (d *jszDecoder) newConfig() *jszConfig {
-	if len(d.configs) == 0 {
-		d.configs = make([]jszConfig, slab)
-	}
-	c := &d.configs[0]
-	d.configs = d.configs[1:]
-	return c
-}
 
 func (d *jszDecoder) data(js *jszData) error {
 	return d.object(func(key []byte) error {
@@ -168,15 +164,41 @@ func (d *jszDecoder) account(a *jszAccount) error {
 }
 
 func (d *jszDecoder) stream(s *jszStream) error {
+	// The stream's state, which the servers send before its consumers,
+	// counts them: room for that many, not a list grown by doubling. Only
+	// a hint: the state is not part of the projection, and whatever it
+	// holds is no error.
+	consumers := 0
 	return d.object(func(key []byte) error {
 		switch string(key) {
+		case "state":
+			d.ws()
+			if d.i >= len(d.b) || d.b[d.i] != '{' {
+				return d.skip()
+			}
+			return d.object(func(key []byte) error {
+				d.ws()
+				start := d.i
+				err := d.skip()
+				if n, nerr := strconv.Atoi(string(d.b[start:d.i])); err == nil && nerr == nil && string(key) == "consumer_count" {
+					consumers = min(max(n, 0), maxConsumerHint)
+				}
+				return err
+			})
 		case "name":
 			return d.str(&s.Name)
 		case "cluster":
 			return d.cluster(&s.Cluster)
 		case "config":
-			return d.config(&s.Config)
+			cfg, err := d.config(KindStream, &s.Config.configSummary)
+			if cfg != nil {
+				s.Config.DurableSources = durableSources(&cfg.AssetConfig)
+			}
+			return err
 		case "consumer_detail":
+			if s.Consumers == nil && consumers > 0 {
+				s.Consumers = make([]jszConsumer, 0, consumers)
+			}
 			return list(d, &s.Consumers, d.consumer)
 		}
 		return d.skip()
@@ -191,7 +213,8 @@ func (d *jszDecoder) consumer(c *jszConsumer) error {
 		case "cluster":
 			return d.cluster(&c.Cluster)
 		case "config":
-			return d.config(&c.Config)
+			_, err := d.config(KindConsumer, &c.Config.configSummary)
+			return err
 		}
 		return d.skip()
 	})
@@ -240,16 +263,16 @@ func (d *jszDecoder) replicas(p *[]*namedPeer) error {
 	})
 }
 
-func (d *jszDecoder) config(p **jszConfig) error {
+// config decodes a config into the decoder's scratch config, which it
+// returns, and summarizes it into sum, as the summaries' UnmarshalJSON
+// does. Null leaves sum as it is, and returns nil.
+func (d *jszDecoder) config(kind AssetKind, sum *configSummary) (*jszConfig, error) {
 	if d.null() {
-		*p = nil
-		return nil
+		return nil, nil
 	}
-	if *p == nil {
-		*p = d.newConfig()
-	}
-	cfg := *p
-	return d.object(func(key []byte) error {
+	cfg := &d.scratch
+	*cfg = jszConfig{}
+	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "num_replicas":
 			return d.int(&cfg.Replicas)
@@ -268,6 +291,11 @@ func (d *jszDecoder) config(p **jszConfig) error {
 		}
 		return d.assetConfig(&cfg.AssetConfig, key)
 	})
+	if err != nil {
+		return nil, err
+	}
+	*sum = summarize(kind, cfg)
+	return cfg, nil
 }
 
 // assetConfig decodes the value of key if it is one of AssetConfig's (what

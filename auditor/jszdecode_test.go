@@ -42,6 +42,85 @@ func stdDecode(data []byte) (*jszReply, error) {
 // written by `make fuzz-seeds`), on a large reply made with nats-server's
 // own types, and on what a reply can hold at the edges.
 func TestDecodeJSZMatchesUnmarshal(t *testing.T) {
+	for name, data := range decodeInputs(t) {
+		want, wantErr := stdDecode(data)
+		got, err := decodeJSZReply(data)
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("%s: error %v, encoding/json's %v", name, err, wantErr)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: decoded\n  %s\nencoding/json\n  %s", name, show(got), show(want))
+		}
+	}
+}
+
+// TestDecodeConfigMatchesUnmarshal holds the decoder to encoding/json on
+// every config of those inputs, field by field: the replies compare as
+// summaries, which a config decoded wrong can leave the same.
+func TestDecodeConfigMatchesUnmarshal(t *testing.T) {
+	n := 0
+	for name, data := range decodeInputs(t) {
+		var reply struct {
+			Data struct {
+				Accounts []struct {
+					Streams []struct {
+						Config    stdjson.RawMessage `json:"config"`
+						Consumers []struct {
+							Config stdjson.RawMessage `json:"config"`
+						} `json:"consumer_detail"`
+					} `json:"stream_detail"`
+				} `json:"account_details"`
+			} `json:"data"`
+		}
+		if stdjson.Unmarshal(data, &reply) != nil {
+			continue
+		}
+		check := func(kind AssetKind, b []byte) {
+			if len(b) == 0 {
+				return
+			}
+			n++
+			var want jszConfig
+			wantErr := stdjson.Unmarshal(b, &want)
+			d := jszDecoder{scanner: scanner{b: b}, names: map[string]string{}}
+			var sum configSummary
+			_, err := d.config(kind, &sum)
+			if err == nil {
+				err = d.end()
+			}
+			if (err != nil) != (wantErr != nil) {
+				t.Errorf("%s: config %s: error %v, encoding/json's %v", name, b, err, wantErr)
+				return
+			}
+			if err != nil || string(b) == "null" {
+				return
+			}
+			if !reflect.DeepEqual(d.scratch, want) {
+				t.Errorf("%s: config %s decoded\n  %+v\nencoding/json\n  %+v", name, b, d.scratch, want)
+			}
+			if wantSum := summarize(kind, &want); !reflect.DeepEqual(sum, wantSum) {
+				t.Errorf("%s: config %s summarized %+v, want %+v", name, b, sum, wantSum)
+			}
+		}
+		for _, acc := range reply.Data.Accounts {
+			for _, sd := range acc.Streams {
+				check(KindStream, sd.Config)
+				for _, cd := range sd.Consumers {
+					check(KindConsumer, cd.Config)
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Fatalf("%d configs compared", n)
+	}
+}
+
+// decodeInputs are the replies the decoder is held to encoding/json on:
+// a generated one, the fuzz seeds (real replies of every server version),
+// and the edge cases of JSON and of the projection.
+func decodeInputs(t *testing.T) map[string][]byte {
 	seeds, _ := filepath.Glob("testdata/fuzz/FuzzJSZ/*")
 	if len(seeds) == 0 {
 		t.Fatal("no JSZ seeds")
@@ -67,36 +146,30 @@ func TestDecodeJSZMatchesUnmarshal(t *testing.T) {
 		"bad feature int":    `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","config":{"subject_delete_marker_ttl":1.5}}]}]}}`,
 		"bad feature mirror": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","config":{"mirror":[1]}}]}]}}`,
 		"numbers":            `{"data":{"x":-0.5e+10,"y":[1,2.0,3E3,-0],"total":7}}`,
-		"duplicate key":      `{"data":{"total":1,"total":2}}`,
-		"not an object":      `[]`,
-		"bad total":          `{"data":{"total":1.5}}`,
-		"string total":       `{"data":{"total":"1"}}`,
-		"number name":        `{"data":{"account_details":[{"name":5}]}}`,
-		"truncated":          `{"data":{"account_details":[{"name":"A"`,
-		"trailing":           `{} x`,
-		"bad escape":         `{"a":"\x"}`,
-		"control char":       "{\"a\":\"\x01\"}",
-		"bad number":         `{"a":01}`,
-		"bad literal":        `{"a":tru}`,
-		"lone minus":         `{"a":-}`,
-		"missing colon":      `{"a" 1}`,
-		"trailing comma":     `{"a":1,}`,
-		"big err_code":       `{"error":{"err_code":70000}}`,
-		"empty":              ``,
+		"consumer counts": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S1","state":null,"consumer_detail":[{"name":"C"}]},` +
+			`{"name":"S2","state":5},{"name":"S3","state":{"consumer_count":"x"},"consumer_detail":[]},{"name":"S4","state":{"consumer_count":-3,"consumer_count":1e3}},` +
+			`{"name":"S5","state":{"consumer_count":99999999999},"consumer_detail":[{"name":"C"}]},{"name":"S6","state":{"consumer_count":1},"consumer_detail":[{"name":"C"},{"name":"D"}]}]}]}}`,
+		"bad state":      `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","state":{"consumer_count":1,}}]}]}}`,
+		"duplicate key":  `{"data":{"total":1,"total":2}}`,
+		"not an object":  `[]`,
+		"bad total":      `{"data":{"total":1.5}}`,
+		"string total":   `{"data":{"total":"1"}}`,
+		"number name":    `{"data":{"account_details":[{"name":5}]}}`,
+		"truncated":      `{"data":{"account_details":[{"name":"A"`,
+		"trailing":       `{} x`,
+		"bad escape":     `{"a":"\x"}`,
+		"control char":   "{\"a\":\"\x01\"}",
+		"bad number":     `{"a":01}`,
+		"bad literal":    `{"a":tru}`,
+		"lone minus":     `{"a":-}`,
+		"missing colon":  `{"a" 1}`,
+		"trailing comma": `{"a":1,}`,
+		"big err_code":   `{"error":{"err_code":70000}}`,
+		"empty":          ``,
 	} {
 		inputs[name] = []byte(s)
 	}
-	for name, data := range inputs {
-		want, wantErr := stdDecode(data)
-		got, err := decodeJSZReply(data)
-		if (err != nil) != (wantErr != nil) {
-			t.Errorf("%s: error %v, encoding/json's %v", name, err, wantErr)
-			continue
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: decoded\n  %s\nencoding/json\n  %s", name, show(got), show(want))
-		}
-	}
+	return inputs
 }
 
 func show(r *jszReply) string {

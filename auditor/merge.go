@@ -58,14 +58,17 @@ func (m *merger) add(reporter, domain string, js *jszData) []string {
 		for i := range acc.Streams {
 			sd := &acc.Streams[i]
 			sa := m.stream(streamKey{domain, acc.id(), sd.Name}, acc.name(), len(sd.Consumers))
-			m.merge(sa.stream, reporter, sd.Cluster, sd.Config.replicas(), sd.Config.requiredLevel())
-			sa.stream.addConfig(KindStream, sd.Config)
+			m.merge(sa.stream, reporter, sd.Cluster, sd.Config.Replicas, sd.Config.RequiredLevel)
+			sa.stream.addConfig(&sd.Config.configSummary)
+			if sa.stream.DurableSources == nil && sa.stream.Features.Has("durable_sourcing") {
+				sa.stream.DurableSources = sd.Config.DurableSources
+			}
 			named.addCluster(sd.Cluster)
 			for j := range sd.Consumers {
 				ci := &sd.Consumers[j]
 				c := m.consumer(sa, ci.Name)
-				m.merge(c, reporter, ci.Cluster, ci.Config.replicas(), ci.Config.requiredLevel())
-				c.addConfig(KindConsumer, ci.Config)
+				m.merge(c, reporter, ci.Cluster, ci.Config.Replicas, ci.Config.RequiredLevel)
+				c.addConfig(&ci.Config.configSummary)
 				named.addCluster(ci.Cluster)
 			}
 		}
@@ -244,12 +247,6 @@ func flatten(order []*mergedAsset) []Asset {
 
 // addConfig records what one reporter's copy of the asset's config uses.
 // Every copy is the same config; a union loses nothing if one lags.
-func (a *mergedAsset) addConfig(kind AssetKind, c *jszConfig) {
-	if c == nil {
-		return
-	}
-	a.Features |= c.features(kind)
-	if kind == KindStream && a.DurableSources == nil && a.Features.Has("durable_sourcing") {
-		a.DurableSources = durableSources(&c.AssetConfig)
-	}
+func (a *mergedAsset) addConfig(c *configSummary) {
+	a.Features |= c.Features
 }
