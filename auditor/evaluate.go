@@ -389,13 +389,17 @@ func sortedFindings(chunks [][]Finding) []Finding {
 		keys[j].account, keys[j].stream = accountRank[keys[j].account], streamRank[keys[j].stream]
 	}
 	slices.SortFunc(keys, func(x, y key) int {
-		if c := cmp.Or(
-			cmp.Compare(x.order, y.order),
-			cmp.Compare(x.account, y.account),
-			cmp.Compare(x.stream, y.stream),
-			cmp.Compare(x.consumer, y.consumer),
-		); c != 0 {
-			return c
+		// One test per field until one differs: cmp.Or would compare
+		// every field first.
+		switch {
+		case x.order != y.order:
+			return cmp.Compare(x.order, y.order)
+		case x.account != y.account:
+			return cmp.Compare(x.account, y.account)
+		case x.stream != y.stream:
+			return cmp.Compare(x.stream, y.stream)
+		case x.consumer != y.consumer:
+			return cmp.Compare(x.consumer, y.consumer)
 		}
 		a, b := x.f, y.f
 		return cmp.Or(
