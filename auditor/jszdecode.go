@@ -109,7 +109,6 @@ func (d *jszDecoder) newCluster() *clusterInfo {
 	return c
 }
 
-
 func (d *jszDecoder) data(js *jszData) error {
 	return d.object(func(key []byte) error {
 		switch string(key) {

@@ -11,13 +11,13 @@ import (
 // concurrent use: the collection calls it under its lock.
 type merger struct {
 	byStream     map[streamKey]*streamAssets
-	streamList   []*mergedAsset
-	consumerList []*mergedAsset
+	streamList   []*streamAssets
+	consumerList []*mergedConsumer
 	meta         map[string]*MetaGroup // by JetStream domain
-	// assets and peers are slabs the merged assets and their peer lists
-	// are cut from: an allocation per chunk, not two per asset.
-	assets []mergedAsset
-	peers  []string
+	// consumerSlab and peers are slabs the merged consumers and the peer
+	// lists are cut from: an allocation per chunk, not two per asset.
+	consumerSlab []mergedConsumer
+	peers        []string
 }
 
 func newMerger() *merger {
@@ -33,12 +33,29 @@ type streamKey struct {
 // their stream, as hashing one name per consumer, not four, is most of what
 // merging 30,000 of them costs.
 type streamAssets struct {
-	stream    *mergedAsset
-	consumers map[string]*mergedAsset
+	// stream holds the stream's names and durable sources; the rest of its
+	// Asset is filled from state when the snapshot is listed.
+	stream    Asset
+	state     replicaState
+	consumers map[string]*mergedConsumer
 }
 
-type mergedAsset struct {
-	Asset
+// mergedConsumer is a consumer being merged: its name, and its stream's
+// for the rest: 96 bytes against an Asset's 184, one per consumer,
+// while the snapshot's Assets are made.
+type mergedConsumer struct {
+	stream *streamAssets
+	name   string
+	state  replicaState
+}
+
+// replicaState is what the replicas' reports of one asset add up to.
+type replicaState struct {
+	leader   string
+	peers    []string
+	replicas int
+	level    int
+	features FeatureSet
 	// leaderSelf is set once the leader itself reported the asset: its word
 	// on who leads wins over a follower's possibly stale view.
 	leaderSelf bool
@@ -58,17 +75,15 @@ func (m *merger) add(reporter, domain string, js *jszData) []string {
 		for i := range acc.Streams {
 			sd := &acc.Streams[i]
 			sa := m.stream(streamKey{domain, acc.id(), sd.Name}, acc.name(), len(sd.Consumers))
-			m.merge(sa.stream, reporter, sd.Cluster, sd.Config.Replicas, sd.Config.RequiredLevel)
-			sa.stream.addConfig(&sd.Config.configSummary)
-			if sa.stream.DurableSources == nil && sa.stream.Features.Has("durable_sourcing") {
+			m.merge(&sa.state, reporter, sd.Cluster, &sd.Config.configSummary)
+			if sa.stream.DurableSources == nil && sa.state.features.Has("durable_sourcing") {
 				sa.stream.DurableSources = sd.Config.DurableSources
 			}
 			named.addCluster(sd.Cluster)
 			for j := range sd.Consumers {
 				ci := &sd.Consumers[j]
 				c := m.consumer(sa, ci.Name)
-				m.merge(c, reporter, ci.Cluster, ci.Config.Replicas, ci.Config.RequiredLevel)
-				c.addConfig(&ci.Config.configSummary)
+				m.merge(&c.state, reporter, ci.Cluster, &ci.Config.configSummary)
 				named.addCluster(ci.Cluster)
 			}
 		}
@@ -138,45 +153,39 @@ func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named *na
 	}
 }
 
-func (m *merger) newAsset(a Asset) *mergedAsset {
-	if len(m.assets) == 0 {
-		m.assets = make([]mergedAsset, 256)
-	}
-	ma := &m.assets[0]
-	m.assets = m.assets[1:]
-	ma.Asset = a
-	return ma
-}
-
 // stream finds or adds a stream; consumers is how many consumers the
 // first report of it lists.
 func (m *merger) stream(key streamKey, accountName string, consumers int) *streamAssets {
 	sa := m.byStream[key]
 	if sa == nil {
-		sa = &streamAssets{stream: m.newAsset(Asset{Kind: KindStream, Domain: key.domain, Account: key.account,
-			AccountName: accountName, Stream: key.stream}),
-			consumers: make(map[string]*mergedAsset, consumers)}
+		sa = &streamAssets{stream: Asset{Kind: KindStream, Domain: key.domain, Account: key.account,
+			AccountName: accountName, Stream: key.stream},
+			consumers: make(map[string]*mergedConsumer, consumers)}
 		m.byStream[key] = sa
-		m.streamList = append(m.streamList, sa.stream)
+		m.streamList = append(m.streamList, sa)
 	}
 	return sa
 }
 
-func (m *merger) consumer(sa *streamAssets, name string) *mergedAsset {
-	a := sa.consumers[name]
-	if a == nil {
-		s := sa.stream
-		a = m.newAsset(Asset{Kind: KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
-			Stream: s.Stream, Consumer: name})
-		sa.consumers[name] = a
-		m.consumerList = append(m.consumerList, a)
+func (m *merger) consumer(sa *streamAssets, name string) *mergedConsumer {
+	c := sa.consumers[name]
+	if c == nil {
+		if len(m.consumerSlab) == 0 {
+			m.consumerSlab = make([]mergedConsumer, 256)
+		}
+		c, m.consumerSlab = &m.consumerSlab[0], m.consumerSlab[1:]
+		c.stream, c.name = sa, name
+		sa.consumers[name] = c
+		m.consumerList = append(m.consumerList, c)
 	}
-	return a
+	return c
 }
 
-// merge adds one server's report of the asset.
-func (m *merger) merge(a *mergedAsset, reporter string, ci *clusterInfo, replicas, level int) {
-	if a.Peers == nil {
+// merge adds one server's report of an asset: its RAFT group as the
+// reporter sees it, and what its copy of the config says. Every copy is
+// the same config; a union of the features loses nothing if one lags.
+func (m *merger) merge(a *replicaState, reporter string, ci *clusterInfo, cfg *configSummary) {
+	if a.peers == nil {
 		// Room for every peer this report names: most assets have no
 		// other reporter, and the rest as many peers as this one lists.
 		n := 1
@@ -186,14 +195,15 @@ func (m *merger) merge(a *mergedAsset, reporter string, ci *clusterInfo, replica
 		if len(m.peers) < n {
 			m.peers = make([]string, max(n, 1024))
 		}
-		a.Peers, m.peers = m.peers[:0:n], m.peers[n:]
+		a.peers, m.peers = m.peers[:0:n], m.peers[n:]
 	}
 	a.addPeer(reporter)
-	a.Replicas = max(a.Replicas, replicas)
-	a.RequiredLevel = max(a.RequiredLevel, level)
+	a.replicas = max(a.replicas, cfg.Replicas)
+	a.level = max(a.level, cfg.RequiredLevel)
+	a.features |= cfg.Features
 	if ci == nil {
 		// A server outside any cluster hosts its assets alone and leads them.
-		a.Leader, a.leaderSelf = reporter, true
+		a.leader, a.leaderSelf = reporter, true
 		return
 	}
 	for _, p := range ci.Replicas {
@@ -204,22 +214,51 @@ func (m *merger) merge(a *mergedAsset, reporter string, ci *clusterInfo, replica
 	switch {
 	case ci.Leader == "":
 	case ci.Leader == reporter:
-		a.Leader, a.leaderSelf = reporter, true
+		a.leader, a.leaderSelf = reporter, true
 	case !a.leaderSelf:
-		a.Leader = ci.Leader
+		a.leader = ci.Leader
 	}
 }
 
 // addPeer adds a peer name once; a RAFT group has a handful of peers, so a
 // slice beats a map.
-func (a *mergedAsset) addPeer(name string) {
-	if name != "" && !slices.Contains(a.Peers, name) {
-		a.Peers = append(a.Peers, name)
+func (a *replicaState) addPeer(name string) {
+	if name != "" && !slices.Contains(a.peers, name) {
+		a.peers = append(a.peers, name)
 	}
 }
 
-func (m *merger) streams() []Asset   { return flatten(m.streamList) }
-func (m *merger) consumers() []Asset { return flatten(m.consumerList) }
+// fill sets the merged fields of a.
+func (a *replicaState) fill(out *Asset) {
+	slices.Sort(a.peers)
+	out.Leader, out.Peers = a.leader, a.peers
+	out.Replicas = max(a.replicas, len(a.peers))
+	out.RequiredLevel, out.Features = a.level, a.features
+}
+
+// streams and consumers list the merged assets in the order they were
+// first reported. Nothing downstream depends on their order (Evaluate
+// sorts its findings), and sorting 30,000 of them cost more than the rest
+// of the merge.
+func (m *merger) streams() []Asset {
+	out := make([]Asset, len(m.streamList))
+	for i, sa := range m.streamList {
+		out[i] = sa.stream
+		sa.state.fill(&out[i])
+	}
+	return out
+}
+
+func (m *merger) consumers() []Asset {
+	out := make([]Asset, len(m.consumerList))
+	for i, c := range m.consumerList {
+		s := &c.stream.stream
+		out[i] = Asset{Kind: KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
+			Stream: s.Stream, Consumer: c.name}
+		c.state.fill(&out[i])
+	}
+	return out
+}
 
 // metaGroups lists the meta groups by domain.
 func (m *merger) metaGroups() []MetaGroup {
@@ -230,23 +269,4 @@ func (m *merger) metaGroups() []MetaGroup {
 		out = append(out, g)
 	}
 	return out
-}
-
-// flatten lists the merged assets in the order they were first reported.
-// Nothing downstream depends on their order (Evaluate sorts its findings),
-// and sorting 30,000 of them cost more than the rest of the merge.
-func flatten(order []*mergedAsset) []Asset {
-	out := make([]Asset, len(order))
-	for i, a := range order {
-		slices.Sort(a.Peers)
-		a.Replicas = max(a.Replicas, len(a.Peers))
-		out[i] = a.Asset
-	}
-	return out
-}
-
-// addConfig records what one reporter's copy of the asset's config uses.
-// Every copy is the same config; a union loses nothing if one lags.
-func (a *mergedAsset) addConfig(c *configSummary) {
-	a.Features |= c.Features
 }
