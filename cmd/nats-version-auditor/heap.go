@@ -11,8 +11,8 @@ import (
 
 // oneAuditHeapFloor is how large the heap of a command that audits once
 // may grow before its first collection. An audit's garbage is mostly reply
-// bytes read once: one of 10,000 consumers allocates about 30 MiB in all
-// and needs no collection at all (BENCHMARKS.md).
+// bytes read once: one of 10,000 consumers allocates 15 to 17 MB in the
+// audit itself and needs no collection at all (BENCHMARKS.md).
 const oneAuditHeapFloor = 64 << 20
 
 // oneAuditHeap sets the collector of a process that audits once and exits
