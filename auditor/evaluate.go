@@ -200,8 +200,7 @@ func (e *evaluation) asset(a *Asset) {
 	if !e.selected(*a) {
 		return
 	}
-	base := Finding{Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
-	e.assetLeader(a, base, leader)
+	e.assetLeader(a, leader)
 	required, unrecorded := a.requiredLevel()
 	for _, peer := range a.Peers {
 		s, ok := e.byName[peer]
@@ -209,22 +208,28 @@ func (e *evaluation) asset(a *Asset) {
 			continue // a peer that did not answer is a SERVER_MISSING finding
 		}
 		if a.Kind == KindConsumer && peer != a.Leader {
-			e.consumerFollower(a, base, leader, s)
+			e.consumerFollower(a, leader, s)
 		}
-		e.apiLevel(a, base, s, required, unrecorded)
+		e.apiLevel(a, s, required, unrecorded)
 	}
+}
+
+// assetFinding is a finding about a: made only for a finding, as most
+// assets have none.
+func assetFinding(a *Asset) Finding {
+	return Finding{Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
 }
 
 // assetLeader judges an asset's leader (nil when it did not answer or there
 // is none): below the floor, or missing where a consumer needs one.
-func (e *evaluation) assetLeader(a *Asset, base Finding, leader *ServerReport) {
+func (e *evaluation) assetLeader(a *Asset, leader *ServerReport) {
 	// Most assets have no finding: their names are made only for one. A
 	// finding can be on every consumer (a third of them at 30,000 in
 	// BENCHMARKS.md): its message is one concatenation, not a Sprintf with
 	// its boxed arguments.
 	switch {
 	case leader != nil && leader.Verdict == VerdictBelow && a.Kind == KindConsumer:
-		f := base
+		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		if e.resets[leader.Name] {
 			f.Message = "consumer " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.floor()
@@ -233,12 +238,12 @@ func (e *evaluation) assetLeader(a *Asset, base Finding, leader *ServerReport) {
 		}
 		e.add(f)
 	case leader != nil && leader.Verdict == VerdictBelow:
-		f := base
+		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version = StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		f.Message = "stream " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.floor()
 		e.add(f)
 	case a.Kind == KindConsumer && a.Leader == "" && a.Replicas > 1:
-		f := base
+		f := assetFinding(a)
 		f.Code = ConsumerNoLeader
 		f.Message = "consumer " + a.name() + " (R" + strconv.Itoa(a.Replicas) + ") has no leader"
 		e.add(f)
@@ -247,14 +252,14 @@ func (e *evaluation) assetLeader(a *Asset, base Finding, leader *ServerReport) {
 
 // consumerFollower judges follower s of a consumer led by leader (nil when
 // it did not answer or there is none).
-func (e *evaluation) consumerFollower(a *Asset, base Finding, leader, s *ServerReport) {
+func (e *evaluation) consumerFollower(a *Asset, leader, s *ServerReport) {
 	// A follower is at risk while its leader would accept a RESET; a leader
 	// that does not know RESET never replicates one. A leaderless consumer
 	// may get a new leader that does.
 	if s.Verdict != VerdictBelow || (leader != nil && !e.resets[leader.Name]) {
 		return
 	}
-	f := base
+	f := assetFinding(a)
 	f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
 	if e.resets[s.Name] {
 		f.Message = "consumer " + a.name() + " has follower " + s.Name + " running " + s.Version + ", below the floor " + e.floor()
@@ -281,7 +286,7 @@ func (a Asset) requiredLevel() (level int, unrecorded string) {
 
 // apiLevel judges whether peer s supports the asset's required API level
 // (required, and unrecorded, from requiredLevel).
-func (e *evaluation) apiLevel(a *Asset, base Finding, s *ServerReport, required int, unrecorded string) {
+func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorded string) {
 	// A 2.10 server knows no API levels and no level metadata: an
 	// unreadable level means nothing to it.
 	if required <= s.APILevel || (required == LevelUnreadable && s.APILevel <= 0) {
@@ -292,7 +297,7 @@ func (e *evaluation) apiLevel(a *Asset, base Finding, s *ServerReport, required 
 		name += " (" + unrecorded + ", which its _nats.req.level does not record)"
 	}
 	level := s.APILevel
-	f := base
+	f := assetFinding(a)
 	f.Code, f.Server, f.Cluster, f.Version = AssetAPILevelUnsupported, s.Name, s.Cluster, s.Version
 	f.RequiredLevel, f.ServerLevel = required, &level
 	f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: it holds the %s offline",
