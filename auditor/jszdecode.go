@@ -24,9 +24,11 @@ import (
 // value of the wrong type where the audit reads one. Keys match as the
 // servers spell them (encoding/json would also match other cases).
 // TestDecodeJSZMatchesUnmarshal holds it against encoding/json on real
-// replies of every server version.
+// replies of every server version (configs compare as the summaries the
+// projection keeps of them), and TestDecodeConfigMatchesUnmarshal every
+// config field by field.
 func decodeJSZReply(data []byte) (*jszReply, error) {
-	d := jszDecoder{scanner: scanner{b: data}, names: map[string]string{}}
+	d := jszDecoder{scanner: scanner{b: data}, names: map[string]string{}, room: len(data) / minConsumerBytes}
 	var r jszReply
 	err := d.object(func(key []byte) error {
 		switch string(key) {
@@ -66,6 +68,10 @@ type jszDecoder struct {
 	// a handful of strings instead of one per report.
 	names  map[string]string
 	recent [32]string
+	// room is how many consumers the streams' counts may still reserve
+	// room for: a reply cannot list more than it has bytes for, whatever
+	// its counts say.
+	room int
 	// A slab the per-asset cluster infos come from: one allocation per
 	// chunk instead of one per asset.
 	clusters []clusterInfo
@@ -97,8 +103,10 @@ func (d *jszDecoder) intern(b []byte) string {
 
 const slab = 256
 
-// maxConsumerHint bounds the room a stream's consumer count reserves.
-const maxConsumerHint = 1 << 16
+// minConsumerBytes is the least a consumer's entry takes in a reply
+// (`{"name":""},`): the most consumers a reply can list is its length over
+// it, and no more room than that is reserved from the counts it claims.
+const minConsumerBytes = 12
 
 func (d *jszDecoder) newCluster() *clusterInfo {
 	if len(d.clusters) == 0 {
@@ -176,11 +184,14 @@ func (d *jszDecoder) stream(s *jszStream) error {
 				return d.skip()
 			}
 			return d.object(func(key []byte) error {
+				if string(key) != "consumer_count" {
+					return d.skip()
+				}
 				d.ws()
 				start := d.i
 				err := d.skip()
-				if n, nerr := strconv.Atoi(string(d.b[start:d.i])); err == nil && nerr == nil && string(key) == "consumer_count" {
-					consumers = min(max(n, 0), maxConsumerHint)
+				if n, nerr := strconv.Atoi(string(d.b[start:d.i])); err == nil && nerr == nil {
+					consumers = max(n, 0)
 				}
 				return err
 			})
@@ -195,8 +206,8 @@ func (d *jszDecoder) stream(s *jszStream) error {
 			}
 			return err
 		case "consumer_detail":
-			if s.Consumers == nil && consumers > 0 {
-				s.Consumers = make([]jszConsumer, 0, consumers)
+			if n := min(consumers, d.room); s.Consumers == nil && n > 0 {
+				s.Consumers, d.room = make([]jszConsumer, 0, n), d.room-n
 			}
 			return list(d, &s.Consumers, d.consumer)
 		}
@@ -262,9 +273,12 @@ func (d *jszDecoder) replicas(p *[]*namedPeer) error {
 	})
 }
 
-// config decodes a config into the decoder's scratch config, which it
-// returns, and summarizes it into sum, as the summaries' UnmarshalJSON
-// does. Null leaves sum as it is, and returns nil.
+// config decodes a config into the decoder's scratch config and
+// summarizes it into sum, as the summaries' UnmarshalJSON does. It returns
+// the scratch config, valid until the next config is decoded; null leaves
+// sum as it is and returns nil. A second "config" key replaces the first
+// one's summary (encoding/json would have merged two configs' fields into
+// one): the servers send each key once.
 func (d *jszDecoder) config(kind AssetKind, sum *configSummary) (*jszConfig, error) {
 	if d.null() {
 		return nil, nil

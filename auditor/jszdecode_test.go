@@ -117,6 +117,44 @@ func TestDecodeConfigMatchesUnmarshal(t *testing.T) {
 	}
 }
 
+// TestDecodeConsumerCountsBounded holds the room the streams' consumer
+// counts reserve to what the reply could list: a count is the server's
+// word, a reply's length is not.
+func TestDecodeConsumerCountsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"data":{"account_details":[{"name":"A","stream_detail":[`)
+	for i := range 1000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"name":"S%d","state":{"first_ts":"x","consumer_count":1000000},"consumer_detail":[{"name":"C"}]}`, i)
+	}
+	b.WriteString(`]}]}}`)
+	data := []byte(b.String())
+	r, err := decodeJSZReply(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := 0
+	for _, sd := range r.Data.AccountDetails[0].Streams {
+		room += cap(sd.Consumers)
+		if len(sd.Consumers) != 1 || sd.Consumers[0].Name != "C" {
+			t.Fatalf("stream %s: consumers %+v", sd.Name, sd.Consumers)
+		}
+	}
+	if limit := len(data)/minConsumerBytes + 1000; room > limit {
+		t.Errorf("%d bytes reserved room for %d consumers, want at most %d", len(data), room, limit)
+	}
+	// A count the reply can hold is taken as it is.
+	r, err = decodeJSZReply([]byte(`{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","state":{"consumer_count":3},"consumer_detail":[{"name":"C"}]}]}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cap(r.Data.AccountDetails[0].Streams[0].Consumers); c != 3 {
+		t.Errorf("room for %d consumers, want the count's 3", c)
+	}
+}
+
 // decodeInputs are the replies the decoder is held to encoding/json on:
 // a generated one, the fuzz seeds (real replies of every server version),
 // and the edge cases of JSON and of the projection.
@@ -149,23 +187,28 @@ func decodeInputs(t *testing.T) map[string][]byte {
 		"consumer counts": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S1","state":null,"consumer_detail":[{"name":"C"}]},` +
 			`{"name":"S2","state":5},{"name":"S3","state":{"consumer_count":"x"},"consumer_detail":[]},{"name":"S4","state":{"consumer_count":-3,"consumer_count":1e3}},` +
 			`{"name":"S5","state":{"consumer_count":99999999999},"consumer_detail":[{"name":"C"}]},{"name":"S6","state":{"consumer_count":1},"consumer_detail":[{"name":"C"},{"name":"D"}]}]}]}}`,
-		"bad state":      `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","state":{"consumer_count":1,}}]}]}}`,
-		"duplicate key":  `{"data":{"total":1,"total":2}}`,
-		"not an object":  `[]`,
-		"bad total":      `{"data":{"total":1.5}}`,
-		"string total":   `{"data":{"total":"1"}}`,
-		"number name":    `{"data":{"account_details":[{"name":5}]}}`,
-		"truncated":      `{"data":{"account_details":[{"name":"A"`,
-		"trailing":       `{} x`,
-		"bad escape":     `{"a":"\x"}`,
-		"control char":   "{\"a\":\"\x01\"}",
-		"bad number":     `{"a":01}`,
-		"bad literal":    `{"a":tru}`,
-		"lone minus":     `{"a":-}`,
-		"missing colon":  `{"a" 1}`,
-		"trailing comma": `{"a":1,}`,
-		"big err_code":   `{"error":{"err_code":70000}}`,
-		"empty":          ``,
+		"bad state": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","state":{"consumer_count":1,}}]}]}}`,
+		"config edges": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","config":{"num_replicas":1,"num_replicas":3,"metadata":null,"mirror":null,"sources":null},` +
+			`"consumer_detail":[{"name":"C","config":{"ack_policy":"none"},"config":{"num_replicas":2}},{"name":"D","config":"x"}]}]}]}}`,
+		"config number":     `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","config":5}]}]}}`,
+		"config null after": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","config":{"num_replicas":2},"config":null}]}]}]}}`,
+		"config twice":      `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","config":{"ack_policy":"flow_control","num_replicas":3},"config":{"num_replicas":1}}]}]}]}}`,
+		"duplicate key":     `{"data":{"total":1,"total":2}}`,
+		"not an object":     `[]`,
+		"bad total":         `{"data":{"total":1.5}}`,
+		"string total":      `{"data":{"total":"1"}}`,
+		"number name":       `{"data":{"account_details":[{"name":5}]}}`,
+		"truncated":         `{"data":{"account_details":[{"name":"A"`,
+		"trailing":          `{} x`,
+		"bad escape":        `{"a":"\x"}`,
+		"control char":      "{\"a\":\"\x01\"}",
+		"bad number":        `{"a":01}`,
+		"bad literal":       `{"a":tru}`,
+		"lone minus":        `{"a":-}`,
+		"missing colon":     `{"a" 1}`,
+		"trailing comma":    `{"a":1,}`,
+		"big err_code":      `{"error":{"err_code":70000}}`,
+		"empty":             ``,
 	} {
 		inputs[name] = []byte(s)
 	}

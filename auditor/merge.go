@@ -40,9 +40,10 @@ type streamAssets struct {
 	consumers map[string]*mergedConsumer
 }
 
-// mergedConsumer is a consumer being merged: its name, and its stream's
-// for the rest: 96 bytes against an Asset's 184, one per consumer,
-// while the snapshot's Assets are made.
+// mergedConsumer is a consumer being merged: its own name and its
+// replicas' state, and its stream for the other names. 96 bytes against an
+// Asset's 184: one per consumer is alive until the snapshot's Assets are
+// made from them, and then beside them.
 type mergedConsumer struct {
 	stream *streamAssets
 	name   string
@@ -228,7 +229,8 @@ func (a *replicaState) addPeer(name string) {
 	}
 }
 
-// fill sets the merged fields of a.
+// fill copies the merged state into the asset out. It sorts the peers in
+// place, and out shares them: the snapshot's Assets are made once.
 func (a *replicaState) fill(out *Asset) {
 	slices.Sort(a.peers)
 	out.Leader, out.Peers = a.leader, a.peers

@@ -101,3 +101,46 @@ func TestMergeNamesEveryServerOnce(t *testing.T) {
 		t.Errorf("meta %+v", g)
 	}
 }
+
+// TestMergeConfigs merges decoded replies: what each replica's copy of a
+// config says is a union, a stream's durable sources come from the first
+// copy that names them, and a consumer takes nothing from its stream's
+// config.
+func TestMergeConfigs(t *testing.T) {
+	reply := func(streamConfig, consumerConfig string) *jszData {
+		t.Helper()
+		r, err := decodeJSZReply([]byte(`{"data":{"account_details":[{"name":"APP","stream_detail":[{"name":"S","config":` + streamConfig +
+			`,"cluster":{"leader":"n1"},"consumer_detail":[{"name":"C","config":` + consumerConfig + `,"cluster":{"leader":"n1"}}]}]}]}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Data
+	}
+	m := newMerger()
+	m.add("n1", "", reply(`null`, `{"ack_policy":"flow_control","num_replicas":1}`))
+	m.add("n2", "", reply(`{"num_replicas":3,"mirror":{"name":"O","consumer":{}}}`, `{"num_replicas":3,"metadata":{"_nats.req.level":"2"}}`))
+	m.add("n3", "", reply(`{"num_replicas":3,"allow_msg_ttl":true,"mirror":{"name":"O","consumer":{"name":"D"}},"metadata":{"_nats.req.level":"1"}}`, `null`))
+	m.add("n1", "", reply(`{"mirror":{"name":"X","consumer":{"name":"Y"}}}`, `{}`))
+	s, c := m.streams(), m.consumers()
+	if len(s) != 1 || len(c) != 1 {
+		t.Fatalf("%d streams, %d consumers", len(s), len(c))
+	}
+	if !s[0].Features.Has("durable_sourcing") || !s[0].Features.Has("msg_ttl") || s[0].Features.Has("ack_flow_control") {
+		t.Errorf("stream features %v", s[0].Features.Names())
+	}
+	if want := []DurableSource{{Stream: "O", Consumer: "D", Mirror: true}}; !slices.Equal(s[0].DurableSources, want) {
+		t.Errorf("durable sources %+v, want %+v", s[0].DurableSources, want)
+	}
+	if s[0].Replicas != 3 || s[0].RequiredLevel != 1 {
+		t.Errorf("stream R%d level %d, want R3 level 1", s[0].Replicas, s[0].RequiredLevel)
+	}
+	if !c[0].Features.Has("ack_flow_control") || c[0].Features.Has("msg_ttl") || c[0].DurableSources != nil {
+		t.Errorf("consumer features %v, durable sources %+v", c[0].Features.Names(), c[0].DurableSources)
+	}
+	if c[0].Replicas != 3 || c[0].RequiredLevel != 2 {
+		t.Errorf("consumer R%d level %d, want R3 level 2", c[0].Replicas, c[0].RequiredLevel)
+	}
+	if again := m.consumers(); fmt.Sprint(again) != fmt.Sprint(c) {
+		t.Errorf("listed again: %+v, first %+v", again, c)
+	}
+}
