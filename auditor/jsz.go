@@ -84,8 +84,8 @@ func summarize(kind AssetKind, c *jszConfig) configSummary {
 }
 
 // streamConfig and consumerConfig are the summaries of a stream's and a
-// consumer's config. Their UnmarshalJSON is the reflective decoders' way to
-// the summaries decodeJSZReply makes, which the tests hold it to.
+// consumer's config, both decoders' made by set: decodeJSZReply's, and the
+// reflective decoders' through UnmarshalJSON, which the tests hold it to.
 type streamConfig struct {
 	configSummary
 	DurableSources []DurableSource
@@ -93,10 +93,18 @@ type streamConfig struct {
 
 type consumerConfig struct{ configSummary }
 
+// set keeps the summary of a stream's config.
+func (c *streamConfig) set(cfg *jszConfig) {
+	c.configSummary, c.DurableSources = summarize(KindStream, cfg), durableSources(&cfg.AssetConfig)
+}
+
+// set keeps the summary of a consumer's config.
+func (c *consumerConfig) set(cfg *jszConfig) { c.configSummary = summarize(KindConsumer, cfg) }
+
 func (c *streamConfig) UnmarshalJSON(b []byte) error {
 	cfg, err := unmarshalConfig(b)
 	if cfg != nil {
-		c.configSummary, c.DurableSources = summarize(KindStream, cfg), durableSources(&cfg.AssetConfig)
+		c.set(cfg)
 	}
 	return err
 }
@@ -104,7 +112,7 @@ func (c *streamConfig) UnmarshalJSON(b []byte) error {
 func (c *consumerConfig) UnmarshalJSON(b []byte) error {
 	cfg, err := unmarshalConfig(b)
 	if cfg != nil {
-		c.configSummary = summarize(KindConsumer, cfg)
+		c.set(cfg)
 	}
 	return err
 }

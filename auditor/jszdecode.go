@@ -200,9 +200,9 @@ func (d *jszDecoder) stream(s *jszStream) error {
 		case "cluster":
 			return d.cluster(&s.Cluster)
 		case "config":
-			cfg, err := d.config(KindStream, &s.Config.configSummary)
+			cfg, err := d.config()
 			if cfg != nil {
-				s.Config.DurableSources = durableSources(&cfg.AssetConfig)
+				s.Config.set(cfg)
 			}
 			return err
 		case "consumer_detail":
@@ -223,7 +223,10 @@ func (d *jszDecoder) consumer(c *jszConsumer) error {
 		case "cluster":
 			return d.cluster(&c.Cluster)
 		case "config":
-			_, err := d.config(KindConsumer, &c.Config.configSummary)
+			cfg, err := d.config()
+			if cfg != nil {
+				c.Config.set(cfg)
+			}
 			return err
 		}
 		return d.skip()
@@ -273,13 +276,13 @@ func (d *jszDecoder) replicas(p *[]*namedPeer) error {
 	})
 }
 
-// config decodes a config into the decoder's scratch config and
-// summarizes it into sum, as the summaries' UnmarshalJSON does. It returns
-// the scratch config, valid until the next config is decoded; null leaves
-// sum as it is and returns nil. A second "config" key replaces the first
-// one's summary (encoding/json would have merged two configs' fields into
-// one): the servers send each key once.
-func (d *jszDecoder) config(kind AssetKind, sum *configSummary) (*jszConfig, error) {
+// config decodes a config into the decoder's scratch config, which it
+// returns (nil for null), valid until the next config is decoded: the
+// caller keeps its summary (set), as the summaries' UnmarshalJSON does. A
+// second "config" key replaces the first one's summary (encoding/json
+// would have merged two configs' fields into one): the servers send each
+// key once.
+func (d *jszDecoder) config() (*jszConfig, error) {
 	if d.null() {
 		return nil, nil
 	}
@@ -307,7 +310,6 @@ func (d *jszDecoder) config(kind AssetKind, sum *configSummary) (*jszConfig, err
 	if err != nil {
 		return nil, err
 	}
-	*sum = summarize(kind, cfg)
 	return cfg, nil
 }
 
