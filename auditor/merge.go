@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"encoding/binary"
 	"slices"
 )
 
@@ -18,10 +19,17 @@ type merger struct {
 	// lists are cut from: an allocation per chunk, not two per asset.
 	consumerSlab []mergedConsumer
 	peers        []string
+	// peerSets are the snapshot's peer lists, one of each set: most
+	// assets share their peers with thousands of others, and 100,000
+	// lists of their own were a tenth of the snapshot's memory. setKey is
+	// the scratch the sets are looked up by.
+	peerSets map[string][]string
+	setKey   []byte
+	lastSet  []string
 }
 
 func newMerger() *merger {
-	return &merger{byStream: map[streamKey]*streamAssets{}, meta: map[string]*MetaGroup{}}
+	return &merger{byStream: map[streamKey]*streamAssets{}, meta: map[string]*MetaGroup{}, peerSets: map[string][]string{}}
 }
 
 // streamKey names a stream by its account's id: two accounts may share a name.
@@ -229,13 +237,47 @@ func (a *replicaState) addPeer(name string) {
 	}
 }
 
-// fill copies the merged state into the asset out. It sorts the peers in
-// place, and out shares them: the snapshot's Assets are made once.
-func (a *replicaState) fill(out *Asset) {
+// fill copies the merged state a into the asset out. Its peers are sorted
+// in place, and out shares one list with every asset of the same peers
+// (nothing changes an Asset's Peers in place; who needs other peers clones
+// them).
+func (m *merger) fill(a *replicaState, out *Asset) {
 	slices.Sort(a.peers)
-	out.Leader, out.Peers = a.leader, a.peers
+	out.Leader, out.Peers = a.leader, m.peerSet(a.peers)
 	out.Replicas = max(a.replicas, len(a.peers))
 	out.RequiredLevel, out.Features = a.level, a.features
+}
+
+// peerSet returns the one list of the sorted peers, made the first time
+// they are met.
+func (m *merger) peerSet(peers []string) []string {
+	if len(peers) == 0 {
+		return peers
+	}
+	// A stream's consumers mostly have its peers: the last set first.
+	if slices.Equal(peers, m.lastSet) {
+		return m.lastSet
+	}
+	m.lastSet = m.lookupSet(peers)
+	return m.lastSet
+}
+
+func (m *merger) lookupSet(peers []string) []string {
+	// Each name behind its length: no two lists make the same key.
+	key := m.setKey[:0]
+	for _, p := range peers {
+		key = binary.AppendUvarint(key, uint64(len(p)))
+		key = append(key, p...)
+	}
+	m.setKey = key
+	if set, ok := m.peerSets[string(key)]; ok {
+		return set
+	}
+	// Capped at its length: an append to one asset's peers copies them.
+	set := slices.Clone(peers)
+	set = set[:len(set):len(set)]
+	m.peerSets[string(key)] = set
+	return set
 }
 
 // streams and consumers list the merged assets in the order they were
@@ -246,7 +288,7 @@ func (m *merger) streams() []Asset {
 	out := make([]Asset, len(m.streamList))
 	for i, sa := range m.streamList {
 		out[i] = sa.stream
-		sa.state.fill(&out[i])
+		m.fill(&sa.state, &out[i])
 	}
 	return out
 }
@@ -257,7 +299,7 @@ func (m *merger) consumers() []Asset {
 		s := &c.stream.stream
 		out[i] = Asset{Kind: KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
 			Stream: s.Stream, Consumer: c.name}
-		c.state.fill(&out[i])
+		m.fill(&c.state, &out[i])
 	}
 	return out
 }

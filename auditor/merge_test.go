@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 )
@@ -142,5 +143,47 @@ func TestMergeConfigs(t *testing.T) {
 	}
 	if again := m.consumers(); fmt.Sprint(again) != fmt.Sprint(c) {
 		t.Errorf("listed again: %+v, first %+v", again, c)
+	}
+}
+
+// TestMergeSharesPeerSets: assets of the same peers share one list, capped
+// at its length, and no two different lists meet in one key, however their
+// names divide.
+func TestMergeSharesPeerSets(t *testing.T) {
+	m := newMerger()
+	reports := map[string][]string{
+		"C1": {"n1", "n2", "n3"},
+		"C2": {"n3", "n2", "n1"}, // the same set, listed otherwise
+		"C3": {"ab", "c"},
+		"C4": {"a", "bc"},
+		"C5": {"n1", "n2"},
+	}
+	for _, name := range slices.Sorted(maps.Keys(reports)) {
+		peers := reports[name]
+		js := page("APP", "S", name, report{peers[0], peers[0], peers[1:], len(peers)})
+		m.add(peers[0], "", js)
+	}
+	byName := map[string]Asset{}
+	for _, c := range m.consumers() {
+		byName[c.Consumer] = c
+	}
+	same := func(a, b string) bool { return &byName[a].Peers[0] == &byName[b].Peers[0] }
+	if !same("C1", "C2") {
+		t.Errorf("C1 %v and C2 %v do not share their peers", byName["C1"].Peers, byName["C2"].Peers)
+	}
+	for _, pair := range [][2]string{{"C3", "C4"}, {"C1", "C5"}} {
+		if same(pair[0], pair[1]) {
+			t.Errorf("%s %v and %s %v share one list", pair[0], byName[pair[0]].Peers, pair[1], byName[pair[1]].Peers)
+		}
+	}
+	for name, want := range map[string][]string{"C1": {"n1", "n2", "n3"}, "C3": {"ab", "c"}, "C4": {"a", "bc"}, "C5": {"n1", "n2"}} {
+		if got := byName[name].Peers; !slices.Equal(got, want) || cap(got) != len(got) {
+			t.Errorf("%s peers %v (cap %d), want %v", name, got, cap(got), want)
+		}
+	}
+	// An append to one asset's peers leaves the other's alone.
+	grown := append(byName["C1"].Peers, "n4")
+	if !slices.Equal(byName["C2"].Peers, []string{"n1", "n2", "n3"}) || len(grown) != 4 {
+		t.Errorf("after an append to C1's peers, C2's are %v", byName["C2"].Peers)
 	}
 }
