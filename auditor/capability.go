@@ -139,7 +139,10 @@ func census(r *Report) []Server {
 }
 
 // AssetLevels is the lowest API level of each stream's and consumer's RAFT
-// group of r, with the features of its kind that some peer forbids.
+// group of r, with the features of its kind that some peer forbids: streams
+// first, each kind by domain, account, stream and consumer. The snapshot
+// lists its assets as the replies came, which differs between two audits
+// of the same system.
 func AssetLevels(r *Report, features []FeatureLevel) []AssetLevel {
 	out := []AssetLevel{}
 	if r.Snapshot == nil {
@@ -152,7 +155,7 @@ func AssetLevels(r *Report, features []FeatureLevel) []AssetLevel {
 		}
 	}
 	for _, assets := range [][]Asset{r.Snapshot.Streams, r.Snapshot.Consumers} {
-		for _, a := range assets {
+		for _, a := range sortedAssets(assets) {
 			var peers []Server
 			complete := len(a.Peers) >= a.Replicas
 			for _, n := range a.Peers {
@@ -179,6 +182,20 @@ func AssetLevels(r *Report, features []FeatureLevel) []AssetLevel {
 			out = append(out, al)
 		}
 	}
+	return out
+}
+
+// sortedAssets orders assets by domain, account, stream and consumer,
+// through pointers: an Asset is 184 bytes to move.
+func sortedAssets(assets []Asset) []*Asset {
+	out := make([]*Asset, len(assets))
+	for i := range assets {
+		out[i] = &assets[i]
+	}
+	slices.SortFunc(out, func(a, b *Asset) int {
+		return cmp.Or(cmp.Compare(a.Domain, b.Domain), cmp.Compare(a.Account, b.Account),
+			cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Consumer, b.Consumer))
+	})
 	return out
 }
 

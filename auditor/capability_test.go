@@ -120,3 +120,38 @@ func TestCapabilitiesOfAWhatIf(t *testing.T) {
 		t.Errorf("%+v", g)
 	}
 }
+
+// TestAssetLevelsOrder: the assets' levels come streams first, each kind by
+// domain, account, stream and consumer, whatever order the snapshot lists
+// them in (the order the replies came).
+func TestAssetLevelsOrder(t *testing.T) {
+	in := func(domain, account string, a Asset) Asset { a.Domain, a.Account = domain, account; return a }
+	streams := []Asset{
+		in("", "B", stream("S", "n1", "n1")), in("hub", "A", stream("S", "n1", "n1")),
+		in("", "A", stream("T", "n1", "n1")), in("", "A", stream("S", "n1", "n1")),
+	}
+	consumers := []Asset{
+		in("", "A", consumer("T", "C", "n1", "n1")), in("", "A", consumer("S", "D", "n1", "n1")),
+		in("hub", "A", consumer("S", "C", "n1", "n1")), in("", "A", consumer("S", "C", "n1", "n1")),
+		in("", "B", consumer("S", "C", "n1", "n1")),
+	}
+	want := []string{
+		"stream /A/S/", "stream /A/T/", "stream /B/S/", "stream hub/A/S/",
+		"consumer /A/S/C", "consumer /A/S/D", "consumer /A/T/C", "consumer /B/S/C", "consumer hub/A/S/C",
+	}
+	for _, reversed := range []bool{false, true} {
+		s, c := slices.Clone(streams), slices.Clone(consumers)
+		if reversed {
+			slices.Reverse(s)
+			slices.Reverse(c)
+		}
+		r := Evaluate(&Snapshot{Servers: cluster(), ExpectedCount: 3, Streams: s, Consumers: c}, Policy{Floor: DefaultFloor})
+		var got []string
+		for _, a := range AssetLevels(r, testFeatures) {
+			got = append(got, fmt.Sprintf("%s %s/%s/%s/%s", a.Kind, a.Domain, a.Account, a.Stream, a.Consumer))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("reversed %v:\n  %q\nwant\n  %q", reversed, got, want)
+		}
+	}
+}
