@@ -63,21 +63,16 @@ type processRun struct {
 	exit                 int
 }
 
-// runProcess runs cmd to its end and takes its cost and the servers'.
+// runProcess runs cmd to its end, through a launcher (spawn.go), and takes
+// its cost and the servers'.
 func runProcess(h *natstest.Program, sys *natstest.System, cmd *exec.Cmd) processRun {
 	before := serversCPU(sys)
-	start := time.Now()
-	err := cmd.Run()
-	r := processRun{wall: time.Since(start)}
-	r.serverCPU = serversCPU(sys) - before
-	if cmd.ProcessState == nil {
+	c, err := spawn(cmd)
+	serverCPU := serversCPU(sys) - before
+	if err != nil {
 		h.Fatal(err)
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	r.rss = ru.Maxrss * 1024
-	r.exit = cmd.ProcessState.ExitCode()
-	return r
+	return processRun{wall: c.Wall, cpu: c.CPU, rss: c.RSS, exit: c.Exit, serverCPU: serverCPU}
 }
 
 // rawFetchProcess runs the raw fetch as a process of its own.

@@ -30,6 +30,9 @@ import (
 )
 
 func main() {
+	if args, ok := launcherArgs(os.Args); ok {
+		os.Exit(spawnMain(args))
+	}
 	sizes := flag.String("consumers", "1000,10000,30000,100000", "consumer counts to measure, comma-separated (a size the machine lacks the memory for is skipped, with a note)")
 	runs := flag.Int("runs", 5, "runs of each measure (the median is reported)")
 	natscliRuns := flag.Int("natscli-runs", 3, "runs of natscli's report (slow), at sizes up to -natscli-max")
