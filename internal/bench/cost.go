@@ -97,6 +97,32 @@ func rawFetchProcess(h *natstest.Program, sys *natstest.System, ids []string) pr
 	}
 }
 
+// startups runs the auditor's binary with --version, and the raw fetch's
+// binary with -startup, cfg.runs times each, in turn: what starting
+// and exiting alone cost each, of the CPU their whole processes are
+// compared by. The auditor links more than the raw fetch does (jsm.go
+// through natscontext, client_golang for serve), and every package's
+// initialisation runs whichever command is given.
+func startups(h *natstest.Program, sys *natstest.System, cfg config) (auditorRuns, rawRuns []processRun) {
+	self, err := os.Executable()
+	if err != nil {
+		h.Fatal(err)
+	}
+	run := func(cmd *exec.Cmd) processRun {
+		r := runProcess(h, sys, cmd)
+		if r.exit != 0 {
+			h.Fatalf("%s exited %d", strings.Join(cmd.Args, " "), r.exit)
+		}
+		return r
+	}
+	// Neither asks the servers anything: nothing to let settle.
+	for range cfg.runs {
+		auditorRuns = append(auditorRuns, run(exec.Command(cfg.auditor, "--version")))
+		rawRuns = append(rawRuns, run(exec.Command(self, "-startup")))
+	}
+	return auditorRuns, rawRuns
+}
+
 // serversCPU is the CPU time every server process of sys has used so far,
 // summed over their threads (/proc/PID/task/*/schedstat: nanoseconds on
 // the CPU). Threads that ended are not counted, which undercounts a little.

@@ -47,10 +47,14 @@ func main() {
 	flapFor := flag.Duration("freshness-flap", time.Minute, "how long a server restarts every second to count the audits it causes")
 	rawFetch := flag.String("rawfetch", "", "internal: be the raw fetch process against this URL")
 	rawIDs := flag.String("ids", "", "internal: the server ids the raw fetch asks")
+	startOnly := flag.Bool("startup", false, "internal: exit at once, to measure the raw fetch binary's start-up alone")
 	compare := flag.String("compare", "", "instead of the table: run these auditor binaries (comma-separated) side by side with the raw fetch at the first size, alternating, and print their medians")
 	flag.Parse()
 	if *rawFetch != "" {
 		os.Exit(rawFetchMain(*rawFetch, *rawIDs))
+	}
+	if *startOnly {
+		os.Exit(0)
 	}
 
 	h := &natstest.Program{}
@@ -150,20 +154,22 @@ type sizeResult struct {
 	skipped                 string
 	raw, check, scrapeAudit []time.Duration
 	rawProc, checkProc      []processRun
-	inRaw, inAudit          []time.Duration
-	inRawCPU, inAuditCPU    []time.Duration
-	scrapeCachedP99         time.Duration
-	natscli                 []time.Duration
-	checkRSS                []int64 // bytes
-	requests                int
-	rawBytes, auditBytes    uint64
-	peakHeap                uint64
-	allocsPerConsumer       float64
-	bytesPerConsumer        float64
-	series                  int
-	checkStatus             int
-	rawRepeated             int64
-	lookup                  lookupResult
+	// Start-up and exit alone: the auditor's binary and the raw fetch's.
+	startAuditor, startRaw []processRun
+	inRaw, inAudit         []time.Duration
+	inRawCPU, inAuditCPU   []time.Duration
+	scrapeCachedP99        time.Duration
+	natscli                []time.Duration
+	checkRSS               []int64 // bytes
+	requests               int
+	rawBytes, auditBytes   uint64
+	peakHeap               uint64
+	allocsPerConsumer      float64
+	bytesPerConsumer       float64
+	series                 int
+	checkStatus            int
+	rawRepeated            int64
+	lookup                 lookupResult
 }
 
 func measure(h *natstest.Program, cfg config) sizeResult {
@@ -202,6 +208,7 @@ func measure(h *natstest.Program, cfg config) sizeResult {
 	}
 	rawRepeated.Store(0)
 	alternate(cfg.runs, raw, check)
+	res.startAuditor, res.startRaw = startups(h, sys, cfg)
 	inProcess(h, sys, &res)
 	inProcessRuns(h, cfg, sys, sysConn, ids, &res)
 	res.rawRepeated = rawRepeated.Load()
@@ -537,6 +544,10 @@ func medianInt(xs []int64) int64 {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
+func msTenth(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
 func ratio(a, b time.Duration) string {
 	if a == 0 || b == 0 {
 		return "n/a"
@@ -589,6 +600,12 @@ func render(results []sizeResult, runs int) string {
 	row("CPU of the raw fetch process", func(r sizeResult) string { return ms(median(cpuOf(r.rawProc))) })
 	row("CPU of `check`", func(r sizeResult) string { return ms(median(cpuOf(r.checkProc))) })
 	row("**check / raw fetch**, CPU", func(r sizeResult) string { return ratio(median(cpuOf(r.checkProc)), median(cpuOf(r.rawProc))) })
+	row("start-up and exit alone, CPU: `check`'s binary (`--version`) / the raw fetch's", func(r sizeResult) string {
+		return fmt.Sprintf("%s / %s", msTenth(median(cpuOf(r.startAuditor))), msTenth(median(cpuOf(r.startRaw))))
+	})
+	row("**check / raw fetch**, CPU less start-up", func(r sizeResult) string {
+		return ratio(median(cpuOf(r.checkProc))-median(cpuOf(r.startAuditor)), median(cpuOf(r.rawProc))-median(cpuOf(r.startRaw)))
+	})
 	row("CPU of `check` per consumer", func(r sizeResult) string {
 		return fmt.Sprintf("%.1f µs", float64(median(cpuOf(r.checkProc)))/1e3/float64(r.consumers))
 	})
