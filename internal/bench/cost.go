@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,51 +8,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
 // What an audit costs in CPU, the auditor's and the servers', against the
 // raw fetch of the same replies.
-
-// rawFetchMain is the raw fetch as a process of its own, run as
-// `bench -rawfetch URL -ids ID,ID,...`: connect, send the JSZ requests an
-// audit needs to every server at once, wait for the last reply, exit. The
-// server ids are given, so it takes no census: it is the floor a whole
-// `check` process is held against.
-func rawFetchMain(url, ids string) int {
-	nc, err := nats.Connect(url, nats.UserInfo(natstest.SysUser, natstest.SysPassword))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer nc.Close()
-	req, _ := json.Marshal(server.JszEventOptions{JSzOptions: server.JSzOptions{Accounts: true, Streams: true,
-		Consumer: true, Config: true, Limit: auditor.DefaultJSZPageSize}})
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for id := range strings.SplitSeq(ids, ",") {
-		wg.Go(func() {
-			if _, err := nc.Request(auditor.ServerSubject(id, "JSZ"), req, 60*time.Second); err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
 
 // processRun is one run of a process: wall time, CPU (user + system) and
 // peak RSS, and the CPU the servers spent meanwhile.
@@ -75,14 +37,11 @@ func runProcess(h *natstest.Program, sys *natstest.System, cmd *exec.Cmd) proces
 	return processRun{wall: c.Wall, cpu: c.CPU, rss: c.RSS, exit: c.Exit, serverCPU: serverCPU}
 }
 
-// rawFetchProcess runs the raw fetch as a process of its own.
-func rawFetchProcess(h *natstest.Program, sys *natstest.System, ids []string) processRun {
-	self, err := os.Executable()
-	if err != nil {
-		h.Fatal(err)
-	}
+// rawFetchProcess runs the raw fetch as a process of its own: bin is this
+// binary (the limit) or validfetch (the limit that checks its replies).
+func rawFetchProcess(h *natstest.Program, sys *natstest.System, bin string, ids []string) processRun {
 	for attempt := 1; ; attempt++ {
-		cmd := exec.Command(self, "-rawfetch", sys.URL("n1"), "-ids", strings.Join(ids, ","))
+		cmd := exec.Command(bin, "-rawfetch", sys.URL("n1"), "-ids", strings.Join(ids, ","))
 		var stderr strings.Builder
 		cmd.Stderr = io.MultiWriter(os.Stderr, &stderr)
 		r := runProcess(h, sys, cmd)
@@ -98,16 +57,12 @@ func rawFetchProcess(h *natstest.Program, sys *natstest.System, ids []string) pr
 }
 
 // startups runs the auditor's binary with --version, and the raw fetch's
-// binary with -startup, cfg.runs times each, in turn: what starting
-// and exiting alone cost each, of the CPU their whole processes are
-// compared by. The auditor links more than the raw fetch does (jsm.go
-// through natscontext, client_golang for serve), and every package's
-// initialisation runs whichever command is given.
-func startups(h *natstest.Program, sys *natstest.System, cfg config) (auditorRuns, rawRuns []processRun) {
-	self, err := os.Executable()
-	if err != nil {
-		h.Fatal(err)
-	}
+// and validfetch's with -startup, cfg.runs times each, in turn: what
+// starting and exiting alone cost each, of the time and CPU their whole
+// processes are compared by. The auditor links more than the raw fetch
+// does (jsm.go through natscontext, client_golang for serve), and every
+// package's initialisation runs whichever command is given.
+func startups(h *natstest.Program, sys *natstest.System, cfg config) (auditorRuns, rawRuns, validRuns []processRun) {
 	run := func(cmd *exec.Cmd) processRun {
 		r := runProcess(h, sys, cmd)
 		if r.exit != 0 {
@@ -118,9 +73,19 @@ func startups(h *natstest.Program, sys *natstest.System, cfg config) (auditorRun
 	// Neither asks the servers anything: nothing to let settle.
 	for range cfg.runs {
 		auditorRuns = append(auditorRuns, run(exec.Command(cfg.auditor, "--version")))
-		rawRuns = append(rawRuns, run(exec.Command(self, "-startup")))
+		rawRuns = append(rawRuns, run(exec.Command(self(h), "-startup")))
+		validRuns = append(validRuns, run(exec.Command(cfg.validfetch, "-startup")))
 	}
-	return auditorRuns, rawRuns
+	return auditorRuns, rawRuns, validRuns
+}
+
+// self is this binary: the raw fetch's, and the launcher.
+func self(h *natstest.Program) string {
+	bin, err := os.Executable()
+	if err != nil {
+		h.Fatal(err)
+	}
+	return bin
 }
 
 // serversCPU is the CPU time every server process of sys has used so far,
@@ -227,7 +192,7 @@ func compareBinaries(h *natstest.Program, cfg config, bins []string) string {
 		for j := range names {
 			name := names[(i+j)%len(names)]
 			if name == "raw fetch" {
-				runs[name] = append(runs[name], rawFetchProcess(h, sys, ids))
+				runs[name] = append(runs[name], rawFetchProcess(h, sys, self(h), ids))
 			} else {
 				runs[name] = append(runs[name], runCheck(h, sys, name))
 			}

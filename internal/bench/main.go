@@ -27,6 +27,7 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+	"github.com/natsaudit/nats-version-auditor/internal/rawfetch"
 )
 
 func main() {
@@ -39,6 +40,7 @@ func main() {
 	natscliMax := flag.Int("natscli-max", 10000, "largest consumer count natscli's report is run at")
 	auditorBin := flag.String("auditor", "bin/nats-version-auditor", "the auditor binary")
 	natsBin := flag.String("natscli", ".cache/tools/bin/nats", "natscli's nats binary")
+	validBin := flag.String("validfetch", ".cache/bench/validfetch", "the raw fetch that checks its replies (go build -o PATH ./internal/bench/validfetch; make bench builds it)")
 	hold := flag.Bool("hold", false, "populate a cluster of the first size, print its URL and wait for SIGINT (for profiling)")
 	goBench := flag.String("gobench", "", "a file of `go test -bench` output to include in the results")
 	out := flag.String("out", "", "write the results table into this Markdown file, between the bench markers")
@@ -51,7 +53,7 @@ func main() {
 	compare := flag.String("compare", "", "instead of the table: run these auditor binaries (comma-separated) side by side with the raw fetch at the first size, alternating, and print their medians")
 	flag.Parse()
 	if *rawFetch != "" {
-		os.Exit(rawFetchMain(*rawFetch, *rawIDs))
+		os.Exit(rawfetch.Main(*rawFetch, *rawIDs, nil))
 	}
 	if *startOnly {
 		os.Exit(0)
@@ -74,13 +76,16 @@ func main() {
 		os.Exit(code)
 	}
 	code := h.Run(func() int {
+		if _, err := os.Stat(*validBin); err != nil && *compare == "" && !*hold {
+			h.Fatalf("-validfetch: %v (make bench builds it: go build -o %s ./internal/bench/validfetch)", err, *validBin)
+		}
 		var results []sizeResult
 		for _, f := range strings.Split(*sizes, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil {
 				h.Fatalf("-consumers: %v", err)
 			}
-			cfg := config{consumers: n, runs: *runs, auditor: *auditorBin, natscli: *natsBin, hold: *hold}
+			cfg := config{consumers: n, runs: *runs, auditor: *auditorBin, natscli: *natsBin, validfetch: *validBin, hold: *hold}
 			if n <= *natscliMax {
 				cfg.natscliRuns = *natscliRuns
 			}
@@ -128,6 +133,7 @@ type config struct {
 	natscliRuns int
 	auditor     string
 	natscli     string
+	validfetch  string
 	hold        bool
 }
 
@@ -154,22 +160,25 @@ type sizeResult struct {
 	skipped                 string
 	raw, check, scrapeAudit []time.Duration
 	rawProc, checkProc      []processRun
-	// Start-up and exit alone: the auditor's binary and the raw fetch's.
-	startAuditor, startRaw []processRun
-	inRaw, inAudit         []time.Duration
-	inRawCPU, inAuditCPU   []time.Duration
-	scrapeCachedP99        time.Duration
-	natscli                []time.Duration
-	checkRSS               []int64 // bytes
-	requests               int
-	rawBytes, auditBytes   uint64
-	peakHeap               uint64
-	allocsPerConsumer      float64
-	bytesPerConsumer       float64
-	series                 int
-	checkStatus            int
-	rawRepeated            int64
-	lookup                 lookupResult
+	// The raw fetch that checks each reply (validfetch).
+	validProc []processRun
+	// Start-up and exit alone: the auditor's binary, the raw fetch's and
+	// validfetch's.
+	startAuditor, startRaw, startValid []processRun
+	inRaw, inAudit                     []time.Duration
+	inRawCPU, inAuditCPU               []time.Duration
+	scrapeCachedP99                    time.Duration
+	natscli                            []time.Duration
+	checkRSS                           []int64 // bytes
+	requests                           int
+	rawBytes, auditBytes               uint64
+	peakHeap                           uint64
+	allocsPerConsumer                  float64
+	bytesPerConsumer                   float64
+	series                             int
+	checkStatus                        int
+	rawRepeated                        int64
+	lookup                             lookupResult
 }
 
 func measure(h *natstest.Program, cfg config) sizeResult {
@@ -197,7 +206,9 @@ func measure(h *natstest.Program, cfg config) sizeResult {
 		res.raw = append(res.raw, d)
 		res.rawBytes = bytes
 		time.Sleep(settle)
-		res.rawProc = append(res.rawProc, rawFetchProcess(h, sys, ids))
+		res.rawProc = append(res.rawProc, rawFetchProcess(h, sys, self(h), ids))
+		time.Sleep(settle)
+		res.validProc = append(res.validProc, rawFetchProcess(h, sys, cfg.validfetch, ids))
 	}
 	check := func() {
 		r := runCheck(h, sys, cfg.auditor)
@@ -208,7 +219,7 @@ func measure(h *natstest.Program, cfg config) sizeResult {
 	}
 	rawRepeated.Store(0)
 	alternate(cfg.runs, raw, check)
-	res.startAuditor, res.startRaw = startups(h, sys, cfg)
+	res.startAuditor, res.startRaw, res.startValid = startups(h, sys, cfg)
 	inProcess(h, sys, &res)
 	inProcessRuns(h, cfg, sys, sysConn, ids, &res)
 	res.rawRepeated = rawRepeated.Load()
@@ -600,8 +611,17 @@ func render(results []sizeResult, runs int) string {
 	row("CPU of the raw fetch process", func(r sizeResult) string { return ms(median(cpuOf(r.rawProc))) })
 	row("CPU of `check`", func(r sizeResult) string { return ms(median(cpuOf(r.checkProc))) })
 	row("**check / raw fetch**, CPU", func(r sizeResult) string { return ratio(median(cpuOf(r.checkProc)), median(cpuOf(r.rawProc))) })
-	row("start-up and exit alone, CPU: `check`'s binary (`--version`) / the raw fetch's", func(r sizeResult) string {
-		return fmt.Sprintf("%s / %s", msTenth(median(cpuOf(r.startAuditor))), msTenth(median(cpuOf(r.startRaw))))
+	row("start-up and exit alone, CPU: `check`'s binary (`--version`) / the raw fetch's / the checking fetch's", func(r sizeResult) string {
+		return fmt.Sprintf("%s / %s / %s", msTenth(median(cpuOf(r.startAuditor))), msTenth(median(cpuOf(r.startRaw))), msTenth(median(cpuOf(r.startValid))))
+	})
+	row("raw fetch that checks each reply (sonic's SIMD `Valid`), whole process: time, CPU", func(r sizeResult) string {
+		return fmt.Sprintf("%s, %s", ms(median(wallOf(r.validProc))), ms(median(cpuOf(r.validProc))))
+	})
+	row("**floor** under `check` (the checking fetch, started as `check` starts) / raw fetch: time, CPU", func(r sizeResult) string {
+		asCheck := func(of func([]processRun) []time.Duration) time.Duration {
+			return median(of(r.validProc)) - median(of(r.startValid)) + median(of(r.startAuditor))
+		}
+		return fmt.Sprintf("%s, %s", ratio(asCheck(wallOf), median(wallOf(r.rawProc))), ratio(asCheck(cpuOf), median(cpuOf(r.rawProc))))
 	})
 	row("**check / raw fetch**, CPU less start-up", func(r sizeResult) string {
 		return ratio(median(cpuOf(r.checkProc))-median(cpuOf(r.startAuditor)), median(cpuOf(r.rawProc))-median(cpuOf(r.startRaw)))
