@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,22 +39,37 @@ func runProcess(h *natstest.Program, sys *natstest.System, cmd *exec.Cmd) proces
 }
 
 // rawFetchProcess runs the raw fetch as a process of its own: bin is this
-// binary (the limit) or validfetch (the limit that checks its replies).
-func rawFetchProcess(h *natstest.Program, sys *natstest.System, bin string, ids []string) processRun {
+// binary (the limit) or validfetch (the limit that checks its replies). A
+// run a server cut off is repeated, counted in repeated, up to rawAttempts
+// in all; false if every attempt was cut off. Any other failure ends the
+// bench.
+func rawFetchProcess(h *natstest.Program, sys *natstest.System, bin string, ids []string, repeated *atomic.Int64) (processRun, bool) {
 	for attempt := 1; ; attempt++ {
 		cmd := exec.Command(bin, "-rawfetch", sys.URL("n1"), "-ids", strings.Join(ids, ","))
 		var stderr strings.Builder
 		cmd.Stderr = io.MultiWriter(os.Stderr, &stderr)
 		r := runProcess(h, sys, cmd)
 		if r.exit == 0 {
-			return r
+			return r, true
 		}
-		if attempt == rawAttempts || !cutOff(stderr.String()) {
-			h.Fatalf("raw fetch exited %d (attempt %d): %s", r.exit, attempt, stderr.String())
+		if !cutOff(stderr.String()) {
+			h.Fatalf("%s exited %d (attempt %d): %s", bin, r.exit, attempt, stderr.String())
 		}
-		rawRepeated.Add(1)
+		if attempt == rawAttempts {
+			return processRun{}, false
+		}
+		repeated.Add(1)
 		time.Sleep(settle)
 	}
+}
+
+// rawFetchLimit runs the raw fetch, the limit, as a process of its own.
+func rawFetchLimit(h *natstest.Program, sys *natstest.System, ids []string) processRun {
+	r, ok := rawFetchProcess(h, sys, self(h), ids, &rawRepeated)
+	if !ok {
+		h.Fatalf("the raw fetch was cut off %d times in a row", rawAttempts)
+	}
+	return r
 }
 
 // startups runs the auditor's binary with --version, and the raw fetch's
@@ -192,7 +208,7 @@ func compareBinaries(h *natstest.Program, cfg config, bins []string) string {
 		for j := range names {
 			name := names[(i+j)%len(names)]
 			if name == "raw fetch" {
-				runs[name] = append(runs[name], rawFetchProcess(h, sys, self(h), ids))
+				runs[name] = append(runs[name], rawFetchLimit(h, sys, ids))
 			} else {
 				runs[name] = append(runs[name], runCheck(h, sys, name))
 			}
