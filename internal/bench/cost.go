@@ -86,7 +86,7 @@ func startups(h *natstest.Program, sys *natstest.System, cfg config) (auditorRun
 		}
 		return r
 	}
-	// Neither asks the servers anything: nothing to let settle.
+	// None of them asks the servers anything: nothing to let settle.
 	for range cfg.runs {
 		auditorRuns = append(auditorRuns, run(exec.Command(cfg.auditor, "--version")))
 		rawRuns = append(rawRuns, run(exec.Command(self(h), "-startup")))

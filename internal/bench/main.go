@@ -211,9 +211,9 @@ func measure(h *natstest.Program, cfg config) sizeResult {
 		time.Sleep(settle)
 		res.rawProc = append(res.rawProc, rawFetchLimit(h, sys, ids))
 		time.Sleep(settle)
-		// Checking the replies as they arrive, it reads them more slowly
-		// and is cut off more often than the raw fetch (at 100,000): a run
-		// cut off every time is left out, and counted.
+		// The checking fetch can be cut off as the raw fetch can (at
+		// 100,000); it is not the limit, so a run cut off every time is
+		// left out and counted rather than ending the bench.
 		if r, ok := rawFetchProcess(h, sys, cfg.validfetch, ids, &validRepeated); ok {
 			res.validProc = append(res.validProc, r)
 		} else {
