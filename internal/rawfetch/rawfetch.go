@@ -24,10 +24,7 @@ import (
 // takes no census. check, if not nil, is run on each reply as it arrives;
 // an error fails the fetch.
 func Main(url, ids string, check func([]byte) error) int {
-	// A connection its server cuts off (a slow consumer, with the replies
-	// of every server at once) fails the fetch at once, not after the
-	// requests' timeout.
-	nc, err := nats.Connect(url, nats.UserInfo(natstest.SysUser, natstest.SysPassword), nats.NoReconnect())
+	nc, err := nats.Connect(url, nats.UserInfo(natstest.SysUser, natstest.SysPassword))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
