@@ -352,25 +352,8 @@ func rawJSZ(h *natstest.Program, nc *nats.Conn, ids []string) (time.Duration, ui
 
 func rawJSZOnce(nc *nats.Conn, ids []string) (time.Duration, uint64, error) {
 	start := time.Now()
-	var wg sync.WaitGroup
-	var bytes atomic.Uint64
-	errs := make(chan error, len(ids))
-	// Five accounts: one page of the audit's page size holds them all.
-	req, _ := json.Marshal(server.JszEventOptions{JSzOptions: server.JSzOptions{Accounts: true, Streams: true,
-		Consumer: true, Config: true, Limit: auditor.DefaultJSZPageSize}})
-	for _, id := range ids {
-		wg.Go(func() {
-			m, err := nc.Request(auditor.ServerSubject(id, "JSZ"), req, 30*time.Second)
-			if err != nil {
-				errs <- err
-				return
-			}
-			bytes.Add(uint64(len(m.Data)))
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return time.Since(start), bytes.Load(), <-errs
+	n, err := rawfetch.Fetch(nc, ids, 30*time.Second, nil)
+	return time.Since(start), n, err
 }
 
 // The raw fetch asks every server at once, as the limit must; the replies

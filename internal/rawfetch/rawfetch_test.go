@@ -6,18 +6,20 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-// TestMainChecksEachReply runs the raw fetch against a real server: it
-// hands the check the server's JSZ reply, and fails when the check does.
-func TestMainChecksEachReply(t *testing.T) {
+// TestFetchChecksEachReply runs the raw fetch against a real server: it
+// hands the check the server's JSZ reply and counts its bytes, and the
+// process fails when the check does.
+func TestFetchChecksEachReply(t *testing.T) {
 	sp := natstest.Spec{Name: "solo", Version: natstest.Floor, JetStream: true}
 	sys := natstest.Start(t, sp)
 	nc := sys.Connect(sp.Name, natstest.SysUser, natstest.SysPassword)
+	defer nc.Close()
 	id := nc.ConnectedServerId()
-	nc.Close()
 
 	var mu sync.Mutex
 	var replies [][]byte
@@ -27,11 +29,12 @@ func TestMainChecksEachReply(t *testing.T) {
 		replies = append(replies, reply)
 		return nil
 	}
-	if code := Main(sys.URL(sp.Name), id, keep); code != 0 {
-		t.Fatalf("raw fetch exited %d", code)
+	n, err := Fetch(nc, []string{id}, 10*time.Second, keep)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(replies) != 1 {
-		t.Fatalf("the check saw %d replies, want 1", len(replies))
+	if len(replies) != 1 || n != uint64(len(replies[0])) {
+		t.Fatalf("the check saw %d replies; Fetch counted %d bytes", len(replies), n)
 	}
 	var reply struct {
 		Server struct{ ID string } `json:"server"`
@@ -42,6 +45,9 @@ func TestMainChecksEachReply(t *testing.T) {
 		t.Fatalf("not %s's JSZ reply with its config (%v): %.200s", id, err, replies[0])
 	}
 
+	if code := Main(sys.URL(sp.Name), id, nil); code != 0 {
+		t.Fatalf("raw fetch exited %d", code)
+	}
 	if code := Main(sys.URL(sp.Name), id, func([]byte) error { return errors.New("refused") }); code != 1 {
 		t.Fatalf("raw fetch exited %d with a check that fails, want 1", code)
 	}
