@@ -8,7 +8,7 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
 )
 
-// The README's "For application authors" example, line for line
+// The "For application authors" example of docs/api.md, line for line
 // (TestReadmeExampleCompiles holds them together): an application that
 // resets its durables asks the auditor at start about every one of them,
 // in one request, and again, from a fresh audit, right before each RESET.
@@ -50,7 +50,7 @@ func resetOrphaned(ctx context.Context, auditor *client.Client, account, stream,
 	return nil // send $JS.API.CONSUMER.RESET
 }
 
-// Example is the README's; it compiles with the package's tests and does
+// Example is docs/api.md's; it compiles with the package's tests and does
 // not run (no auditor listens at that address).
 func Example() {
 	_ = verifyNATSTopology(context.Background(), "APP", "ORDERS", []string{"shard-0", "shard-1"})

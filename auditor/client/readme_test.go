@@ -6,17 +6,21 @@ import (
 	"testing"
 )
 
-// TestReadmeExampleCompiles holds the README's "For application authors"
-// example to example_test.go, which the compiler checks: every line of the
-// README's snippet but its import, in order.
+// exampleDoc is the document whose "For application authors" example
+// example_test.go repeats, relative to this package.
+const exampleDoc = "../../docs/api.md"
+
+// TestReadmeExampleCompiles holds the "For application authors" example of
+// exampleDoc to example_test.go, which the compiler checks: every line of the
+// document's snippet but its import, in order.
 func TestReadmeExampleCompiles(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile(exampleDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(readme), "\n## For application authors")
 	if !ok {
-		t.Fatal("README.md has no section ## For application authors")
+		t.Fatalf("%s has no section ## For application authors", exampleDoc)
 	}
 	_, snippet, ok := strings.Cut(section, "```go\nimport \"github.com/natsaudit/nats-version-auditor/auditor/client\"\n")
 	snippet, _, ok2 := strings.Cut(snippet, "```")
@@ -35,7 +39,7 @@ func TestReadmeExampleCompiles(t *testing.T) {
 		}
 		i := strings.Index(normalise(rest), line)
 		if i < 0 {
-			t.Fatalf("README line %q is not in example_test.go (in order): keep the two the same", line)
+			t.Fatalf("%s line %q is not in example_test.go (in order): keep the two the same", exampleDoc, line)
 		}
 		rest = normalise(rest)[i+len(line):]
 	}

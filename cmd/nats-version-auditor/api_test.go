@@ -67,7 +67,7 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 		} {
 			// max_age=0s: an audit started after this request. In operator
 			// mode the account is its public key, and asked for by it (as
-			// README says) or by its JWT's name.
+			// docs/api.md says) or by its JWT's name.
 			key, name := sys.AccountKey(natstest.AppUser), ""
 			if mode == natstest.Operator {
 				name = "APP"

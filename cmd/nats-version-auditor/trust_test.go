@@ -17,10 +17,10 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-// leastPrivilege is what README.md and deploy/ document as the smallest
-// permissions an auditing user needs: an audit needs the publish permissions
-// and the inbox (auditSubscribe); serve's event watching needs the rest
-// (eventSubscribe).
+// leastPrivilege is what docs/permissions.md and deploy/ document as the
+// smallest permissions an auditing user needs: an audit needs the publish
+// permissions and the inbox (auditSubscribe); serve's event watching needs
+// the rest (eventSubscribe).
 var leastPrivilege = natstest.User{
 	Name: "auditor", Password: "auditor-secret",
 	Publish:   []string{"$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.*.LEAFZ", "$SYS.REQ.SERVER.*.JSZ"},
