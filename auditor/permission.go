@@ -20,8 +20,8 @@ const permissionPoll = 20 * time.Millisecond
 type PermissionError struct {
 	// Op is "publish" or "subscribe"; Subject is the subject refused.
 	Op, Subject string
-	// Allow is the permission to grant, as the README's least-privilege
-	// section spells it; Server names the server a directed request was
+	// Allow is the permission to grant, as docs/permissions.md spells
+	// it; Server names the server a directed request was
 	// for, when the audit knew it.
 	Allow, Server string
 	err           error

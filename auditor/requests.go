@@ -37,7 +37,7 @@ const (
 )
 
 // EventSubjects are the event subscriptions a watcher of the servers' events
-// needs, in the order the README's least-privilege section lists them.
+// needs, in the order docs/permissions.md lists them.
 var EventSubjects = []string{StatszEventSubject, ShutdownEventSubject, LameDuckEventSubject, ConnectEventSubject, DisconnectEventSubject}
 
 // ServerSubject is the subject of a request for endpoint (STATSZ, LEAFZ,
