@@ -13,13 +13,14 @@ import (
 )
 
 // documents are the Markdown files whose relative links must resolve,
-// relative to this directory: the README and every document here.
+// relative to this directory: the README, every document here, and the
+// deployment guide and runbook, which link back into docs/.
 func documents(t *testing.T) []string {
 	here, err := filepath.Glob("*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{"../README.md"}, here...)
+	return append([]string{"../README.md", "../deploy/README.md", "../deploy/RUNBOOK.md"}, here...)
 }
 
 var (
