@@ -124,7 +124,9 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 	if err != nil {
 		return nil, err
 	}
-	w := &WhatIf{Assumptions: as, Before: before}
+	// Every list of the what-if is one, empty or not, never nil: its
+	// documents show `[]`, not null.
+	w := &WhatIf{Assumptions: as, Before: before, Assumed: []AssumedServer{}, Depend: []LeaderChoice{}}
 	after := *snap
 	after.Servers = slices.Clone(snap.Servers)
 	changed := map[string]bool{}
@@ -212,12 +214,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 	r.Findings = append(r.Findings, unknownLevelFindings(&shown, p, unknownLevel)...)
 	markLeaderDependent(r.Findings, w.Depend)
 	sortFindings(r.Findings)
-	r.Status = OK
-	for _, f := range r.Findings {
-		if f.Severity.Worse(r.Status) {
-			r.Status = f.Severity
-		}
-	}
+	r.Status = StatusOf(r.Findings)
 	w.After = r
 	w.Appear, w.Gone = diffFindings(before.Findings, r.Findings), diffFindings(r.Findings, before.Findings)
 	return w, nil
@@ -260,9 +257,6 @@ func metaPeers(snap *Snapshot, m MetaGroup) []string {
 	}
 	return out
 }
-
-// leaderCodes are the findings that depend on where a group's leader is.
-var leaderCodes = []Code{ConsumerLeaderBelowFloor, ConsumerReplicaBelowFloor, StreamLeaderBelowFloor, MetaLeaderBelowFloor}
 
 // candidate is the outcome of one peer's leadership of a group.
 type candidate struct {
@@ -372,7 +366,7 @@ func (lc *leaderChooser) resetPeers(peers []string, leader string) []Peer {
 }
 
 func (lc *leaderChooser) outcome(fs []Finding, peers []string, leader string) candidate {
-	c := candidate{}
+	c := candidate{codes: []Code{}}
 	place := func(n string) string {
 		if n == leader {
 			return "L" // the same outcome under another leader
@@ -381,13 +375,11 @@ func (lc *leaderChooser) outcome(fs []Finding, peers []string, leader string) ca
 	}
 	var sig []string
 	for _, f := range fs {
-		if !slices.Contains(leaderCodes, f.Code) {
+		if k, _ := Info(f.Code); !k.Leader {
 			continue
 		}
 		c.count++
-		if f.Severity.Worse(c.severity) {
-			c.severity = f.Severity
-		}
+		c.severity = c.severity.worst(f.Severity)
 		if !slices.Contains(c.codes, f.Code) {
 			c.codes = append(c.codes, f.Code)
 		}
@@ -432,7 +424,7 @@ func (lc *leaderChooser) choose(g *LeaderChoice, current string, peers []string,
 		if !ok {
 			j = len(outcomes)
 			seen[key] = j
-			outcomes = append(outcomes, LeaderOutcome{Severity: c.severity, Reset: c.reset, Codes: nonNilCodes(c.codes)})
+			outcomes = append(outcomes, LeaderOutcome{Severity: c.severity, Reset: c.reset, Codes: c.codes})
 		}
 		outcomes[j].Leaders = append(outcomes[j].Leaders, peers[i])
 	}
@@ -459,13 +451,6 @@ func (lc *leaderChooser) choose(g *LeaderChoice, current string, peers []string,
 	}
 	g.Message = fmt.Sprintf("%s: which peer leads after the change decides: %s; the report assumes %s, the worse", what, strings.Join(parts, "; "), g.Leader)
 	return g.Leader, g
-}
-
-func nonNilCodes(c []Code) []Code {
-	if c == nil {
-		return []Code{}
-	}
-	return c
 }
 
 // unknownLevelFindings say, for every asset with a required level that a
@@ -518,15 +503,15 @@ func markLeaderDependent(fs []Finding, depend []LeaderChoice) {
 	}
 	for i := range fs {
 		f := &fs[i]
-		switch f.Code {
-		case MetaLeaderBelowFloor:
+		if k, _ := Info(f.Code); !k.Leader {
+			continue
+		}
+		if f.Stream == "" { // about no asset: the meta group's
 			if metaLeader[f.Server] {
 				f.Message += " (if it leads after the change: the worse is assumed)"
 			}
-		case ConsumerLeaderBelowFloor, ConsumerReplicaBelowFloor, StreamLeaderBelowFloor, SourcingResetUnanswered, SourcingResetCrashesFollower:
-			if l, ok := assets[key{f.Account, f.Stream, f.Consumer}]; ok {
-				f.Message += fmt.Sprintf(" (if %s leads after the change: the worse is assumed)", l)
-			}
+		} else if l, ok := assets[key{f.Account, f.Stream, f.Consumer}]; ok {
+			f.Message += fmt.Sprintf(" (if %s leads after the change: the worse is assumed)", l)
 		}
 	}
 }
@@ -542,7 +527,7 @@ type findingKey struct {
 
 func keyOf(f Finding) findingKey {
 	peer := f.Peer
-	if f.Code == ConsumerReplicaBelowFloor || f.Code == SourcingResetCrashesFollower {
+	if k, _ := Info(f.Code); k.Follower {
 		peer = ""
 	}
 	return findingKey{f.Code, f.Server, f.Cluster, peer, f.Account, f.Stream, f.Consumer, f.RequiredLevel}
@@ -581,16 +566,18 @@ func Unexplained(predicted *Report, depend []LeaderChoice, actual *Report) (miss
 			g := group{d.Account, d.Stream, d.Consumer}
 			codes[g] = append(codes[g], o.Codes...)
 			// What a mirror's own RESET does follows the consumer's verdict.
-			switch o.Reset {
-			case ResetUnanswered:
-				codes[g] = append(codes[g], SourcingResetUnanswered)
-			case ResetCrashesFollower:
-				codes[g] = append(codes[g], SourcingResetCrashesFollower)
+			for _, k := range Codes {
+				if o.Reset != "" && k.Reset == o.Reset {
+					codes[g] = append(codes[g], k.Code)
+				}
 			}
 		}
 	}
 	dependent := func(f Finding) bool {
-		if f.Code == MetaLeaderBelowFloor {
+		if k, _ := Info(f.Code); !k.Leader {
+			return false
+		}
+		if f.Stream == "" { // about no asset: the meta group's
 			return meta
 		}
 		c, ok := codes[group{f.Account, f.Stream, f.Consumer}]

@@ -37,38 +37,83 @@ type CodeInfo struct {
 	// Description says in one line when the code is found; the runbook's
 	// lists of findings are generated from it.
 	Description string
+	// Leader: a finding of the code depends on which peer leads its RAFT
+	// group, its asset's or, for a finding about no asset, the meta group.
+	// A what-if weighs each peer's leadership of a group it changes by
+	// these findings, and says which of them rest on the leader it assumes.
+	Leader bool
+	// Follower: a finding of the code is about a follower of its asset's
+	// group (Finding.Server) and Finding.Peer is the group's leader, empty
+	// while it has none. The leader reports it under --scope server (the
+	// follower while there is none); a what-if that moves the leader keeps
+	// it the same finding.
+	Follower bool
+	// Level: a finding of the code weighs an asset's required JetStream
+	// API level against a server's; a rollout plan lists them at each step.
+	Level bool
+	// Reset is the RESET verdict on an origin consumer that a finding of
+	// the code reports for the mirrors and sources that RESET it by
+	// themselves; empty for a code about no such RESET.
+	Reset ResetVerdict
+	// Gauge is the per-asset gauge of the metrics a finding of the code
+	// sets; nil for none (the count of findings by code has every code).
+	Gauge *AssetGauge
 	// owner names the server whose sidecar reports a finding of the code
 	// under --scope server (see Report.Owner); nil is the server the
-	// finding is about, Finding.Server.
+	// finding is about, Finding.Server, or for a Follower code its leader.
 	owner func(r *Report, f Finding) string
 }
 
+// AssetGauge is a gauge the metrics export with one series of value 1 per
+// finding of the codes registered with it, labelled by the finding's
+// account, stream, consumer and server, and, where codes share the gauge,
+// by their Reset verdict.
+type AssetGauge struct {
+	// Name is the gauge's name within the auditor's metric namespace.
+	Name string
+	// Help says what a series means; the metrics add what the account
+	// labels hold.
+	Help string
+}
+
+// The per-asset gauges the registrations name.
+var (
+	consumerLeaderGauge = &AssetGauge{Name: "consumer_leader_below_floor",
+		Help: "1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered."}
+	consumerReplicaGauge = &AssetGauge{Name: "consumer_replica_below_floor",
+		Help: "1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates."}
+	crashGauge = &AssetGauge{Name: "asset_crashes_server",
+		Help: "1 for a stream or consumer (consumer empty for a stream) that a server (server_name) of its JetStream domain cannot decode: that server panics at its next meta snapshot, whether it hosts the asset or not."}
+	sourcingGauge = &AssetGauge{Name: "sourcing_reset",
+		Help: "1 for an origin consumer that a mirror or source RESETs by itself (durable sourcing): verdict unanswered, its leader (server_name) is before 2.14.0 and the mirror stalls; crashes_follower, its follower (server_name) is before 2.14.0 and crashes on the replicated reset, again on every restart."}
+)
+
 // Codes registers every finding code, in the order a report lists findings
 // of the same severity. Adding a code is adding it here and a rule to
-// Evaluate; metrics, the wait summary, the alert generator and the
-// runbook's checks read it from here.
+// Evaluate; the metrics, the what-if, --scope server, the wait summary,
+// the alert generator and the runbook's checks read it from here.
 var Codes = []CodeInfo{
 	{Code: ServerBelowFloor, Severity: Critical,
 		Description: "a server runs below the floor"},
 	{Code: ClusterMixedVersions, Severity: Warning, owner: ownedByCluster,
 		Description: "a cluster runs more than one version"},
-	{Code: ConsumerLeaderBelowFloor, Severity: Critical,
+	{Code: ConsumerLeaderBelowFloor, Severity: Critical, Leader: true, Gauge: consumerLeaderGauge,
 		Description: "a consumer's leader is below the floor: a leader before 2.14.0 leaves RESET unanswered"},
-	{Code: ConsumerReplicaBelowFloor, Severity: Critical, owner: ownedByLeader,
+	{Code: ConsumerReplicaBelowFloor, Severity: Critical, Leader: true, Follower: true, Gauge: consumerReplicaGauge,
 		Description: "a consumer's follower is below the floor while its leader knows RESET or it has none: a follower before 2.14.0 crashes on a RESET its leader replicates"},
 	{Code: ConsumerNoLeader, Severity: Warning, owner: ownedByConsumerPeers,
 		Description: "a replicated consumer has no leader at audit time"},
-	{Code: StreamLeaderBelowFloor, Severity: Warning,
+	{Code: StreamLeaderBelowFloor, Severity: Warning, Leader: true,
 		Description: "a stream's leader is below the floor"},
-	{Code: MetaLeaderBelowFloor, Severity: Warning,
+	{Code: MetaLeaderBelowFloor, Severity: Warning, Leader: true,
 		Description: "the JetStream meta leader is below the floor"},
-	{Code: AssetAPILevelUnsupported, Severity: Critical,
+	{Code: AssetAPILevelUnsupported, Severity: Critical, Level: true,
 		Description: "a stream's or consumer's required API level (its _nats.req.level, or durable sourcing, which that does not record) is above the API level of a server in its peer set"},
-	{Code: AssetCrashesServer, Severity: Critical, owner: ownedByCrashingServer,
+	{Code: AssetCrashesServer, Severity: Critical, owner: ownedByCrashingServer, Gauge: crashGauge,
 		Description: "whatever the floor: a server of an asset's JetStream domain cannot decode its config and panics at its next meta snapshot, peer or not"},
-	{Code: SourcingResetUnanswered, Severity: Critical,
+	{Code: SourcingResetUnanswered, Severity: Critical, Leader: true, Reset: ResetUnanswered, Gauge: sourcingGauge,
 		Description: "whatever the floor: a mirror or source RESETs its origin consumer by itself (durable sourcing) and that consumer's leader is before 2.14.0: the mirror stalls, with no error"},
-	{Code: SourcingResetCrashesFollower, Severity: Critical, owner: ownedByLeader,
+	{Code: SourcingResetCrashesFollower, Severity: Critical, Leader: true, Follower: true, Reset: ResetCrashesFollower, Gauge: sourcingGauge,
 		Description: "whatever the floor: a mirror or source RESETs its origin consumer by itself (durable sourcing) and a follower before 2.14.0 crashes on the replicated reset, again on every restart"},
 	{Code: LeafnodeUnaudited, Severity: Warning,
 		Description: "a leafnode peer never answered the audit: it does not share the system account, or it is not answering"},
@@ -78,7 +123,7 @@ var Codes = []CodeInfo{
 		Description: "a server's version is not a version"},
 	{Code: AuditIncomplete, Severity: Unknown,
 		Description: "a request failed, or a reply was too large or could not be understood"},
-	{Code: APILevelUnknown, Severity: Unknown,
+	{Code: APILevelUnknown, Severity: Unknown, Level: true,
 		Description: "only under --assume: a server would run a version whose JetStream API level the level table does not know, so whether it runs an asset that needs a level cannot be told"},
 }
 

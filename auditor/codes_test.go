@@ -25,6 +25,18 @@ func TestCodesRegistry(t *testing.T) {
 			t.Errorf("Info(%s) = %+v, %v", k.Code, got, ok)
 		}
 	}
+	gauges := map[string]*AssetGauge{}
+	for _, k := range Codes {
+		if k.Follower && !k.Leader {
+			t.Errorf("%s is about a follower, which its leader decides, but not registered as Leader", k.Code)
+		}
+		if g := k.Gauge; g != nil {
+			if other, ok := gauges[g.Name]; ok && other != g {
+				t.Errorf("%s: two gauges named %s", k.Code, g.Name)
+			}
+			gauges[g.Name] = g
+		}
+	}
 	if _, ok := Info("NO_SUCH_CODE"); ok || SeverityOf("NO_SUCH_CODE") != Unknown {
 		t.Error("an unregistered code has a registration")
 	}

@@ -80,11 +80,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 
 	r.Leafnodes = snap.Leafnodes
 	r.Findings = sortedFindings(e.findings)
-	for _, f := range r.Findings {
-		if f.Severity.Worse(r.Status) {
-			r.Status = f.Severity
-		}
-	}
+	r.Status = StatusOf(r.Findings)
 	return r
 }
 
@@ -97,8 +93,8 @@ type evaluation struct {
 	// findings are added in chunks that never move: a growing slice of
 	// thousands of findings was copied each time it grew, every pointer of
 	// them through the write barrier while the collector ran, which it
-	// does as the audit's heap grows (9 ms of a 30,000-consumer check). The
-	// sort places each finding once, into a slice of the exact size.
+	// does as the audit's heap grows. The sort places each finding once,
+	// into a slice of the exact size.
 	findings [][]Finding
 	// seen are the servers that answered, by name; sourcers the origin
 	// consumers that mirrors and sources RESET by themselves.
@@ -224,9 +220,8 @@ func assetFinding(a *Asset) Finding {
 // is none): below the floor, or missing where a consumer needs one.
 func (e *evaluation) assetLeader(a *Asset, leader *ServerReport) {
 	// Most assets have no finding: their names are made only for one. A
-	// finding can be on every consumer (a third of them at 30,000 in
-	// BENCHMARKS.md): its message is one concatenation, not a Sprintf with
-	// its boxed arguments.
+	// finding can be on a large share of the consumers: its message is one
+	// concatenation, not a Sprintf with its boxed arguments.
 	switch {
 	case leader != nil && leader.Verdict == VerdictBelow && a.Kind == KindConsumer:
 		f := assetFinding(a)
@@ -354,7 +349,7 @@ func sortFindings(fs []Finding) {
 
 // sortedFindings returns the findings of the chunks, in order, as
 // sortFindings orders them. It sorts small keys, then copies every finding
-// once: a stable sort of the findings themselves (some 270 bytes each,
+// once: a stable sort of the findings themselves (large structs,
 // thousands of them) moved them over and over. A key holds what decides
 // most comparisons without reading the finding: its rank and code, the
 // place of its account and stream among the few distinct ones (a stream's

@@ -54,6 +54,24 @@ func (s Severity) rank() int {
 // Worse reports whether s outranks o.
 func (s Severity) Worse(o Severity) bool { return s.rank() > o.rank() }
 
+// worst returns the worse of s and o.
+func (s Severity) worst(o Severity) Severity {
+	if o.Worse(s) {
+		return o
+	}
+	return s
+}
+
+// StatusOf returns the status findings give a report: the worst of their
+// severities, OK when there are none.
+func StatusOf(fs []Finding) Severity {
+	s := OK
+	for _, f := range fs {
+		s = s.worst(f.Severity)
+	}
+	return s
+}
+
 // Finding is one thing the audit found wrong. Only the fields that apply to
 // its code are set. Account is the account's id and AccountName its name
 // where that differs, as in Asset.

@@ -153,7 +153,7 @@ func MakePlan(snap *Snapshot, p Policy, to string, scope PlanScope) (*Plan, erro
 		}
 		st := PlanStep{Step: i + 1, Server: s.Name, Cluster: s.Cluster, Domain: s.Domain, From: s.Version, To: Display(v),
 			Direction: direction(s.Version, v), Why: why(s, metaLeaders[s.Name], led[s.Name]), After: w.After,
-			Depend: nonNilSlice(w.Depend), StillOld: []string{}}
+			Depend: w.Depend, StillOld: []string{}}
 		for _, o := range w.After.Servers {
 			if cur, err := ParseVersion(o.Version); err != nil || cur != v {
 				st.StillOld = append(st.StillOld, o.Name)
@@ -163,7 +163,7 @@ func MakePlan(snap *Snapshot, p Policy, to string, scope PlanScope) (*Plan, erro
 		st.NoReset = noReset(w.After.Snapshot, p)
 		st.LevelFindings = []Finding{}
 		for _, f := range w.After.Findings {
-			if f.Code == AssetAPILevelUnsupported || f.Code == APILevelUnknown {
+			if k, _ := Info(f.Code); k.Level {
 				st.LevelFindings = append(st.LevelFindings, f)
 			}
 		}
@@ -179,13 +179,9 @@ func MakePlan(snap *Snapshot, p Policy, to string, scope PlanScope) (*Plan, erro
 			if g.Peers > 1 {
 				sev = Critical
 			}
-			if sev.Worse(st.Status) {
-				st.Status = sev
-			}
+			st.Status = st.Status.worst(sev)
 		}
-		if st.Status.Worse(plan.Status) {
-			plan.Status = st.Status
-		}
+		plan.Status = plan.Status.worst(st.Status)
 		plan.Steps = append(plan.Steps, st)
 		prev, state = w.After, w.After.Snapshot
 	}
@@ -203,13 +199,6 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-func nonNilSlice[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
 
 func direction(from, to string) string {

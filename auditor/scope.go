@@ -13,16 +13,11 @@ import (
 // finding belongs to every auditor (a request of its own that failed). Each
 // code's registration in Codes says which.
 func (r *Report) Owner(f Finding) string {
-	if k, ok := Info(f.Code); ok && k.owner != nil {
+	k, _ := Info(f.Code)
+	switch {
+	case k.owner != nil:
 		return k.owner(r, f)
-	}
-	return f.Server
-}
-
-// ownedByLeader: a follower's finding belongs to the consumer's leader, and
-// to the follower while there is no leader.
-func ownedByLeader(_ *Report, f Finding) string {
-	if f.Peer != "" {
+	case k.Follower && f.Peer != "":
 		return f.Peer
 	}
 	return f.Server
@@ -103,15 +98,12 @@ func (r *Report) ForServer(name string) *Report {
 			out.Leafnodes = append(out.Leafnodes, l)
 		}
 	}
-	out.Status = OK
 	for _, f := range r.Findings {
 		if owner := r.Owner(f); owner == "" || owner == name {
 			out.Findings = append(out.Findings, f)
-			if f.Severity.Worse(out.Status) {
-				out.Status = f.Severity
-			}
 		}
 	}
+	out.Status = StatusOf(out.Findings)
 	return &out
 }
 

@@ -39,17 +39,55 @@ var (
 	clusterLevelDesc  = desc("cluster_min_api_level", "Lowest JetStream API level the cluster's JetStream servers report: JSApiLevel of nats-server's jetstream_versioning.go, 1 from 2.11.0, 2 from 2.12.0, 3 from 2.12.5, 4 from 2.14.0, 5 from 2.15.0; 0 before 2.11, which has no levels. An asset needing a higher level is held offline, or on 2.10 run online and diverging.", "server_cluster")
 	consumerLedDesc   = desc("consumer_leaders", "Consumers the server leads.", "server_name")
 	streamLedDesc     = desc("stream_leaders", "Streams the server leads.", "server_name")
-	leaderBelowDesc   = desc("consumer_leader_below_floor", "1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered."+accountHelp,
-		"account", "account_name", "stream", "consumer", "server_name")
-	replicaBelowDesc = desc("consumer_replica_below_floor", "1 for a consumer with a follower (server_name) below the floor; a follower before 2.14.0 crashes on a RESET its 2.14+ leader replicates."+accountHelp,
-		"account", "account_name", "stream", "consumer", "server_name")
-	crashDesc = desc("asset_crashes_server", "1 for a stream or consumer (consumer empty for a stream) that a server (server_name) of its JetStream domain cannot decode: that server panics at its next meta snapshot, whether it hosts the asset or not."+accountHelp,
-		"account", "account_name", "stream", "consumer", "server_name")
-	sourcingDesc = desc("sourcing_reset", "1 for an origin consumer that a mirror or source RESETs by itself (durable sourcing): verdict unanswered, its leader (server_name) is before 2.14.0 and the mirror stalls; crashes_follower, its follower (server_name) is before 2.14.0 and crashes on the replicated reset, again on every restart."+accountHelp,
-		"account", "account_name", "stream", "consumer", "server_name", "verdict")
-	leafDesc    = desc("leafnode_unaudited", "1 for a leafnode link whose peer was not audited: it does not share the system account, or it is not answering.", "server_name", "peer", "account")
-	droppedDesc = desc("asset_series_dropped", "Per-consumer series left out of this scrape by --metrics.max-asset-series.")
+	leafDesc          = desc("leafnode_unaudited", "1 for a leafnode link whose peer was not audited: it does not share the system account, or it is not answering.", "server_name", "peer", "account")
+	droppedDesc       = desc("asset_series_dropped", "Per-consumer series left out of this scrape by --metrics.max-asset-series.")
+
+	assetDescs, seriesOf = assetGaugeDescs()
 )
+
+// codeSeries is how a finding of one code is exported on its per-asset
+// gauge: the gauge, and the verdict label telling apart codes that share it.
+type codeSeries struct {
+	desc    *prometheus.Desc
+	verdict string
+}
+
+// assetGaugeDescs makes the descriptors of the per-asset gauges the
+// registry of finding codes names, in its order, and says by code which one
+// a finding sets.
+func assetGaugeDescs() ([]*prometheus.Desc, map[auditor.Code]codeSeries) {
+	verdicts := map[*auditor.AssetGauge]bool{}
+	for _, k := range auditor.Codes {
+		if k.Gauge != nil && k.Reset != "" {
+			verdicts[k.Gauge] = true
+		}
+	}
+	var descs []*prometheus.Desc
+	made := map[*auditor.AssetGauge]*prometheus.Desc{}
+	byCode := map[auditor.Code]codeSeries{}
+	for _, k := range auditor.Codes {
+		g := k.Gauge
+		if g == nil {
+			continue
+		}
+		d, ok := made[g]
+		if !ok {
+			labels := []string{"account", "account_name", "stream", "consumer", "server_name"}
+			if verdicts[g] {
+				labels = append(labels, "verdict")
+			}
+			d = desc(g.Name, g.Help+accountHelp, labels...)
+			made[g] = d
+			descs = append(descs, d)
+		}
+		s := codeSeries{desc: d}
+		if verdicts[g] {
+			s.verdict = string(k.Reset)
+		}
+		byCode[k.Code] = s
+	}
+	return descs, byCode
+}
 
 // Collector turns the latest audit result into const metrics at collect time.
 // It keeps no state of its own: every scrape reflects the result it is given.
@@ -72,7 +110,10 @@ func NewCollector(latest func() auditor.Result, maxAssetSeries int) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upDesc, lastSuccessDesc, lastAuditDesc, durationDesc, auditsDesc, floorDesc,
 		statusDesc, findingsDesc, serverInfoDesc, serverBelowDesc, serverMissingDesc, clusterVerDesc, clusterLevelDesc, consumerLedDesc,
-		streamLedDesc, leaderBelowDesc, replicaBelowDesc, crashDesc, sourcingDesc, leafDesc, droppedDesc} {
+		streamLedDesc, leafDesc, droppedDesc} {
+		ch <- d
+	}
+	for _, d := range assetDescs {
 		ch <- d
 	}
 }
@@ -156,25 +197,20 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			missing[f.Server] += f.Count
 		case auditor.LeafnodeUnaudited:
 			gauge(ch, leafDesc, 1, f.Server, f.Peer, f.Account)
-		case auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor, auditor.AssetCrashesServer,
-			auditor.SourcingResetUnanswered, auditor.SourcingResetCrashesFollower:
-			if assetSeries >= c.maxAssetSeries {
-				dropped++
-				continue
-			}
-			assetSeries++
-			switch f.Code {
-			case auditor.ConsumerLeaderBelowFloor:
-				gauge(ch, leaderBelowDesc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server)
-			case auditor.ConsumerReplicaBelowFloor:
-				gauge(ch, replicaBelowDesc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server)
-			case auditor.AssetCrashesServer:
-				gauge(ch, crashDesc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server)
-			case auditor.SourcingResetUnanswered:
-				gauge(ch, sourcingDesc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server, string(auditor.ResetUnanswered))
-			case auditor.SourcingResetCrashesFollower:
-				gauge(ch, sourcingDesc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server, string(auditor.ResetCrashesFollower))
-			}
+		}
+		s, ok := seriesOf[f.Code]
+		if !ok {
+			continue
+		}
+		if assetSeries >= c.maxAssetSeries {
+			dropped++
+			continue
+		}
+		assetSeries++
+		if s.verdict != "" {
+			gauge(ch, s.desc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server, s.verdict)
+		} else {
+			gauge(ch, s.desc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server)
 		}
 	}
 	for name, n := range missing {
