@@ -37,6 +37,9 @@ type CodeInfo struct {
 	// Description says in one line when the code is found; the runbook's
 	// lists of findings are generated from it.
 	Description string
+	// Incomplete: a finding of the code says the audit did not see all
+	// there is; a report with one is not complete (Report.Complete).
+	Incomplete bool
 	// Leader: a finding of the code depends on which peer leads its RAFT
 	// group, its asset's or, for a finding about no asset, the meta group.
 	// A what-if weighs each peer's leadership of a group it changes by
@@ -117,11 +120,11 @@ var Codes = []CodeInfo{
 		Description: "whatever the floor: a mirror or source RESETs its origin consumer by itself (durable sourcing) and a follower before 2.14.0 crashes on the replicated reset, again on every restart"},
 	{Code: LeafnodeUnaudited, Severity: Warning,
 		Description: "a leafnode peer never answered the audit: it does not share the system account, or it is not answering"},
-	{Code: ServerMissing, Severity: Unknown, owner: ownedByAnyAnswered,
+	{Code: ServerMissing, Severity: Unknown, Incomplete: true, owner: ownedByAnyAnswered,
 		Description: "an expected server did not answer the audit"},
 	{Code: VersionUnparseable, Severity: Unknown,
 		Description: "a server's version is not a version"},
-	{Code: AuditIncomplete, Severity: Unknown,
+	{Code: AuditIncomplete, Severity: Unknown, Incomplete: true,
 		Description: "a request failed, or a reply was too large or could not be understood"},
 	{Code: APILevelUnknown, Severity: Unknown, Level: true,
 		Description: "only under --assume: a server would run a version whose JetStream API level the level table does not know, so whether it runs an asset that needs a level cannot be told"},
