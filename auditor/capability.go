@@ -109,7 +109,7 @@ func CapabilitiesOf(r *Report, features []FeatureLevel) *Capabilities {
 	}
 	incomplete, incompleteCluster := false, map[string]bool{}
 	for _, f := range r.Findings {
-		if f.Code == ServerMissing || f.Code == AuditIncomplete {
+		if k, _ := Info(f.Code); k.Incomplete {
 			incomplete = true
 			incompleteCluster[f.Cluster] = true
 		}

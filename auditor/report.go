@@ -38,7 +38,7 @@ type ClusterReport struct {
 // it expected and read every reply.
 func (r *Report) Complete() bool {
 	for _, f := range r.Findings {
-		if f.Code == ServerMissing || f.Code == AuditIncomplete {
+		if k, _ := Info(f.Code); k.Incomplete {
 			return false
 		}
 	}
