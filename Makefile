@@ -19,7 +19,9 @@ VALIDFETCH  := $(CURDIR)/.cache/bench/validfetch
 # A count, not a duration: in Go 1.26 a duration -fuzztime can fail at its
 # deadline with "context deadline exceeded" and no crasher (golang/go#75804).
 FUZZTIME    ?= 50000x
-FUZZ_TARGETS := FuzzStatsz FuzzLeafz FuzzJSZ FuzzSkipMatchesValid FuzzParseVersion
+# Each target as package:name, run in the package it lives in.
+FUZZ_TARGETS := ./auditor:FuzzStatsz ./auditor:FuzzLeafz ./auditor:FuzzJSZ \
+	./internal/jsonscan:FuzzSkipMatchesValid ./auditor:FuzzParseVersion
 
 SOAK        ?= 10m
 
@@ -86,8 +88,9 @@ unit: servers build tools
 # seeds of real replies.
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
-		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -timeout 5m ./auditor || exit 1; \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -timeout 5m $$pkg || exit 1; \
 	done
 
 # Re-records the fuzz seeds from real servers of every version the tests run.

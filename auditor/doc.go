@@ -12,7 +12,8 @@
 //
 //   - requests.go: the $SYS subjects and the requests the audit sends;
 //     replies.go and jsz.go: the projections of the replies it reads;
-//     jszdecode.go: the decoder that fills jsz.go's in one pass.
+//     jszdecode.go: the decoder that fills jsz.go's in one pass, JSZ's
+//     schema over the JSON scanner of internal/jsonscan.
 //   - collect.go: Collect (one STATSZ ping, then LEAFZ and JSZ to each
 //     server); merge.go folds the replicas' reports of each asset into one;
 //     snapshot.go: what Collect returns.

@@ -14,6 +14,8 @@ import (
 	"github.com/bytedance/sonic"
 	"github.com/nats-io/nats-server/v2/server"
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/natsaudit/nats-version-auditor/internal/jsonscan"
 )
 
 // fuzzSeed reads the reply a committed fuzz seed holds.
@@ -85,10 +87,10 @@ func TestDecodeConfigMatchesUnmarshal(t *testing.T) {
 			n++
 			var want jszConfig
 			wantErr := stdjson.Unmarshal(b, &want)
-			d := jszDecoder{scanner: scanner{b: b}, names: map[string]string{}}
+			d := jszDecoder{Scanner: jsonscan.New(b)}
 			cfg, err := d.config()
 			if err == nil {
-				err = d.end()
+				err = d.End()
 			}
 			if (err != nil) != (wantErr != nil) {
 				t.Errorf("%s: config %s: error %v, encoding/json's %v", name, b, err, wantErr)
@@ -285,15 +287,15 @@ func BenchmarkDecodeJSZ(b *testing.B) {
 		}},
 		{"decodeJSZReply", decodeJSZReply},
 		// The floor under any decoder that fails on a malformed reply: only
-		// checking the bytes, with no field read. skip is this decoder's
-		// own check of a value; sonic-valid is the fastest validator we
-		// found for Go (JIT-compiled, SIMD).
+		// checking the bytes, with no field read. skip is the check of a
+		// value this decoder's scanner (internal/jsonscan) runs; sonic-valid
+		// is the fastest validator we found for Go (JIT-compiled, SIMD).
 		{"skip", func(data []byte) (*jszReply, error) {
-			s := scanner{b: data}
-			if err := s.skip(); err != nil {
+			s := jsonscan.New(data)
+			if err := s.Skip(); err != nil {
 				return nil, err
 			}
-			return nil, s.end()
+			return nil, s.End()
 		}},
 		{"sonic-valid", func(data []byte) (*jszReply, error) {
 			if !sonic.Valid(data) {
@@ -334,83 +336,4 @@ func BenchmarkMerge(b *testing.B) {
 		_, _ = m.streams(), m.consumers()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/30_000, "ns/report")
-}
-
-// TestStringScanEveryPosition holds the string scans, which test eight
-// bytes at a time, to encoding/json with a quote, a backslash, a control
-// character or a byte above ASCII at every position of strings from 0 to
-// 24 bytes long, and with the string ending exactly where the input does.
-func TestStringScanEveryPosition(t *testing.T) {
-	specials := []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xc3, 0xff, 'a'}
-	for n := 0; n <= 24; n++ {
-		for p := 0; p < max(n, 1); p++ {
-			for _, c := range specials {
-				body := []byte(strings.Repeat("b", n))
-				if n > 0 {
-					body[p] = c
-				}
-				for _, text := range [][]byte{
-					append(append([]byte(`"`), body...), '"'),
-					append(append([]byte(`{"k":"`), body...), []byte(`","`+string(body)+`":1}`)...),
-				} {
-					s := scanner{b: text}
-					err := s.skip()
-					if err == nil {
-						err = s.end()
-					}
-					if valid := stdjson.Valid(text); valid != (err == nil) {
-						t.Fatalf("%q: skip: %v, json.Valid: %v", text, err, valid)
-					}
-					var want map[string]any
-					wantErr := stdjson.Unmarshal(text, &want)
-					if text[0] != '{' {
-						continue
-					}
-					got := map[string]any{}
-					d := jszDecoder{scanner: scanner{b: text}, names: map[string]string{}}
-					err = d.object(func(key []byte) error {
-						var v string
-						if string(key) == "k" {
-							if err := d.str(&v); err != nil {
-								return err
-							}
-							got["k"] = v
-							return nil
-						}
-						got[string(key)] = float64(1)
-						return d.skip()
-					})
-					if err == nil {
-						err = d.end()
-					}
-					if (err != nil) != (wantErr != nil) {
-						t.Fatalf("%q: decoded with %v, encoding/json with %v", text, err, wantErr)
-					}
-					if err == nil && !reflect.DeepEqual(got, want) {
-						t.Fatalf("%q: decoded %q, encoding/json %q", text, got, want)
-					}
-				}
-			}
-		}
-	}
-}
-
-// FuzzSkipMatchesValid holds the scanner's skip, which steps over most of
-// a reply, to encoding/json: it accepts exactly the texts json.Valid does.
-func FuzzSkipMatchesValid(f *testing.F) {
-	for _, s := range []string{`{"a":[1,-2.5e+3,"x\u00e9\n",true,false,null,{}],"b":{"c":[[]]}}`, `"\ud800"`, "\"a\xffb\"",
-		`{"a":"\x"}`, "{\"a\":\"\x01\"}", `{"a":01}`, `{"a":tru}`, `[1,]`, `{"a" 1}`, `{,}`, ` [ 1 , { "k" : "v" } ] `, `[`, `"`, `-`, ``} {
-		f.Add([]byte(s))
-	}
-	f.Add(jszFixture(f, 20))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		s := scanner{b: data}
-		err := s.skip()
-		if err == nil {
-			err = s.end()
-		}
-		if valid := stdjson.Valid(data); valid != (err == nil) {
-			t.Fatalf("skip: %v, json.Valid: %v", err, valid)
-		}
-	})
 }
