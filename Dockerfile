@@ -6,7 +6,10 @@
 #     --build-arg VERSION=$(git describe --tags) --build-arg REVISION=$(git rev-parse HEAD) .
 FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
 WORKDIR /src
+# The modules' files first, so that the downloads are a layer of their own;
+# the Go client's go.mod with them, as go.mod replaces it with that directory.
 COPY go.mod go.sum ./
+COPY auditor/client/go.mod auditor/client/
 RUN go mod download
 COPY . .
 ARG TARGETOS TARGETARCH

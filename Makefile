@@ -76,13 +76,20 @@ demo: servers build
 
 test: lint unit fuzz
 
+# The Go client is a module of its own: ./... stops at its go.mod, so each
+# target that checks the code runs in it too.
+CLIENT_MODULE := auditor/client
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) -C $(CLIENT_MODULE) vet ./...
+	$(GO) -C $(CLIENT_MODULE) run $(STATICCHECK) ./...
 
 unit: servers build tools
 	TOOLS_BIN=$(TOOLS_BIN) $(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) -C $(CLIENT_MODULE) test -race -count=1 ./...
 
 # Each fuzz target for $(FUZZTIME) inputs (10-20 s each here), from the committed
 # seeds of real replies.

@@ -13,6 +13,7 @@ require (
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nkeys v0.4.16
+	github.com/natsaudit/nats-version-auditor/auditor/client v0.0.0-00010101000000-000000000000
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.95.2
 	github.com/prometheus/alertmanager v0.34.1
 	github.com/prometheus/client_golang v1.25.0
@@ -82,3 +83,8 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// The Go client is a module of its own (auditor/client/go.mod); the tests
+// that hold it to a real auditor are this module's, and build it from this
+// tree, whatever version the requirement names.
+replace github.com/natsaudit/nats-version-auditor/auditor/client => ./auditor/client

@@ -17,7 +17,8 @@
 // ConsumerResets and StreamResets ask about many consumers in one request,
 // as an application checks every durable it owns at start.
 //
-// The package depends on the standard library only.
+// The package depends on the standard library only, and is a module of its
+// own: an application that imports it requires this module and nothing else.
 package client
 
 import (

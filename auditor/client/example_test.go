@@ -9,7 +9,8 @@ import (
 )
 
 // The "For application authors" example of docs/api.md, line for line
-// (TestReadmeExampleCompiles holds them together): an application that
+// (TestReadmeExampleCompiles, in the project's module under
+// internal/clientdoc, holds them together): an application that
 // resets its durables asks the auditor at start about every one of them,
 // in one request, and again, from a fresh audit, right before each RESET.
 
