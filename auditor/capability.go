@@ -186,7 +186,7 @@ func AssetLevels(r *Report, features []FeatureLevel) []AssetLevel {
 }
 
 // sortedAssets orders assets by domain, account, stream and consumer,
-// through pointers: an Asset is 184 bytes to move.
+// through pointers: an Asset is many words to move, a pointer one.
 func sortedAssets(assets []Asset) []*Asset {
 	out := make([]*Asset, len(assets))
 	for i := range assets {

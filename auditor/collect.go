@@ -30,9 +30,10 @@ const concurrency = 16
 const (
 	DefaultTimeout     = 5 * time.Second
 	DefaultJSZPageSize = 1024
-	// DefaultMaxReplyBytes bounds one reply the audit decodes. A JSZ page
-	// with configs costs about 600 bytes per consumer a server hosts: 64 MiB
-	// is some 100,000 consumers on one server.
+	// DefaultMaxReplyBytes bounds one reply the audit decodes: sized for
+	// the JSZ page of a server that hosts about 100,000 consumers, at the
+	// bytes per consumer that BENCHMARKS.md records for replies with
+	// configs.
 	DefaultMaxReplyBytes = 64 << 20
 )
 

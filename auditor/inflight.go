@@ -12,30 +12,29 @@ import (
 // DefaultMaxBytesInFlight bounds the JSZ reply bytes an audit has asked for
 // and not yet read (Options.MaxBytesInFlight).
 //
-// Every reply comes to the audit through the one server it is connected
-// to, its own and the ones it routes from the others, and that server cuts
-// off a client whose unread bytes exceed its max_pending (64 MiB by
-// default: nats-server const.go MAX_PENDING_SIZE; client.go queueOutbound
-// closes the connection as a slow consumer). Three servers of 33,000 consumers each
-// send about 65 MiB at once; an auditor that reads them more slowly than
-// they come, on a busy host, is cut off before it has read them. Half the
-// default leaves room for the replies' framing, for what the connection
-// carries besides, and for an estimate that falls short.
+// Every reply comes to the audit through the one server it is connected to,
+// its own and the ones it routes from the others, and that server cuts off
+// a client whose unread bytes exceed its max_pending (64 MiB by default:
+// nats-server const.go MAX_PENDING_SIZE; client.go queueOutbound closes the
+// connection as a slow consumer). A few servers of some tens of thousands
+// of consumers each send that much at once; an auditor that reads them more
+// slowly than they come, on a busy host, is cut off before it has read
+// them. Half the default leaves room for the replies' framing, for what the
+// connection carries besides, and for an estimate that falls short.
 const DefaultMaxBytesInFlight = 32 << 20
 
-// What a JSZ page with configs can cost per asset, with room to spare: a
-// reply of the benchmark's 100,000 consumers (configs with one filter
-// subject, no metadata) came to about 680 bytes per consumer, its streams
-// included. A config with long subject lists or metadata is larger: once a
-// page of a server is read, its later pages are estimated at the ratio the
-// page showed (jszPages).
+// What a JSZ page with configs can cost per asset, with room to spare over
+// the bytes per consumer BENCHMARKS.md records (configs with one filter
+// subject, no metadata, the streams included). A config with long subject
+// lists or metadata is larger: once a page of a server is read, its later
+// pages are estimated at the ratio the page showed (jszPages).
 const (
 	bytesPerConsumer = 1 << 10
 	bytesPerStream   = 2 << 10
 	bytesPerAccount  = 1 << 10
 	bytesPerReply    = 4 << 10
-	// What a stream costs in a counts reply (about 400 bytes seen, with
-	// its state and cluster).
+	// What a stream costs in a counts reply, its state and cluster, with
+	// room to spare.
 	bytesPerCountedStream = 1 << 10
 )
 

@@ -7,11 +7,11 @@ import (
 )
 
 // jszReply is the part of server.ServerAPIJszResponse an audit reads. A JSZ
-// reply with configs runs to about 600 bytes per consumer (20 MB for 30,000
-// consumers on three servers); decoding all of it into server.JSInfo made up
-// most of an audit's CPU time and heap. The projection reads what the audit
-// uses and skips the rest; decodeJSZReply (jszdecode.go) fills it in one
-// pass over the bytes. The JSON names are the server's:
+// reply with configs carries hundreds of bytes per consumer, of which the
+// audit reads a few names and counts; decoding all of it into server.JSInfo
+// made up most of an audit's CPU time and heap. The projection reads what
+// the audit uses and skips the rest; decodeJSZReply (jszdecode.go) fills it
+// in one pass over the bytes. The JSON names are the server's:
 // TestJSZProjectionMatchesServerTypes decodes live replies both ways and
 // compares, and TestDecodeJSZMatchesUnmarshal holds the decoder to
 // encoding/json.
@@ -68,11 +68,11 @@ type jszConsumer struct {
 	Config  consumerConfig `json:"config"`
 }
 
-// configSummary is what the audit keeps of one report's config, read as
-// the reply is decoded. A decoded config is about 200 bytes, one per
-// report: most of what a decoded reply held, and memory that a process
-// that collects nothing (check) touches for the first time. A missing or
-// null config is the zero summary.
+// configSummary is what the audit keeps of one report's config, read as the
+// reply is decoded. A decoded config is larger than all else the projection
+// keeps of a report, and there is one per report: most of what a decoded
+// reply held, and memory that a process that collects nothing (check)
+// touches for the first time. A missing or null config is the zero summary.
 type configSummary struct {
 	Replicas      int
 	RequiredLevel int

@@ -10,15 +10,15 @@ import (
 )
 
 // decodeJSZReply decodes a JSZ reply into the audit's projection (jszReply)
-// in one pass over the bytes. A reply with configs runs to about 600 bytes
-// per consumer, of which the audit reads some 40: names, leaders, peers,
-// replica counts and required levels. A reflective decoder, even a fast one,
-// looks up every key of every object in a map and copies every string it
-// meets; this one compares the few keys it reads as bytes and steps over
-// every other value without copying it. It still checks all of the reply:
-// what is not JSON is an error, as it is for encoding/json, and so is a
-// value of the wrong type where the audit reads one. Keys match as the
-// servers spell them (encoding/json would also match other cases).
+// in one pass over the bytes. A reply with configs carries hundreds of
+// bytes per consumer, of which the audit reads a few: names, leaders,
+// peers, replica counts and required levels. A reflective decoder, even a
+// fast one, looks up every key of every object in a map and copies every
+// string it meets; this one compares the few keys it reads as bytes and
+// steps over every other value without copying it. It still checks all of
+// the reply: what is not JSON is an error, as it is for encoding/json, and
+// so is a value of the wrong type where the audit reads one. Keys match as
+// the servers spell them (encoding/json would also match other cases).
 // TestDecodeJSZMatchesUnmarshal holds it against encoding/json on real
 // replies of every server version (configs compare as the summaries the
 // projection keeps of them), and TestDecodeConfigMatchesUnmarshal every

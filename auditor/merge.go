@@ -49,9 +49,9 @@ type streamAssets struct {
 }
 
 // mergedConsumer is a consumer being merged: its own name and its
-// replicas' state, and its stream for the other names. 96 bytes against an
-// Asset's 184: one per consumer is alive until the snapshot's Assets are
-// made from them, and then beside them.
+// replicas' state, and its stream for the other names: a fraction of an
+// Asset, as one per consumer is alive until the snapshot's Assets are made
+// from them, and then beside them.
 type mergedConsumer struct {
 	stream *streamAssets
 	name   string

@@ -459,7 +459,8 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return sent, fmt.Errorf("ask nats-version-auditor: %w", err)
 	}
 	defer resp.Body.Close()
-	// 10,000 consumers of a batch take some 7 MB with their peers.
+	// Room for the answer to the largest batch the auditor takes, every
+	// consumer with its peers; a longer body is no auditor's answer.
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
 		return sent, fmt.Errorf("read nats-version-auditor's answer: %w", err)
