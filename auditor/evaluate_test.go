@@ -531,7 +531,7 @@ func TestEvaluateNarrowedToNothing(t *testing.T) {
 // TestEvaluateFailedAudit: an audit that could not run is UNKNOWN with its
 // one reason, not also "no server answered".
 func TestEvaluateFailedAudit(t *testing.T) {
-	r := Failed(errors.New("permissions violation: ..."), time.Now(), Policy{Floor: DefaultFloor})
+	r := Failed(errors.New("audit: permissions violation: ..."), "2.14.0", time.Now(), 0)
 	if r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "audit: permissions violation: ..." {
 		t.Errorf("status %s, findings %+v", r.Status, r.Findings)
 	}

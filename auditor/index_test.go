@@ -109,7 +109,7 @@ func TestIndexConsumer(t *testing.T) {
 }
 
 func TestIndexOfFailedAudit(t *testing.T) {
-	x := NewIndex(Failed(errors.New("not connected"), time.Now(), Policy{Floor: DefaultFloor}).Snapshot)
+	x := NewIndex(Failed(errors.New("not connected"), "2.14.0", time.Now(), 0).Snapshot)
 	if v, found := x.Consumer(ConsumerKey{"", "APP", "S", "C"}); found || v.Reset != ResetUnknown {
 		t.Errorf("a failed audit found %v with %s", found, v.Reset)
 	}

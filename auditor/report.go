@@ -1,5 +1,7 @@
 package auditor
 
+import "time"
+
 // Report is the outcome of Evaluate.
 type Report struct {
 	Status Severity
@@ -43,4 +45,32 @@ func (r *Report) Complete() bool {
 		}
 	}
 	return true
+}
+
+// Failed is the report of an audit that could not run at all: UNKNOWN, err
+// as its one AUDIT_INCOMPLETE finding, nothing seen. floor is the floor as
+// it was given (display form, or as typed when it could not be read; empty
+// when no policy could be read); took is how long the attempt took. Every
+// document of a failed audit, and serve's, is made of it.
+func Failed(err error, floor string, started time.Time, took time.Duration) *Report {
+	return &Report{Status: Unknown, Floor: floor,
+		Findings: []Finding{{Code: AuditIncomplete, Severity: SeverityOf(AuditIncomplete), Message: err.Error()}},
+		Snapshot: &Snapshot{Started: started, Duration: took, Problems: []Problem{{Request: "audit", Err: err.Error()}}}}
+}
+
+// Result is the latest audit a long-running auditor ran (serve's
+// scheduler), as its metrics read it.
+type Result struct {
+	// Report is the latest audit's report; nil until the first audit ends.
+	// An audit that could not run at all is a report with one
+	// AUDIT_INCOMPLETE finding (Failed).
+	Report *Report
+	// Finished is when the latest audit ended.
+	Finished time.Time
+	// LastSuccess is when the latest complete audit ended.
+	LastSuccess time.Time
+	// Audits counts the audits run.
+	Audits uint64
+	// RequestedAudits counts the audits Request started.
+	RequestedAudits uint64
 }

@@ -13,7 +13,9 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
+	"github.com/natsaudit/nats-version-auditor/internal/exporter"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // TestAccountsOfOneName runs an operator-mode 2.15.3/2.14.0/2.12.15 cluster
@@ -38,7 +40,7 @@ func TestAccountsOfOneName(t *testing.T) {
 	t.Run("findings", func(t *testing.T) {
 		// A complete audit: two accounts of one name are not one with
 		// half its JetStream accounts unlisted (AUDIT_INCOMPLETE).
-		var out checkOutput
+		var out render.Check
 		err := natstest.Eventually(30*time.Second, func() error {
 			var res result
 			res, out = checkJSONOf(t, sys, "n1")
@@ -89,7 +91,7 @@ func TestAccountsOfOneName(t *testing.T) {
 	t.Run("API", func(t *testing.T) {
 		for _, k := range keys {
 			err := natstest.Eventually(30*time.Second, func() error {
-				code, c, body := d.consumerIn(t, k, "ORDERS", "worker", "?max_age=0s")
+				code, c, body := d.ConsumerIn(t, k, "ORDERS", "worker", "?max_age=0s")
 				if code != http.StatusOK || c.Account != k || c.AccountName != "APP" || c.Reset != "unanswered" || c.Leader != "n3" {
 					return fmt.Errorf("by key %s: %d %s %s (%q)\n%s", k, code, c.Reset, c.Account, c.AccountName, body)
 				}
@@ -99,21 +101,21 @@ func TestAccountsOfOneName(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		code, body := d.get(t, "/api/v1/consumers/APP/ORDERS/worker")
-		var e apiError
+		code, body := d.Get(t, "/api/v1/consumers/APP/ORDERS/worker")
+		var e exporter.APIError
 		if err := json.Unmarshal([]byte(body), &e); err != nil || code != http.StatusConflict || e.Reset != auditor.ResetUnknown ||
 			!slices.Equal(e.Accounts, keys) || !strings.Contains(e.Error, keys[0]) || !strings.Contains(e.Error, keys[1]) {
 			t.Errorf("by the name both have: %d %v, want 409 naming %v\n%s", code, err, keys, body)
 		}
 		// A name no account has is not an account either.
-		if code, body := d.get(t, "/api/v1/consumers/NOPE/ORDERS/worker"); code != http.StatusNotFound {
+		if code, body := d.Get(t, "/api/v1/consumers/NOPE/ORDERS/worker"); code != http.StatusNotFound {
 			t.Errorf("an account nobody has: %d %s", code, body)
 		}
 
 		// Many at once: by name, 409 for each; by key, each its own. The
 		// client says ErrAmbiguous, with both keys.
 		ctx := context.Background()
-		c := &client.Client{BaseURL: d.base}
+		c := &client.Client{BaseURL: d.Base}
 		var se *client.StatusError
 		if _, err := c.StreamResets(ctx, "APP", "ORDERS"); !errors.Is(err, client.ErrAmbiguous) || !errors.As(err, &se) || !slices.Equal(se.Accounts, keys) {
 			t.Errorf("StreamResets by the name both have: %v, want ErrAmbiguous naming %v", err, keys)

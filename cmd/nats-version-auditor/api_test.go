@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
+	"github.com/natsaudit/nats-version-auditor/internal/exporter"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -73,7 +72,7 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 				name = "APP"
 			}
 			for _, account := range slices.Compact([]string{"APP", key}) {
-				code, c, body := d.consumerIn(t, account, tt.stream, tt.consumer, "?max_age=0s")
+				code, c, body := d.ConsumerIn(t, account, tt.stream, tt.consumer, "?max_age=0s")
 				if code != http.StatusOK || c.Reset != tt.want || peersOf(c) != tt.peers || c.Account != key || c.AccountName != name ||
 					c.Stream != tt.stream || c.Consumer != tt.consumer || !c.Audit.Complete || c.Replicas != len(c.Peers) {
 					t.Errorf("%s/%s/%s: %d %s peers %q account %s (%q), want 200 %s peers %q account %s (%q)\n%s", account, tt.stream, tt.consumer,
@@ -87,17 +86,17 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 		for _, q := range []struct{ stream, consumer, query string }{
 			{"ORDERS", "nope", ""}, {"NOPE", "led-by-old", ""}, {"ORDERS", "led-by-old", "?domain=elsewhere"},
 		} {
-			code, c, body := d.consumerAt(t, q.stream, q.consumer, q.query)
-			var e apiError
+			code, c, body := d.ConsumerAt(t, q.stream, q.consumer, q.query)
+			var e exporter.APIError
 			_ = json.Unmarshal([]byte(body), &e)
 			if code != http.StatusNotFound || c.Reset != client.VerdictUnknown || !strings.HasPrefix(e.Error, "consumer APP > "+q.stream+" > "+q.consumer+" was not seen") {
 				t.Errorf("%s/%s%s: %d %s", q.stream, q.consumer, q.query, code, body)
 			}
 		}
-		if code, body := d.get(t, "/api/v1/consumers/APP/ORDERS/led-by-old?max_age=soon"); code != http.StatusBadRequest || !strings.Contains(body, `max_age \"soon\"`) {
+		if code, body := d.Get(t, "/api/v1/consumers/APP/ORDERS/led-by-old?max_age=soon"); code != http.StatusBadRequest || !strings.Contains(body, `max_age \"soon\"`) {
 			t.Errorf("a bad max_age: %d %s", code, body)
 		}
-		if code, c, _ := d.consumerAt(t, "ORDERS", "led-by-old", "?domain="); code != http.StatusOK || c.Reset != client.VerdictUnanswered {
+		if code, c, _ := d.ConsumerAt(t, "ORDERS", "led-by-old", "?domain="); code != http.StatusOK || c.Reset != client.VerdictUnanswered {
 			t.Errorf("the default domain named explicitly: %d %s", code, c.Reset)
 		}
 	})
@@ -131,7 +130,7 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 		moved := time.Now()
 		// An answer no older than the time since the move knows of it.
 		maxAge := time.Since(moved).Round(time.Millisecond) + time.Millisecond
-		code, c, body := d.consumerAt(t, "MOVING", "moves", "?max_age="+maxAge.String())
+		code, c, body := d.ConsumerAt(t, "MOVING", "moves", "?max_age="+maxAge.String())
 		if code != http.StatusOK || c.Reset != client.VerdictUnanswered || c.Leader != "n3" {
 			t.Fatalf("after the move to n3, with max_age %s: %d %s leader %s\n%s", maxAge, code, c.Reset, c.Leader, body)
 		}
@@ -141,8 +140,8 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 	})
 
 	t.Run("report", func(t *testing.T) {
-		code, body := d.get(t, "/api/v1/report?max_age=0s")
-		var rep reportAPIOutput
+		code, body := d.Get(t, "/api/v1/report?max_age=0s")
+		var rep exporter.APIReport
 		if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK {
 			t.Fatalf("/api/v1/report: %d %v\n%.300s", code, err, body)
 		}
@@ -167,7 +166,7 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 
 	t.Run("client", func(t *testing.T) {
 		ctx := context.Background()
-		c := &client.Client{BaseURL: d.base}
+		c := &client.Client{BaseURL: d.Base}
 		for _, account := range slices.Compact([]string{"APP", sys.AccountKey(natstest.AppUser)}) {
 			if v, err := c.ConsumerReset(ctx, account, "SAFE", "all-new"); err != nil || v.Verdict != client.VerdictSafe || !v.Safe() {
 				t.Errorf("safe consumer of %s: %s, %v", account, v, err)
@@ -183,16 +182,16 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 			t.Errorf("unknown consumer: %s, %v; want unknown and ErrNotFound", v, err)
 		}
 		// The default domain, named: these servers have no domain.
-		dc := &client.Client{BaseURL: d.base, Domain: client.DefaultDomain}
+		dc := &client.Client{BaseURL: d.Base, Domain: client.DefaultDomain}
 		if v, err := dc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); err != nil || !v.Safe() {
 			t.Errorf("in the default domain: %s, %v", v, err)
 		}
-		if v, err := (&client.Client{BaseURL: d.base, Domain: client.InDomain("hub")}).ConsumerReset(ctx, "APP", "SAFE", "all-new"); v.Safe() || !errors.Is(err, client.ErrNotFound) {
+		if v, err := (&client.Client{BaseURL: d.Base, Domain: client.InDomain("hub")}).ConsumerReset(ctx, "APP", "SAFE", "all-new"); v.Safe() || !errors.Is(err, client.ErrNotFound) {
 			t.Errorf("in a domain the system does not have: %s, %v", v, err)
 		}
 		// A fresh audit: one that started after the request.
 		asked := time.Now()
-		fc := &client.Client{BaseURL: d.base, Fresh: true}
+		fc := &client.Client{BaseURL: d.Base, Fresh: true}
 		if v, err := fc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); err != nil || !v.Safe() || v.Consumer.Audit.Started.Before(asked.Add(-time.Second)) {
 			t.Errorf("fresh: %s, %v, audit started %v, asked at %v", v, err, v.Consumer, asked)
 		}
@@ -214,29 +213,29 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 		// An auditor that audits at most once an hour cannot meet a
 		// max_age shorter than the age of its first audit.
 		stale := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "1h")...)
-		if code, _ := stale.get(t, "/api/v1/report"); code != http.StatusOK {
+		if code, _ := stale.Get(t, "/api/v1/report"); code != http.StatusOK {
 			t.Fatalf("first audit: %d", code)
 		}
 		start := time.Now()
-		code, raw, body := stale.consumerAt(t, "SAFE", "all-new", "?max_age=1ms")
+		code, raw, body := stale.ConsumerAt(t, "SAFE", "all-new", "?max_age=1ms")
 		if code != http.StatusOK || raw.Reset != client.VerdictUnknown || !strings.Contains(raw.Reason, "max_age 1ms") || raw.Leader != "n1" {
 			t.Errorf("stale answer: %d %s %q\n%s", code, raw.Reset, raw.Reason, body)
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("a bound that cannot be met took %s to answer", d)
 		}
-		sc := &client.Client{BaseURL: stale.base, MaxAge: time.Millisecond}
+		sc := &client.Client{BaseURL: stale.Base, MaxAge: time.Millisecond}
 		if v, err := sc.ConsumerReset(ctx, "APP", "SAFE", "all-new"); v.Verdict != client.VerdictUnknown || v.Safe() || !errors.Is(err, client.ErrStale) {
 			t.Errorf("stale auditor: %s, %v; want unknown and ErrStale", v, err)
 		}
-		fresh := &client.Client{BaseURL: stale.base, Fresh: true}
+		fresh := &client.Client{BaseURL: stale.Base, Fresh: true}
 		if v, err := fresh.ConsumerReset(ctx, "APP", "SAFE", "all-new"); v.Safe() || !errors.Is(err, client.ErrStale) {
 			t.Errorf("a fresh audit from an auditor that audits once an hour: %s, %v; want ErrStale", v, err)
 		}
 		if ds, err := fresh.ConsumerResets(ctx, client.Ref{Account: "APP", Stream: "SAFE", Consumer: "all-new"}); len(ds) != 1 || ds[0].Safe() || !errors.Is(err, client.ErrStale) {
 			t.Errorf("a fresh batch from an auditor that audits once an hour: %v, %v; want ErrStale", ds, err)
 		}
-		if code, body := stale.get(t, "/api/v1/report?max_age=1ms"); code != http.StatusServiceUnavailable || !strings.Contains(body, "max_age 1ms") {
+		if code, body := stale.Get(t, "/api/v1/report?max_age=1ms"); code != http.StatusServiceUnavailable || !strings.Contains(body, "max_age 1ms") {
 			t.Errorf("stale report: %d %s", code, body)
 		}
 
@@ -287,13 +286,13 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 			t.Fatalf("n3 exited, but not with the reset-op panic:\n%s", sys.LogTail("n3", 20))
 		}
 		// With n3 gone, nothing about BILLING can be vouched for.
-		code, c, body := d.consumerAt(t, "BILLING", "followed-by-old", "?max_age=0s")
+		code, c, body := d.ConsumerAt(t, "BILLING", "followed-by-old", "?max_age=0s")
 		if code != http.StatusOK || c.Reset != client.VerdictUnknown || !strings.Contains(c.Reason, "n3") {
 			t.Errorf("after n3 died: %d %s %q\n%s", code, c.Reset, c.Reason, body)
 		}
 		// Missing, and still the 2.12 server it was when last seen.
-		code, body = d.get(t, "/api/v1/report?max_age=0s")
-		var rep reportAPIOutput
+		code, body = d.Get(t, "/api/v1/report?max_age=0s")
+		var rep exporter.APIReport
 		if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK {
 			t.Fatalf("/api/v1/report: %d %v\n%.300s", code, err, body)
 		}
@@ -335,119 +334,5 @@ func TestClientVerdictsAreTheAuditors(t *testing.T) {
 	}
 	if !slices.Equal(a, c) {
 		t.Errorf("auditor verdicts %v, client verdicts %v", a, c)
-	}
-}
-
-// TestAPIDomains covers how a JetStream domain is named, on an audit of two
-// domains that both hold APP > ORDERS > worker.
-func TestAPIDomains(t *testing.T) {
-	snap := &auditor.Snapshot{
-		Started: time.Now(),
-		Servers: []auditor.Server{{Name: "hub1", Domain: "hub", Version: "2.14.0", APILevel: 4}, {Name: "leaf1", Domain: "leaf", Version: "2.12.15", APILevel: 3}},
-		Consumers: []auditor.Asset{
-			{Kind: auditor.KindConsumer, Domain: "hub", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "hub1", Peers: []string{"hub1"}, Replicas: 1},
-			{Kind: auditor.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
-			{Kind: auditor.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "edge-only", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
-		},
-	}
-	report := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
-	sched := auditor.NewScheduler(context.Background(), func(context.Context) *auditor.Report { return report }, time.Hour, nil)
-	mux := http.NewServeMux()
-	registerAPI(mux, sched, slog.New(slog.DiscardHandler))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	d := &daemon{base: srv.URL}
-
-	for _, tt := range []struct {
-		path, query string
-		code        int
-		want        client.Verdict
-		domain      string
-	}{
-		{"ORDERS/worker", "", http.StatusConflict, client.VerdictUnknown, ""},
-		{"ORDERS/worker", "?domain=hub", http.StatusOK, client.VerdictSafe, "hub"},
-		{"ORDERS/worker", "?domain=leaf", http.StatusOK, client.VerdictUnanswered, "leaf"},
-		{"ORDERS/worker", "?domain=", http.StatusNotFound, client.VerdictUnknown, ""},
-		{"ORDERS/edge-only", "", http.StatusOK, client.VerdictUnanswered, "leaf"},
-	} {
-		code, c, body := d.consumerAt(t, strings.Split(tt.path, "/")[0], strings.Split(tt.path, "/")[1], tt.query)
-		if code != tt.code || c.Reset != tt.want || c.Domain != tt.domain {
-			t.Errorf("%s%s: %d %s domain %q, want %d %s %q\n%s", tt.path, tt.query, code, c.Reset, c.Domain, tt.code, tt.want, tt.domain, body)
-		}
-		if code == http.StatusConflict && !strings.Contains(body, `"domains":["hub","leaf"]`) {
-			t.Errorf("the conflict does not list the domains: %s", body)
-		}
-	}
-	if code, _ := d.get(t, "/api/v1/consumers/APP/ORDERS/worker/more"); code != http.StatusNotFound {
-		t.Errorf("a path with a segment too many: %d", code)
-	}
-
-	// Every consumer of a stream: the stream's domain is chosen as a
-	// consumer's is.
-	for _, tt := range []struct {
-		query string
-		code  int
-		want  string // consumer:verdict:domain of each entry
-	}{
-		{"", http.StatusConflict, ""},
-		{"?domain=hub", http.StatusOK, "worker:safe:hub"},
-		{"?domain=leaf", http.StatusOK, "worker:unanswered:leaf edge-only:unanswered:leaf"},
-		{"?domain=", http.StatusNotFound, ""},
-	} {
-		code, body := d.get(t, "/api/v1/consumers/APP/ORDERS"+tt.query)
-		var out batchOutput
-		if err := json.Unmarshal([]byte(body), &out); err != nil {
-			t.Fatalf("%s: %v: %s", tt.query, err, body)
-		}
-		var got []string
-		for _, e := range out.Consumers {
-			got = append(got, fmt.Sprintf("%s:%s:%s", e.Consumer, e.Reset, e.Domain))
-		}
-		if code != tt.code || strings.Join(got, " ") != tt.want {
-			t.Errorf("stream ORDERS%s: %d %q, want %d %q\n%s", tt.query, code, got, tt.code, tt.want, body)
-		}
-		if code == http.StatusConflict && !strings.Contains(body, `"domains":["hub","leaf"]`) {
-			t.Errorf("the conflict does not list the domains: %s", body)
-		}
-	}
-
-	// A list: each entry as the one-consumer endpoint would answer it.
-	post := func(query, body string) (int, batchOutput, string) {
-		t.Helper()
-		resp, err := http.Post(srv.URL+"/api/v1/consumers"+query, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var out batchOutput
-		_ = json.Unmarshal(b, &out)
-		return resp.StatusCode, out, string(b)
-	}
-	code, out, body := post("", `{"consumers":[{"account":"APP","stream":"ORDERS","consumer":"worker"},
-		{"account":"APP","stream":"ORDERS","consumer":"edge-only"},{"account":"APP","stream":"ORDERS","consumer":"nope"}]}`)
-	var got []string
-	for _, e := range out.Consumers {
-		got = append(got, fmt.Sprintf("%s:%d:%s:%s:%d", e.Consumer, e.Status, e.Reset, e.Domain, len(e.Domains)))
-	}
-	if want := "worker:409:unknown::2 edge-only:200:unanswered:leaf:0 nope:404:unknown::0"; code != http.StatusOK || strings.Join(got, " ") != want {
-		t.Errorf("POST a list: %d %q, want 200 %q\n%s", code, got, want, body)
-	}
-	if code, out, body := post("?domain=hub", `{"consumers":[{"account":"APP","stream":"ORDERS","consumer":"worker"}]}`); code != http.StatusOK ||
-		len(out.Consumers) != 1 || out.Consumers[0].Reset != auditor.ResetSafe {
-		t.Errorf("POST with ?domain=hub: %d\n%s", code, body)
-	}
-	for _, bad := range []string{``, `{}`, `{"consumers":[]}`, `{"consumers":[{"account":"APP","stream":"ORDERS"}]}`, `{"consumer":[]}`, `[`} {
-		if code, _, body := post("", bad); code != http.StatusBadRequest || !strings.Contains(body, `"reset":"unknown"`) {
-			t.Errorf("POST %q: %d, want 400\n%s", bad, code, body)
-		}
-	}
-	resp, err := http.Post(srv.URL+"/api/v1/consumers/APP/ORDERS/worker", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("POST: %d, want 405: the API is read-only", resp.StatusCode)
 	}
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/exporter"
 )
 
 // auditing is what every command audits with: the connection flags, the
@@ -29,8 +31,8 @@ type pipeline struct {
 	conn    func(ctx context.Context) (nc *nats.Conn, done func(), err error)
 	options auditor.Options
 	// memory, when set, says what the servers that stopped answering last
-	// ran (serve: auditor.Memory).
-	memory *auditor.Memory
+	// ran (serve's).
+	memory *exporter.Memory
 	// connectedOnly narrows the audit to the server the connection is on
 	// (serve --scope server).
 	connectedOnly bool
@@ -69,7 +71,7 @@ func (p *pipeline) report(ctx context.Context) *auditor.Report {
 	if err != nil {
 		// Without a policy pol is zero: floor_info is left out rather than
 		// show a floor nobody set.
-		return auditor.Failed(err, started, pol)
+		return auditor.Failed(fmt.Errorf("audit: %w", err), auditor.Display(pol.Floor), started, time.Since(started))
 	}
 	return r
 }

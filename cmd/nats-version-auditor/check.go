@@ -10,6 +10,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 type checkCommand struct {
@@ -38,14 +39,34 @@ func addCheckCommand(app *kingpin.Application) *checkCommand {
 func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Writer) (auditor.Severity, error) {
 	started := time.Now()
 	pol, r, err := c.audit(ctx, a, stderr)
-	if errors.Is(err, errWaitInterrupted) {
-		return auditor.Unknown, nil // said, and no report: the wait did not end
+	var interrupted *waitInterrupted
+	if errors.As(err, &interrupted) {
+		// Said on stderr; the document is of the last audit the wait saw.
+		if interrupted.last != nil {
+			_ = render.WriteCheck(stdout, c.format, interrupted.last, nil)
+		} else {
+			c.failed(stdout, interrupted.lastErr, started)
+		}
+		return auditor.Unknown, nil
 	}
 	var w *auditor.WhatIf
 	if err == nil {
 		r, w, err = c.assume.apply(r, pol)
 	}
-	return c.output(r, w, err, pol, started, stdout)
+	if err != nil {
+		c.failed(stdout, err, started)
+		return auditor.Unknown, err
+	}
+	if err := render.WriteCheck(stdout, c.format, r, w); err != nil {
+		return auditor.Unknown, err
+	}
+	return r.Status, nil
+}
+
+// failed prints check's document of an audit that could not run, begun at
+// started; the error is what run reports.
+func (c *checkCommand) failed(stdout io.Writer, err error, started time.Time) {
+	_ = render.WriteCheckFailed(stdout, c.format, err, auditor.Failed(err, c.pol.shownFloor(), started, time.Since(started)))
 }
 
 // audit checks the flags and runs the audits.
@@ -80,30 +101,135 @@ func (c *checkCommand) audit(ctx context.Context, a auditing, stderr io.Writer) 
 	return pol, r, err
 }
 
-// output prints the outcome of an audit in --format: the report (the
-// would-be report of w under --assume) or, for an audit that could not run,
-// an UNKNOWN document with its error (which run also prints to stderr).
-func (c *checkCommand) output(r *auditor.Report, w *auditor.WhatIf, err error, pol auditor.Policy, started time.Time, stdout io.Writer) (auditor.Severity, error) {
-	if err != nil {
-		switch c.format {
-		case "nagios":
-			writeNagiosUnknown(stdout, err)
-		case "json":
-			// The error is what run reports.
-			_ = writeJSON(stdout, failedJSON(err, failedReport(err, pol, started, time.Since(started))))
+// waitFlags are check's flags for waiting until the system is good enough.
+type waitFlags struct {
+	wait        time.Duration
+	waitFor     string
+	minInterval time.Duration
+}
+
+// maxBackoff is how many --audit.min-interval a wait lets pass between two
+// audits at most while nothing changes.
+const maxBackoff = 4
+
+func addWaitFlags(cmd *kingpin.CmdClause, w *waitFlags) {
+	cmd.Flag("wait", "Audit again while the status is worse than --wait-for, for at most this long (0: audit once)").Default("0s").DurationVar(&w.wait)
+	cmd.Flag("wait-for", "With --wait: the status to wait for, ok or warning (default ok)").EnumVar(&w.waitFor, "ok", "warning")
+	addMinIntervalFlag(cmd, waitMinInterval, &w.minInterval)
+}
+
+func (w *waitFlags) validate() error {
+	switch {
+	case w.wait < 0:
+		return fmt.Errorf("--wait %s: must not be negative", w.wait)
+	case w.waitFor != "" && w.wait == 0:
+		return errors.New("--wait-for needs --wait")
+	case w.wait > 0 && w.minInterval <= 0:
+		return fmt.Errorf("--audit.min-interval %s: must be positive with --wait", w.minInterval)
+	}
+	return nil
+}
+
+func (w *waitFlags) wanted() auditor.Severity {
+	if w.waitFor == "warning" {
+		return auditor.Warning
+	}
+	return auditor.OK
+}
+
+// errWaitInterrupted is what a wait that SIGINT or SIGTERM ended says.
+var errWaitInterrupted = errors.New("wait interrupted")
+
+// waitInterrupted is until's answer when SIGINT or SIGTERM ended the wait;
+// it has said so. last is the last audit's report, or lastErr why it could
+// not run (errWaitInterrupted if no audit ended before the signal).
+type waitInterrupted struct {
+	last    *auditor.Report
+	lastErr error
+}
+
+func (w *waitInterrupted) Error() string { return errWaitInterrupted.Error() }
+
+// until audits until the status is the one wanted or better, printing a
+// line to stderr whenever the picture changes, and returns the last audit's
+// outcome for check to print. A connection failure is waited out (a rolling
+// upgrade restarts the very server the gate may connect to); credentials,
+// TLS and permission failures are not, as waiting cannot mend them.
+func (w *waitFlags) until(ctx context.Context, audit func(context.Context) (*auditor.Report, error), stderr io.Writer) (*auditor.Report, error) {
+	want := w.wanted()
+	begun := time.Now()
+	deadline := begun.Add(w.wait)
+	backoff := w.minInterval
+	lastLine := ""
+	last := &waitInterrupted{lastErr: errWaitInterrupted}
+	interrupted := func() (*auditor.Report, error) {
+		fmt.Fprintf(stderr, "%s: %v\n", appName, errWaitInterrupted)
+		return nil, last
+	}
+	for {
+		started := time.Now()
+		r, err := auditUnlessInterrupted(ctx, audit)
+		if ctx.Err() != nil {
+			return interrupted()
 		}
-		return auditor.Unknown, err
+		if err != nil && !worthWaiting(err) {
+			return nil, err
+		}
+		last.last, last.lastErr = r, err
+		line := render.Progress(r, err)
+		if line != lastLine {
+			fmt.Fprintf(stderr, "%s %s\n", started.Format("15:04:05"), line)
+			lastLine = line
+			backoff = w.minInterval
+		} else {
+			backoff = min(2*backoff, maxBackoff*w.minInterval)
+		}
+		if err == nil && !r.Status.Worse(want) {
+			return r, nil
+		}
+		earliest := started.Add(w.minInterval)
+		if earliest.After(deadline) {
+			status := auditor.Unknown
+			if err == nil {
+				status = r.Status
+			}
+			// Say when it ends, not when it would have: the deadline may be
+			// seconds away, but no audit may start before it.
+			fmt.Fprintf(stderr, "%s: the wait gave up after %s of --wait %s: the next audit could not start before the deadline "+
+				"(at most one per --audit.min-interval %s); status %s, wanted %s\n",
+				appName, time.Since(begun).Round(100*time.Millisecond), w.wait, w.minInterval, status, want)
+			return r, err
+		}
+		next := started.Add(backoff)
+		if next.After(deadline) {
+			next = deadline
+		}
+		timer := time.NewTimer(time.Until(next))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return interrupted()
+		case <-timer.C:
+		}
 	}
-	switch c.format {
-	case "json":
-		err = writeCheckJSON(stdout, checkJSON(r, w))
-	case "nagios":
-		err = writeNagios(stdout, r, w)
-	default:
-		err = writeCheckText(stdout, r, w)
+}
+
+// auditUnlessInterrupted runs one audit but returns as soon as ctx ends:
+// connecting does not watch ctx, and an interrupted wait exits at once.
+func auditUnlessInterrupted(ctx context.Context, audit func(context.Context) (*auditor.Report, error)) (*auditor.Report, error) {
+	type outcome struct {
+		r   *auditor.Report
+		err error
 	}
-	if err != nil {
-		return auditor.Unknown, fmt.Errorf("write output: %w", err)
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := audit(ctx)
+		done <- outcome{r, err}
+	}()
+	select {
+	case o := <-done:
+		return o.r, o.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	return r.Status, nil
 }

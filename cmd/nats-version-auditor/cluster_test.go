@@ -16,6 +16,8 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+	"github.com/natsaudit/nats-version-auditor/internal/render"
+	"github.com/natsaudit/nats-version-auditor/internal/render/rendertest"
 )
 
 // TestConsumerResetAgainstMixedCluster reproduces both hazards of
@@ -139,7 +141,7 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 
 	conn := sys.SysArgs("west1")
 	rep := runCmd(t, append([]string{"report", "--format", "json"}, conn...)...)
-	var inv reportOutput
+	var inv render.Report
 	// report exits with the status, as check does, and lists what makes it.
 	if err := json.Unmarshal([]byte(rep.stdout), &inv); err != nil || rep.code != int(auditor.Critical) || inv.Status != auditor.Critical {
 		t.Fatalf("report exit %d (status %s), %v, want 2: %s", rep.code, inv.Status, err, rep.stderr)
@@ -224,7 +226,7 @@ func TestLeafnodeGapsBothWays(t *testing.T) {
 		natstest.Spec{Name: "sys-leaf", Version: natstest.New, LeafRemotes: []natstest.Remote{{Hub: "hub", Accounts: []string{"APP", "SYS"}}}},
 	)
 	// Wait until the hub lists all three leafnode connections.
-	var out checkOutput
+	var out render.Check
 	err := natstest.Eventually(20*time.Second, func() error {
 		_, out = checkJSONOf(t, sys, "hub")
 		if len(out.Servers) != 2 || len(withCode(out.Findings, auditor.LeafnodeUnaudited)) == 0 {
@@ -347,12 +349,12 @@ func TestConnectionFailuresNameTheProblem(t *testing.T) {
 				// that `| jq .status` has an answer.
 				switch format {
 				case "json":
-					var out checkOutput
+					var out render.Check
 					if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || out.Status != auditor.Unknown ||
 						!strings.Contains(out.Error, tt.want) || len(withCode(out.Findings, auditor.AuditIncomplete)) == 0 {
 						t.Errorf("json: stdout %q (%v), want a document with status UNKNOWN and an error saying %q", res.stdout, err, tt.want)
 					}
-					if nulls := unexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
+					if nulls := rendertest.UnexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
 						t.Errorf("json: null where a list belongs: %s", strings.Join(nulls, ", "))
 					}
 				case "nagios":
@@ -362,20 +364,20 @@ func TestConnectionFailuresNameTheProblem(t *testing.T) {
 				}
 			}
 			res := runCmd(t, append([]string{"report", "--format", "json"}, tt.args...)...)
-			var inv reportOutput
+			var inv render.Report
 			if err := json.Unmarshal([]byte(res.stdout), &inv); err != nil || res.code != exitUnknown || inv.Status != auditor.Unknown || !strings.Contains(inv.Error, tt.want) {
 				t.Errorf("report --format json: exit %d, stdout %q (%v)", res.code, res.stdout, err)
 			}
-			if nulls := unexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
+			if nulls := rendertest.UnexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
 				t.Errorf("report --format json: null where a list belongs: %s", strings.Join(nulls, ", "))
 			}
 			res = runCmd(t, append([]string{"plan", "--to", "2.14.0", "--format", "json"}, tt.args...)...)
-			var plan planOutput
+			var plan render.Plan
 			if err := json.Unmarshal([]byte(res.stdout), &plan); err != nil || res.code != exitUnknown || plan.Plan == nil ||
 				plan.Status != auditor.Unknown || !strings.Contains(plan.Error, tt.want) || plan.Steps == nil {
 				t.Errorf("plan --format json: exit %d, stdout %q (%v)", res.code, res.stdout, err)
 			}
-			if nulls := unexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
+			if nulls := rendertest.UnexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
 				t.Errorf("plan --format json: null where a list belongs: %s", strings.Join(nulls, ", "))
 			}
 		})
@@ -404,7 +406,7 @@ func TestGateNarrowedToNothing(t *testing.T) {
 			res := runCmd(t, append(append([]string{"check", "--format", format}, tt.args...), conn...)...)
 			said := res.stdout
 			if format == "json" {
-				var out checkOutput
+				var out render.Check
 				if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
 					t.Fatalf("not JSON: %v: %s", err, res.stdout)
 				}

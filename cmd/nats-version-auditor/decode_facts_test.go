@@ -193,7 +193,7 @@ func TestFactUndecodableAssets(t *testing.T) {
 	if res.code != int(auditor.Critical) || strings.Join(named, ",") != "n3 FC1/c ack_flow_control" {
 		t.Errorf("check --floor 2.10.0: exit %d, ASSET_CRASHES_SERVER %q, want exit 2 naming n3 and FC1/c%s", res.code, named, codes(out.Findings))
 	}
-	code, fc, body := d.consumerAt(t, "FC1", "c", "?max_age=0s")
+	code, fc, body := d.ConsumerAt(t, "FC1", "c", "?max_age=0s")
 	if code != http.StatusOK || len(fc.Crashes) != 1 || fc.Crashes[0] != (client.Crash{Server: "n3", Version: "2.12.15", Feature: "ack_flow_control", Answered: true}) {
 		t.Errorf("consumer API for FC1/c: %d %s", code, body)
 	}
@@ -344,7 +344,7 @@ func TestFactDurableSourcing(t *testing.T) {
 		if w := fmt.Sprintf("%s n3 ORIGIN/dur [APP > MIRROR]", want); res.code != int(auditor.Critical) || strings.Join(got, ",") != w {
 			t.Errorf("check --floor 2.12.0: exit %d, %q, want exit 2 and %q%s", res.code, got, w, codes(out.Findings))
 		}
-		code, c, body := d.consumerAt(t, "ORIGIN", "dur", "?max_age=0s")
+		code, c, body := d.ConsumerAt(t, "ORIGIN", "dur", "?max_age=0s")
 		if code != http.StatusOK || c.Reset != client.Verdict(verdict) || strings.Join(c.ResetBy, ",") != "mirror APP > MIRROR" {
 			t.Errorf("consumer API for ORIGIN/dur: %d %s", code, body)
 		}

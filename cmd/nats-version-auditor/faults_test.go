@@ -11,6 +11,7 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // Each fault below is injected into real servers. The audit must end within
@@ -42,13 +43,13 @@ func TestFaultServerKilledMidAudit(t *testing.T) {
 	sys.Kill("n3")
 	code := <-done
 	elapsed := time.Since(start)
-	var out checkOutput
+	var out render.Check
 	if err := json.Unmarshal([]byte(stdout.String()), &out); err != nil {
 		t.Fatalf("no JSON: %v\n%s", err, stderr.String())
 	}
 	r := struct {
 		res result
-		out checkOutput
+		out render.Check
 	}{result{code: code, elapsed: elapsed}, out}
 	if r.res.code != exitUnknown {
 		t.Fatalf("exit %d, want 3:%s", r.res.code, codes(r.out.Findings))
@@ -112,7 +113,7 @@ func TestFaultServerAnsweredThenDied(t *testing.T) {
 	waitLog("n3 answered", "server=n3 request=JSZ", "server=n3 request=LEAFZ")
 	sys.Kill("n3")
 	code := <-done
-	var out checkOutput
+	var out render.Check
 	if err := json.Unmarshal([]byte(stdout.String()), &out); err != nil {
 		t.Fatalf("no JSON: %v\n%s", err, stderr.String())
 	}
@@ -326,7 +327,7 @@ func TestServeSurvivesLosingNATS(t *testing.T) {
 	if during["nats_version_auditor_last_success_timestamp_seconds"] != lastSuccess {
 		t.Errorf("last success moved during the outage: %v -> %v", lastSuccess, during["nats_version_auditor_last_success_timestamp_seconds"])
 	}
-	if code, _ := d.get(t, "/healthz"); code != 200 {
+	if code, _ := d.Get(t, "/healthz"); code != 200 {
 		t.Errorf("/healthz %d during the outage", code)
 	}
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"path"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -10,6 +11,10 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
+
+// appName is the program's name: the first word of every line it prints
+// about itself, the name its NATS connections carry and the landing page's.
+const appName = "nats-version-auditor"
 
 // How flags are named:
 //
@@ -82,4 +87,91 @@ func addMinIntervalFlag(cmd *kingpin.CmdClause, def time.Duration, d *time.Durat
 	cmd.Flag("audit.min-interval", "At most one audit per this long. check --wait: the least wait between two audits, "+
 		"up to four times as long while nothing changes. serve: scrapes within this long of the last audit are served from it").
 		Default(def.String()).DurationVar(d)
+}
+
+// policyFlags are the flags that choose what an audit is held against.
+type policyFlags struct {
+	floor                        string
+	accounts, streams, consumers []string
+}
+
+func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) *kingpin.FlagClause {
+	f := cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(auditor.Display(auditor.DefaultFloor))
+	f.StringVar(&p.floor)
+	return f
+}
+
+// addAssetFilterFlags adds the globs that narrow the asset findings to a
+// gate's own assets.
+func addAssetFilterFlags(cmd *kingpin.CmdClause, p *policyFlags) {
+	cmd.Flag("account", "Only report asset findings of accounts whose name or (operator mode) public key matches this glob (repeatable)").StringsVar(&p.accounts)
+	cmd.Flag("stream", "Only report asset findings of streams matching this glob (repeatable)").StringsVar(&p.streams)
+	cmd.Flag("consumer", "Only report consumer findings of consumers matching this glob (repeatable)").StringsVar(&p.consumers)
+}
+
+// shownFloor is the floor a document of a failed audit shows: --floor in
+// display form, or as typed when it is not a floor.
+func (p *policyFlags) shownFloor() string {
+	if floor, err := auditor.ParseFloor(p.floor); err == nil {
+		return auditor.Display(floor)
+	}
+	return p.floor
+}
+
+func (p *policyFlags) policy() (auditor.Policy, error) {
+	floor, err := auditor.ParseFloor(p.floor)
+	if err != nil {
+		return auditor.Policy{}, fmt.Errorf("--floor: %w", err)
+	}
+	for _, f := range []struct {
+		flag     string
+		patterns []string
+	}{{"--account", p.accounts}, {"--stream", p.streams}, {"--consumer", p.consumers}} {
+		for _, pat := range f.patterns {
+			// path.Match reports a malformed pattern only when it gets that
+			// far; a pattern that can never match would narrow the gate to nothing.
+			if _, err := path.Match(pat, ""); err != nil {
+				return auditor.Policy{}, fmt.Errorf("%s %q: not a glob pattern: %w", f.flag, pat, err)
+			}
+		}
+	}
+	return auditor.Policy{Floor: floor, Accounts: p.accounts, Streams: p.streams, Consumers: p.consumers}, nil
+}
+
+// assumeFlags is --assume SERVER=VERSION, repeatable: check and report
+// evaluate the audit as if those servers ran those versions.
+type assumeFlags struct {
+	raw    []string
+	parsed []auditor.Assumption
+}
+
+func addAssumeFlag(cmd *kingpin.CmdClause, f *assumeFlags) {
+	cmd.Flag("assume", "Evaluate the audit as if SERVER (a server name, cluster/NAME or *) ran VERSION (repeatable; a later one wins): print the would-be report with the findings that would appear and go, and exit with its status").
+		PlaceHolder("SERVER=VERSION").StringsVar(&f.raw)
+}
+
+// parse reads every --assume before the audit runs: a typo fails at once.
+func (f *assumeFlags) parse() error {
+	f.parsed = nil
+	for _, s := range f.raw {
+		a, err := auditor.ParseAssumption(s)
+		if err != nil {
+			return fmt.Errorf("--assume: %w", err)
+		}
+		f.parsed = append(f.parsed, a)
+	}
+	return nil
+}
+
+// apply returns the report to print: r itself without --assume, else the
+// would-be report and the what-if it comes from.
+func (f *assumeFlags) apply(r *auditor.Report, pol auditor.Policy) (*auditor.Report, *auditor.WhatIf, error) {
+	if len(f.parsed) == 0 {
+		return r, nil, nil
+	}
+	w, err := auditor.Assume(r.Snapshot, pol, f.parsed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--assume: %w", err)
+	}
+	return w.After, w, nil
 }

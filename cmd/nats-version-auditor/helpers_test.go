@@ -16,7 +16,6 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +37,10 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
+	"github.com/natsaudit/nats-version-auditor/internal/exporter"
+	"github.com/natsaudit/nats-version-auditor/internal/exporter/exportertest"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // The test helpers of this package, in one place. Whatever starts, builds or
@@ -55,7 +57,7 @@ const (
 )
 
 // checkDuringFault runs check and asserts it failed closed, in time.
-func checkDuringFault(t *testing.T, sys *natstest.System, server string, extra ...string) checkOutput {
+func checkDuringFault(t *testing.T, sys *natstest.System, server string, extra ...string) render.Check {
 	t.Helper()
 	res, out := checkJSONOf(t, sys, server, append([]string{"--timeout", faultTimeout.String()}, extra...)...)
 	if res.code == exitOK {
@@ -106,53 +108,20 @@ func processStderr(t *testing.T, fn func()) string {
 }
 
 // checkJSONOf runs `check --format json` as the system user of the named server.
-func checkJSONOf(t *testing.T, sys *natstest.System, server string, extra ...string) (result, checkOutput) {
+func checkJSONOf(t *testing.T, sys *natstest.System, server string, extra ...string) (result, render.Check) {
 	t.Helper()
 	return runCheckJSON(t, append(sys.SysArgs(server), extra...)...)
 }
 
 // runCheckJSON runs `check --format json` with args.
-func runCheckJSON(t *testing.T, args ...string) (result, checkOutput) {
+func runCheckJSON(t *testing.T, args ...string) (result, render.Check) {
 	t.Helper()
 	res := runCmd(t, append([]string{"check", "--format", "json"}, args...)...)
-	var out checkOutput
+	var out render.Check
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
 		t.Fatalf("check printed no JSON (exit %d): %v\nstdout: %s\nstderr: %s", res.code, err, res.stdout, res.stderr)
 	}
 	return res, out
-}
-
-// nullable are the JSON fields documented as null when there is nothing to
-// say: every other null in a document is a list a consumer cannot range over.
-var nullable = map[string]bool{"floor_met_at_step": true, "min_api_level": true}
-
-// unexpectedNulls returns the paths of the nulls in the JSON doc that are
-// not of a nullable field.
-func unexpectedNulls(doc []byte) []string {
-	var v any
-	if err := json.Unmarshal(doc, &v); err != nil {
-		return []string{"not JSON: " + err.Error()}
-	}
-	var out []string
-	var walk func(path string, v any)
-	walk = func(path string, v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, e := range v {
-				if e == nil && !nullable[k] {
-					out = append(out, path+"."+k)
-				}
-				walk(path+"."+k, e)
-			}
-		case []any:
-			for i, e := range v {
-				walk(fmt.Sprintf("%s[%d]", path, i), e)
-			}
-		}
-	}
-	walk("", v)
-	sort.Strings(out)
-	return out
 }
 
 // withCode returns the findings of one code.
@@ -264,7 +233,7 @@ func (d *daemon) running(t *testing.T) {
 
 // daemon is a `serve` running inside the test process.
 type daemon struct {
-	base   string
+	*exportertest.API
 	cancel context.CancelFunc
 	done   chan int
 	stderr *lockedBuffer
@@ -275,7 +244,7 @@ func startServe(t *testing.T, args ...string) *daemon {
 	t.Helper()
 	addr := natstest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &daemon{base: "http://" + addr, cancel: cancel, done: make(chan int, 1), stderr: &lockedBuffer{}}
+	d := &daemon{API: &exportertest.API{Base: "http://" + addr}, cancel: cancel, done: make(chan int, 1), stderr: &lockedBuffer{}}
 	go func() {
 		d.done <- run(ctx, append([]string{"serve", "--web.listen-address", addr}, args...), io.Discard, d.stderr)
 	}()
@@ -287,7 +256,7 @@ func startServe(t *testing.T, args ...string) *daemon {
 			return fmt.Errorf("serve exited %d: %s", code, d.stderr.String())
 		default:
 		}
-		resp, err := http.Get(d.base + "/healthz")
+		resp, err := http.Get(d.Base + "/healthz")
 		if err != nil {
 			return err
 		}
@@ -313,20 +282,9 @@ func (d *daemon) stop(t *testing.T) int {
 	}
 }
 
-func (d *daemon) get(t *testing.T, path string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(d.base + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 func (d *daemon) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	code, body := d.get(t, "/metrics")
+	code, body := d.Get(t, "/metrics")
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: %d %s", code, body)
 	}
@@ -354,29 +312,6 @@ func series(mfs map[string]*dto.MetricFamily, name string) []string {
 
 func value(mfs map[string]*dto.MetricFamily, name string) float64 {
 	return natstest.Metrics(mfs).Value(name)
-}
-
-// consumerAt asks the daemon about APP's consumer and decodes the answer
-// into the client package's type.
-func (d *daemon) consumerAt(t *testing.T, stream, consumer, query string) (int, client.Consumer, string) {
-	t.Helper()
-	return d.consumerIn(t, "APP", stream, consumer, query)
-}
-
-// consumerIn is consumerAt for the consumer of any account, by id or name.
-func (d *daemon) consumerIn(t *testing.T, account, stream, consumer, query string) (int, client.Consumer, string) {
-	t.Helper()
-	code, body := d.get(t, "/api/v1/consumers/"+url.PathEscape(account)+"/"+stream+"/"+consumer+query)
-	var c client.Consumer
-	dec := json.NewDecoder(strings.NewReader(body))
-	if code == http.StatusOK {
-		// The client package must know every field the API sends.
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(&c); err != nil {
-		t.Fatalf("%s/%s: %d, not the client's JSON: %v\n%s", stream, consumer, code, err, body)
-	}
-	return code, c, body
 }
 
 func peersOf(c client.Consumer) string {
@@ -487,7 +422,7 @@ func streamOnServers(sysConn *nats.Conn, stream string) (map[string]server.Strea
 	return hosts, nil
 }
 
-func streamFindings(out checkOutput, code auditor.Code, stream string) []auditor.Finding {
+func streamFindings(out render.Check, code auditor.Code, stream string) []auditor.Finding {
 	var got []auditor.Finding
 	for _, f := range withCode(out.Findings, code) {
 		if f.Stream == stream {
@@ -807,10 +742,10 @@ func assetsOn(sysConn *nats.Conn, servers int) (map[string]map[string]bool, erro
 func roundS(d time.Duration) string { return d.Round(time.Second).String() }
 
 // report fetches /api/v1/report from an audit started after the request.
-func (d *daemon) report(t *testing.T) reportAPIOutput {
+func (d *daemon) report(t *testing.T) exporter.APIReport {
 	t.Helper()
-	code, body := d.get(t, "/api/v1/report?max_age=0s")
-	var rep reportAPIOutput
+	code, body := d.Get(t, "/api/v1/report?max_age=0s")
+	var rep exporter.APIReport
 	if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK {
 		t.Fatalf("/api/v1/report: %d %v\n%.300s", code, err, body)
 	}

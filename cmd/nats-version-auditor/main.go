@@ -7,9 +7,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
@@ -57,11 +63,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		app.Usage(nil)
 		return exitUnknown
 	}
+	started := time.Now()
 	cmd, exited, err := parse(app, args)
 	if exited {
 		return exitOK // --help or --version printed what was asked
 	}
 	if err != nil {
+		// A flag the parser refused still gets the one document of the
+		// format asked for, as any other failure does.
+		switch typedCommand(app, args) {
+		case check.cmd.FullCommand():
+			check.failed(stdout, err, started)
+		case report.cmd.FullCommand():
+			report.failed(stdout, err, started)
+		case plan.cmd.FullCommand():
+			plan.failed(stdout, err, started)
+		}
 		fmt.Fprintf(stderr, "%s: error: %v (try --help)\n", appName, err)
 		return exitUnknown
 	}
@@ -147,8 +164,77 @@ func nameFlag(app *kingpin.Application, args []string, err error) error {
 	return err
 }
 
+// typedCommand returns the command args select, with the flags that shape
+// its document (--format, --floor, --to) set as typed: kingpin stops setting
+// flags at the first it refuses, and sets none when an environment variable
+// is what it refused. "" is no command.
+func typedCommand(app *kingpin.Application, args []string) string {
+	pc, _ := app.ParseContext(args)
+	if pc == nil || pc.SelectedCommand == nil {
+		return ""
+	}
+	shapes := func(f *kingpin.FlagModel) bool { return f.Name == "format" || f.Name == "floor" || f.Name == "to" }
+	for _, f := range pc.SelectedCommand.Model().Flags {
+		if shapes(f) && len(f.Default) > 0 {
+			_ = f.Value.Set(f.Default[0])
+		}
+	}
+	for _, el := range pc.Elements {
+		if f, ok := el.Clause.(*kingpin.FlagClause); ok && el.Value != nil && shapes(f.Model()) {
+			_ = f.Model().Value.Set(*el.Value) // a value it refuses leaves the default
+		}
+	}
+	return pc.SelectedCommand.FullCommand()
+}
+
 // fail prints one line naming the problem and returns the UNKNOWN exit code.
 func fail(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "%s: error: %v\n", appName, err)
 	return exitUnknown
+}
+
+// oneAuditHeapFloor is how large the heap of a command that audits once
+// may grow before its first collection. An audit's garbage is mostly reply
+// bytes read once: the audit of a large system stays below it and needs no
+// collection at all (BENCHMARKS.md has the figures).
+const oneAuditHeapFloor = 64 << 20
+
+// oneAuditHeap sets the collector of a process that audits once and exits
+// (check without --wait, report, plan): nothing is collected until the
+// runtime's memory reaches oneAuditHeapFloor, and from then on at twice the
+// live heap, as GOGC=100 would. The default collects from 4 MiB on, several
+// times over an audit whose garbage the exit frees anyway. GOGC or
+// GOMEMLIMIT in the environment is the operator's choice, and then nothing
+// is changed. It is process-wide, and set once (run runs many times in the
+// tests' process).
+func oneAuditHeap() {
+	heapOnce.Do(func() {
+		if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+			return
+		}
+		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(oneAuditHeapFloor)
+		followLiveHeap(oneAuditHeapFloor)
+	})
+}
+
+var heapOnce sync.Once
+
+// followLiveHeap raises the memory limit after each collection to twice
+// the heap it found live (never below floor): a live heap above the floor
+// would otherwise be collected again and again.
+func followLiveHeap(floor int64) {
+	// A finalizer runs after the collection that found its object
+	// unreachable; one of more than 16 bytes, so that it is not in a tiny
+	// block that something else keeps alive.
+	sentinel := new([32]byte)
+	runtime.SetFinalizer(sentinel, func(*[32]byte) {
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			live := sample[0].Value.Uint64()
+			debug.SetMemoryLimit(max(floor, int64(min(live, math.MaxInt64/2))*2))
+		}
+		followLiveHeap(floor)
+	})
 }

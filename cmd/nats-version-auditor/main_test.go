@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/render/rendertest"
 )
 
 // floorMessage is the one message of a floor that is not one (auditor.ParseFloor).
@@ -59,6 +61,51 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestRefusedFlagsGiveADocument: a flag the parser refuses, or a floor that
+// is not one, still gives the one document of the format asked for, with
+// the floor as typed, beside the one line on stderr.
+func TestRefusedFlagsGiveADocument(t *testing.T) {
+	for _, tt := range []struct {
+		args        []string
+		floor, want string
+	}{
+		{[]string{"check", "--format", "json", "--timeout", "abc"}, "2.14.0", `--timeout abc: time: invalid duration "abc"`},
+		{[]string{"check", "--timeout", "abc", "--format", "json"}, "2.14.0", `--timeout abc: time: invalid duration "abc"`},
+		{[]string{"check", "--format", "json", "--floor", "banana"}, "banana", `--floor: "banana" ` + floorMessage},
+		{[]string{"check", "--format", "json", "--floor", "banana", "--timeout", "abc"}, "banana", `--timeout abc`},
+		{[]string{"check", "--format", "json", "--floor", "2.12", "--flor", "2.14"}, "2.12.0", `unknown long flag '--flor'`},
+		{[]string{"report", "--format", "json", "--audit.max-reply-bytes", "lots"}, "2.14.0", `--audit.max-reply-bytes lots`},
+		{[]string{"plan", "--format", "json", "--to", "2.14.0", "--timeout", "abc"}, "2.14.0", `--timeout abc`},
+		{[]string{"plan", "--format", "json"}, "2.14.0", `required flag(s) '--to' not provided`},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			res := runCmd(t, tt.args...)
+			if res.code != exitUnknown || strings.Count(res.stderr, "\n") != 1 || !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 3 and one line saying %q", res.code, res.stderr, tt.want)
+			}
+			var doc struct {
+				Status auditor.Severity `json:"status"`
+				Floor  string           `json:"floor"`
+				Error  string           `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil || doc.Status != auditor.Unknown || doc.Floor != tt.floor || !strings.Contains(doc.Error, tt.want) {
+				t.Errorf("stdout is not the failure document with floor %q (%v):\n%s", tt.floor, err, res.stdout)
+			}
+			if nulls := rendertest.UnexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
+				t.Errorf("null where a list belongs: %s", strings.Join(nulls, ", "))
+			}
+		})
+	}
+	res := runCmd(t, "check", "--format", "nagios", "--timeout", "abc")
+	if want := "NATS VERSIONS UNKNOWN - --timeout abc: time: invalid duration \"abc\"\n"; res.code != exitUnknown || res.stdout != want {
+		t.Errorf("nagios: exit %d, stdout %q, want %q", res.code, res.stdout, want)
+	}
+	t.Setenv("NATS_TIMEOUT", "abc")
+	if res := runCmd(t, "check", "--format", "json"); res.code != exitUnknown || !strings.Contains(res.stdout, `"error":"NATS_TIMEOUT=abc (--timeout)`) {
+		t.Errorf("a refused environment variable: exit %d, stdout %q", res.code, res.stdout)
+	}
+}
+
 func TestHelpAndVersionExitZero(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"check", "--help"}, {"--version"}} {
 		if res := runCmd(t, args...); res.code != exitOK || res.stdout == "" {
@@ -105,17 +152,5 @@ func TestContextUnderPasswdHome(t *testing.T) {
 		" (under the passwd home directory, as natscli looks, not $HOME " + home + "; set XDG_CONFIG_HOME to look elsewhere)"
 	if res.code != exitUnknown || !strings.Contains(res.stderr, want) {
 		t.Errorf("exit %d, %q, want it to say %q", res.code, res.stderr, want)
-	}
-}
-
-func TestSummaryCountsInWords(t *testing.T) {
-	r := &auditor.Report{Status: auditor.Unknown, Floor: "2.14.0", ServersExpected: 1, Snapshot: &auditor.Snapshot{},
-		Findings: []auditor.Finding{{Code: auditor.AuditIncomplete, Severity: auditor.Unknown, Message: "m"}}}
-	if got, want := summary(r), "0 of 1 expected servers answered, floor 2.14.0; 1 finding (0 critical, 1 unknown, 0 warning)"; got != want {
-		t.Errorf("summary %q, want %q", got, want)
-	}
-	var b strings.Builder
-	if err := writeNagios(&b, r, nil); err != nil || !strings.HasPrefix(b.String(), "NATS VERSIONS UNKNOWN - 1 finding: m | ") {
-		t.Errorf("nagios %q, %v", b.String(), err)
 	}
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 type reportCommand struct {
@@ -47,20 +47,17 @@ func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (
 		r, w, err = c.assume.apply(r, pol)
 	}
 	if err != nil {
-		if c.format == "json" {
-			// The error is what run reports.
-			_ = writeJSON(stdout, failedReportJSON(err, failedReport(err, pol, started, time.Since(started))))
-		}
+		c.failed(stdout, err, started)
 		return auditor.Unknown, err
 	}
-	out := reportOf(r, w)
-	if c.format == "json" {
-		err = writeReportJSON(stdout, out)
-	} else {
-		err = writeReportText(stdout, out, r, w)
-	}
-	if err != nil {
-		return auditor.Unknown, fmt.Errorf("write output: %w", err)
+	if err := render.WriteReport(stdout, c.format, r, w); err != nil {
+		return auditor.Unknown, err
 	}
 	return r.Status, nil
+}
+
+// failed prints report's document of an audit that could not run, begun at
+// started; the error is what run reports.
+func (c *reportCommand) failed(stdout io.Writer, err error, started time.Time) {
+	_ = render.WriteReportFailed(stdout, c.format, err, auditor.Failed(err, c.pol.shownFloor(), started, time.Since(started)))
 }

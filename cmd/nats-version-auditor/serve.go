@@ -10,15 +10,13 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/exporter"
 	"github.com/natsaudit/nats-version-auditor/metrics"
 )
 
@@ -73,7 +71,7 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 // is an error, anything NATS does is not.
 func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, error) {
 	logger := a.logger
-	pols, err := newPolicySource(&c.pol, c.floorSet, c.policyFile, logger)
+	policy, err := c.policy(logger)
 	if err != nil {
 		return auditor.Unknown, err
 	}
@@ -95,29 +93,31 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, e
 	}
 	// Neither a missing credentials file nor an unreachable server stops
 	// serve: in a NATS pod that would hold NATS back. Each audit tries again.
-	lc := newLazyConn(a.conn, logger)
+	lc := exporter.NewLazyConn(func() (*nats.Conn, error) { return a.conn.connect(true, logger) }, logger)
 	defer lc.Close()
 
 	// The one pipeline, with serve's memory of servers gone quiet and its scope.
-	p := a.pipeline(pols.Current, lc.forAudit)
-	p.memory, p.connectedOnly = &auditor.Memory{}, c.scope == scopeServer
-	sched := auditor.NewScheduler(ctx, p.report, c.minInterval, logger)
+	p := a.pipeline(policy, lc.ForAudit)
+	p.memory, p.connectedOnly = &exporter.Memory{}, c.scope == scopeServer
+	sched := exporter.NewScheduler(ctx, p.report, c.minInterval, logger)
 	var eventMetrics []prometheus.Collector
 	if c.events {
 		// The audits running hear the servers' heartbeats and SHUTDOWNs: a
 		// server that came back (or went) while an audit waited for it
 		// ends that wait.
 		p.options.Events = &auditor.Events{}
-		// Each connection lazyConn makes gets its watcher before its first
-		// audit runs on it.
-		ev := newServeEvents(sched, c.eventMinInterval, p.options.Events, logger)
-		lc.onConnect = ev.attach
-		defer ev.stop()
-		eventMetrics = append(eventMetrics, ev.collector())
+		// Each connection the LazyConn makes gets its watcher before its
+		// first audit runs on it.
+		ev := exporter.NewEventWatch(sched, c.eventMinInterval, p.options.Events, logger)
+		lc.OnConnect = ev.Attach
+		defer ev.Stop()
+		eventMetrics = append(eventMetrics, ev.Collector())
 	}
 	go sched.Get(ctx) // a first audit, so that /readyz turns ready before any scrape
 
-	srv := &http.Server{Handler: c.handler(sched, logger, eventMetrics...), ReadHeaderTimeout: 10 * time.Second}
+	handler := exporter.NewHandler(sched, exporter.HandlerConfig{Name: appName, TelemetryPath: c.telemetryPath,
+		MaxAssetSeries: c.maxAssetSeries, System: c.system}, logger, eventMetrics...)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, c.web, logger) }()
 
@@ -138,70 +138,20 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, e
 	return auditor.OK, nil
 }
 
-// handler serves the metrics (the report's, the process's and more), the
-// health endpoints, the JSON API and the landing page.
-func (c *serveCommand) handler(sched *auditor.Scheduler, logger *slog.Logger, more ...prometheus.Collector) http.Handler {
-	reg := prometheus.NewRegistry()
-	sysReg := metrics.WithSystem(reg, c.system)
-	sysReg.MustRegister(
-		metrics.NewCollector(sched.Latest, c.maxAssetSeries),
-		versioncollector.NewCollector("nats_version_auditor"),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	sysReg.MustRegister(more...)
-	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
-
-	mux := http.NewServeMux()
-	mux.Handle(c.telemetryPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The scrape waits for a fresh audit (or the one already running)
-		// unless the last one is younger than --audit.min-interval.
-		sched.Get(r.Context())
-		metricsHandler.ServeHTTP(w, r)
-	}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	// Readiness is "this process can answer": once the first audit has
-	// finished, whatever it found, /metrics and the API answer from it. A
-	// rolling upgrade of NATS leaves audits incomplete exactly when
-	// applications ask whether a RESET is safe, so completeness stays in the
-	// answers (complete: false, reset: unknown), the metrics and the alerts,
-	// never in the Service's endpoints.
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if sched.Latest().Report == nil {
-			http.Error(w, "no audit has finished yet", http.StatusServiceUnavailable)
-			return
+// policy is the policy serve audits against: the --floor flag's, or, with
+// --policy.file, the file's as it reads before each audit. --floor and
+// --policy.file are exclusive: a floor set in two places is a floor someone
+// forgets to change in one of them.
+func (c *serveCommand) policy(logger *slog.Logger) (func() (auditor.Policy, error), error) {
+	if c.policyFile == "" {
+		pol, err := c.pol.policy()
+		if err != nil {
+			return nil, err
 		}
-		fmt.Fprintln(w, "ok")
-	})
-	// For scripts and people, not for probes: whether the last audit saw
-	// every expected server and read every reply.
-	mux.HandleFunc("/completez", func(w http.ResponseWriter, _ *http.Request) {
-		res := sched.Latest()
-		if res.Report == nil || !complete(res.Report) {
-			http.Error(w, "the last audit did not complete", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	registerAPI(mux, sched, logger)
-	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        appName,
-		Description: "Audits the versions of every NATS server, and the leaders and peers of every JetStream asset, against a version floor.",
-		Version:     version.Info(),
-		Links: []web.LandingLinks{
-			{Address: c.telemetryPath, Text: "Metrics"},
-			{Address: "/healthz", Text: "Liveness"},
-			{Address: "/readyz", Text: "Readiness (an audit has finished)"},
-			{Address: "/completez", Text: "Last audit complete (not for probes)"},
-			{Address: "/api/v1/report", Text: "The last report (JSON API)"},
-		},
-	})
-	if err != nil {
-		logger.Error("landing page", "err", err)
-	} else if c.telemetryPath != "/" {
-		mux.Handle("/", landing)
+		return func() (auditor.Policy, error) { return pol, nil }, nil
 	}
-	return mux
+	if c.floorSet {
+		return nil, fmt.Errorf("--floor and --policy.file both set: give the floor in one place (the file, to change it without a restart)")
+	}
+	return exporter.NewPolicyFile(c.policyFile, logger).Current, nil
 }

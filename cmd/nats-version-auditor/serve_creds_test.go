@@ -91,7 +91,7 @@ func testServeWaitsForCredentials(t *testing.T, mode natstest.Mode) {
 			missing := filepath.Join(t.TempDir(), "mounted-later", tc.name)
 			d := startServe(t, append(tc.args(missing), "--audit.min-interval", "0s", "--timeout", "2s")...)
 
-			if code, _ := d.get(t, "/healthz"); code != http.StatusOK {
+			if code, _ := d.Get(t, "/healthz"); code != http.StatusOK {
 				t.Errorf("/healthz %d without the %s file, want 200", code, tc.name)
 			}
 			mfs := d.scrape(t)
@@ -144,7 +144,7 @@ func testServeWaitsForCredentials(t *testing.T, mode natstest.Mode) {
 func TestServeStartsWithoutNATS(t *testing.T) {
 	url := "nats://" + natstest.FreeAddr(t)
 	d := startServe(t, "-s", url, "--audit.min-interval", "0s", "--timeout", "1s")
-	if code, _ := d.get(t, "/healthz"); code != http.StatusOK {
+	if code, _ := d.Get(t, "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz %d, want 200", code)
 	}
 	mfs := d.scrape(t)

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/exporter"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+	"github.com/natsaudit/nats-version-auditor/internal/render/rendertest"
 )
 
 // TestServeScopes runs the daemon against a real mixed cluster: once for the
@@ -99,11 +101,11 @@ func TestServeEndpointsAndShutdown(t *testing.T) {
 	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
 	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "1h")...)
 
-	if code, body := d.get(t, "/"); code != http.StatusOK || !strings.Contains(body, `href="/metrics"`) {
+	if code, body := d.Get(t, "/"); code != http.StatusOK || !strings.Contains(body, `href="/metrics"`) {
 		t.Errorf("landing page: %d %q", code, body)
 	}
 	err := natstest.Eventually(10*time.Second, func() error {
-		if code, body := d.get(t, "/readyz"); code != http.StatusOK {
+		if code, body := d.Get(t, "/readyz"); code != http.StatusOK {
 			return fmt.Errorf("/readyz %d %s", code, body)
 		}
 		return nil
@@ -137,7 +139,7 @@ func TestServeStaysReadyDuringOutage(t *testing.T) {
 	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "0s", "--timeout", "2s")...)
 	if err := natstest.Eventually(10*time.Second, func() error {
 		for _, p := range []string{"/readyz", "/completez"} {
-			if code, body := d.get(t, p); code != http.StatusOK {
+			if code, body := d.Get(t, p); code != http.StatusOK {
 				return fmt.Errorf("%s %d %s", p, code, body)
 			}
 		}
@@ -149,13 +151,13 @@ func TestServeStaysReadyDuringOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var cons consumerOutput
+	var cons exporter.APIConsumer
 	if err := natstest.Eventually(20*time.Second, func() error {
-		code, body := d.get(t, "/api/v1/consumers/APP/LOCAL/on-n1?max_age=0s")
+		code, body := d.Get(t, "/api/v1/consumers/APP/LOCAL/on-n1?max_age=0s")
 		if code != http.StatusOK {
 			return fmt.Errorf("consumer API %d %s", code, body)
 		}
-		cons = consumerOutput{}
+		cons = exporter.APIConsumer{}
 		if err := json.Unmarshal([]byte(body), &cons); err != nil {
 			return err
 		}
@@ -169,14 +171,14 @@ func TestServeStaysReadyDuringOutage(t *testing.T) {
 	if cons.Reset != auditor.ResetSafe || cons.Leader != "n1" {
 		t.Errorf("consumer on n1 alone with n3 stopped: reset %q, leader %q, want safe on n1 (%s)", cons.Reset, cons.Leader, cons.Reason)
 	}
-	if code, body := d.get(t, "/readyz"); code != http.StatusOK {
+	if code, body := d.Get(t, "/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz %d %q during the outage, want 200: the Service would drop the API", code, body)
 	}
-	if code, _ := d.get(t, "/completez"); code != http.StatusServiceUnavailable {
+	if code, _ := d.Get(t, "/completez"); code != http.StatusServiceUnavailable {
 		t.Errorf("/completez %d after an incomplete audit, want 503", code)
 	}
-	code, body := d.get(t, "/api/v1/report")
-	var rep reportAPIOutput
+	code, body := d.Get(t, "/api/v1/report")
+	var rep exporter.APIReport
 	if err := json.Unmarshal([]byte(body), &rep); code != http.StatusOK || err != nil {
 		t.Fatalf("report API %d %v: %s", code, err, body)
 	}
@@ -189,7 +191,7 @@ func TestServeStaysReadyDuringOutage(t *testing.T) {
 	if v := value(mfs, "nats_version_auditor_up"); v != 0 {
 		t.Errorf("up = %v with n3 stopped, want 0", v)
 	}
-	if code, _ := d.get(t, "/healthz"); code != http.StatusOK {
+	if code, _ := d.Get(t, "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz %d, want 200 whatever the audit says", code)
 	}
 }
@@ -200,28 +202,28 @@ func TestServeStaysReadyDuringOutage(t *testing.T) {
 func TestServeReadyzWaitsForAnAudit(t *testing.T) {
 	d := startServe(t, "-s", "nats://"+natstest.FreeAddr(t), "--audit.min-interval", "1h")
 	if err := natstest.Eventually(10*time.Second, func() error {
-		if code, body := d.get(t, "/readyz"); code != http.StatusOK {
+		if code, body := d.Get(t, "/readyz"); code != http.StatusOK {
 			return fmt.Errorf("/readyz %d %s", code, body)
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := d.get(t, "/completez"); code != http.StatusServiceUnavailable {
+	if code, _ := d.Get(t, "/completez"); code != http.StatusServiceUnavailable {
 		t.Errorf("/completez %d with NATS unreachable, want 503", code)
 	}
-	if code, body := d.get(t, "/api/v1/consumers/APP/S/C"); code != http.StatusServiceUnavailable || !strings.Contains(body, "reached no server") {
+	if code, body := d.Get(t, "/api/v1/consumers/APP/S/C"); code != http.StatusServiceUnavailable || !strings.Contains(body, "reached no server") {
 		t.Errorf("consumer API with NATS unreachable: %d %s", code, body)
 	}
 	// The report of an audit that reached no server is check's document:
 	// UNKNOWN, and lists where lists belong.
-	code, body := d.get(t, "/api/v1/report")
-	var rep reportAPIOutput
+	code, body := d.Get(t, "/api/v1/report")
+	var rep exporter.APIReport
 	if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK || rep.Status != auditor.Unknown ||
 		len(withCode(rep.Findings, auditor.AuditIncomplete)) != 1 {
 		t.Errorf("report API with NATS unreachable: %d %s (%v)", code, body, err)
 	}
-	if nulls := unexpectedNulls([]byte(body)); len(nulls) > 0 {
+	if nulls := rendertest.UnexpectedNulls([]byte(body)); len(nulls) > 0 {
 		t.Errorf("report API with NATS unreachable: null where a list belongs: %s", strings.Join(nulls, ", "))
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/nats-io/jwt/v2"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/exporter/exportertest"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // leastPrivilege is what docs/permissions.md and deploy/ document as the
@@ -54,11 +56,11 @@ func TestLeastPrivilege(t *testing.T) {
 			sys := startWithSysUsers(t, mode, natstest.New, users)
 			addStreamAndConsumer(t, sys.Connect("n1", natstest.AppUser, natstest.AppPassword), "ORDERS", "worker", 3)
 
-			as := func(u natstest.User) (result, checkOutput) {
+			as := func(u natstest.User) (result, render.Check) {
 				return runCheckJSON(t, append(sys.ArgsAs("n1", u.Name), "--timeout", "2s")...)
 			}
 			var res result
-			var out checkOutput
+			var out render.Check
 			err := natstest.Eventually(20*time.Second, func() error {
 				res, out = as(leastPrivilege)
 				if res.code != exitOK {
@@ -83,7 +85,7 @@ func TestLeastPrivilege(t *testing.T) {
 			for i, u := range users[1:] {
 				t.Run(u.Name, func(t *testing.T) {
 					var res result
-					var out checkOutput
+					var out render.Check
 					raw := processStderr(t, func() { res, out = as(u) })
 					if res.code != exitUnknown {
 						t.Fatalf("publish %v subscribe %v: exit %d, want 3:%s", u.Publish, u.Subscribe, res.code, codes(out.Findings))
@@ -214,9 +216,9 @@ func testSecretsNeverLeave(t *testing.T, mode natstest.Mode) {
 			leaked(fmt.Sprintf("check %s %s stderr", auth[0], format), res.stderr)
 		}
 		d := startServe(t, append([]string{"--log.level", "debug", "-s", sys.URL("solo"), "--timeout", "1s", "--audit.min-interval", "0s"}, auth...)...)
-		_, body := d.get(t, "/metrics")
+		_, body := d.Get(t, "/metrics")
 		leaked(fmt.Sprintf("serve %s /metrics", auth[0]), body)
-		_, body = d.get(t, "/")
+		_, body = d.Get(t, "/")
 		leaked(fmt.Sprintf("serve %s landing page", auth[0]), body)
 		d.stop(t)
 		leaked(fmt.Sprintf("serve %s logs", auth[0]), d.stderr.String())
@@ -231,7 +233,7 @@ func TestMetricsBehindTLSAndBasicAuth(t *testing.T) {
 	webConfig, pool := tlsWebConfig(t, "prometheus", "scrape-pass")
 
 	addr := natstest.FreeAddr(t)
-	d := &daemon{base: "https://" + addr, done: make(chan int, 1), stderr: &lockedBuffer{}}
+	d := &daemon{API: &exportertest.API{Base: "https://" + addr}, done: make(chan int, 1), stderr: &lockedBuffer{}}
 	ctx, cancel := contextWithCancel()
 	d.cancel = cancel
 	go func() {
@@ -241,7 +243,7 @@ func TestMetricsBehindTLSAndBasicAuth(t *testing.T) {
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
 	get := func(user, pass string) (int, string, error) {
-		req, _ := http.NewRequest("GET", d.base+"/metrics", nil)
+		req, _ := http.NewRequest("GET", d.Base+"/metrics", nil)
 		if user != "" {
 			req.SetBasicAuth(user, pass)
 		}

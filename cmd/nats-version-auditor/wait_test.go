@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // progressRE matches one progress line of check --wait.
@@ -75,7 +78,7 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 	})
 
 	t.Run("interrupted", func(t *testing.T) {
-		b := startCheck(t, append([]string{"--wait", "1m", "--audit.min-interval", "100ms"}, sys.SysArgs("n1")...)...)
+		b := startCheck(t, append([]string{"--wait", "1m", "--audit.min-interval", "100ms", "--format", "json"}, sys.SysArgs("n1")...)...)
 		b.waitFor(t, 20*time.Second, criticalPicture)
 		interrupted := time.Now()
 		b.cancel() // what SIGINT and SIGTERM do to run's context
@@ -85,8 +88,13 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 		if d := time.Since(interrupted); d > 2*time.Second {
 			t.Errorf("took %s to exit after the interrupt", d)
 		}
-		if !strings.Contains(b.stderr.String(), "wait interrupted") || b.stdout.String() != "" {
-			t.Errorf("stdout %q, stderr %q", b.stdout, b.stderr)
+		if !strings.Contains(b.stderr.String(), "wait interrupted") {
+			t.Errorf("stderr %q does not say the wait was interrupted", b.stderr)
+		}
+		// The document of the last audit the wait saw: its status.
+		var out render.Check
+		if err := json.Unmarshal([]byte(b.stdout.String()), &out); err != nil || out.Status != auditor.Critical || out.Error != "" {
+			t.Errorf("stdout is not the last audit's document (%v): %s", err, b.stdout)
 		}
 	})
 
@@ -118,6 +126,22 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 		}
 		t.Logf("progress:\n%s", strings.Join(lines, "\n"))
 	})
+}
+
+// TestWaitInterruptedBeforeAnAudit: a wait interrupted while no audit could
+// run prints the document of the last failure, in the format asked for.
+func TestWaitInterruptedBeforeAnAudit(t *testing.T) {
+	b := startCheck(t, "--wait", "1m", "--audit.min-interval", "100ms", "--timeout", "500ms", "--format", "json", "--floor", "2.12", "-s", "nats://127.0.0.1:1")
+	b.waitFor(t, 20*time.Second, `UNKNOWN cannot reach NATS`)
+	b.cancel()
+	if code := b.exit(t, 5*time.Second); code != exitUnknown {
+		t.Errorf("exit %d after an interrupt, want 3", code)
+	}
+	var out render.Check
+	if err := json.Unmarshal([]byte(b.stdout.String()), &out); err != nil || out.Status != auditor.Unknown || out.Floor != "2.12.0" ||
+		!strings.Contains(out.Error, "cannot reach NATS at nats://127.0.0.1:1") || len(out.Findings) != 1 {
+		t.Errorf("stdout is not the document of the last failure (%v): %s", err, b.stdout)
+	}
 }
 
 func TestWaitUnreachableAndUsage(t *testing.T) {

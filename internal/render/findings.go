@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -9,11 +9,10 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
-// A check of 30,000 consumers on a mixed cluster has some 11,000 findings,
-// and encoding/json spent about 8 ms on them (BenchmarkCheckJSON),
-// reflecting over every field of every one: more than the rest of the
-// output together. The findings are
-// written here by hand, byte for byte as encoding/json writes them
+// A check of a large system has thousands of findings, and encoding/json
+// reflects over every field of every one: more than the rest of the output
+// together (BenchmarkCheckJSON; BENCHMARKS.md). The findings are written
+// here by hand, byte for byte as encoding/json writes them
 // (TestFindingsJSONMatchesEncodingJSON holds the two together, every field
 // set); everything around them is still encoding/json's.
 
@@ -21,19 +20,7 @@ import (
 // string value can hold it: a quote inside a JSON string is escaped.
 var findingsKey = []byte(`"findings":[]`)
 
-// writeCheckJSON writes check's document as writeJSON would, its findings
-// by hand.
-func writeCheckJSON(w io.Writer, out checkOutput) error {
-	return writeFindingsByHand(w, &out, &out.Findings)
-}
-
-// writeReportJSON writes report's document as writeJSON would, its findings
-// by hand.
-func writeReportJSON(w io.Writer, out reportOutput) error {
-	return writeFindingsByHand(w, &out, &out.Findings)
-}
-
-// writeFindingsByHand writes doc as one line of JSON: encoding/json's, with
+// writeFindingsByHand writes doc as WriteJSON would: encoding/json's, with
 // the findings that field (doc's top-level Findings) holds written by hand
 // in their place.
 func writeFindingsByHand(w io.Writer, doc any, field *[]auditor.Finding) error {
@@ -46,11 +33,11 @@ func writeFindingsByHand(w io.Writer, doc any, field *[]auditor.Finding) error {
 	}
 	at := bytes.Index(head, findingsKey)
 	if at < 0 {
-		return writeJSON(w, doc) // not where it was looked for: all by encoding/json
+		return WriteJSON(w, doc) // not where it was looked for: all by encoding/json
 	}
 	at += len(findingsKey) - 1 // before the closing bracket
-	// Written as it is made, 64 KiB at a time: the findings of 100,000
-	// consumers run to megabytes that need not all be held at once.
+	// Written as it is made, a chunk at a time: the findings of a large
+	// system run to megabytes that need not all be held at once.
 	const chunk = 64 << 10
 	buf := make([]byte, 0, 2*chunk)
 	buf = append(buf, head[:at]...)

@@ -1,4 +1,4 @@
-package main
+package exporter
 
 import (
 	"context"
@@ -9,32 +9,35 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// lazyConn is serve's connection to NATS. It is made by the first audit that
+// LazyConn is serve's connection to NATS. It is made by the first audit that
 // needs it, not at start, and kept once made: nats.go reconnects it by
 // itself. Until it is made, every Conn call tries again, reading the
 // credentials, nkey and TLS files afresh, so that a sidecar started before
 // its Secret was mounted picks the files up when they appear, without a
 // restart. A connection nats.go gave up on (closed) is replaced the same way.
-type lazyConn struct {
-	flags  *connFlags
-	logger *slog.Logger
-	// onConnect, when set, runs on each new connection before any caller
+type LazyConn struct {
+	connect func() (*nats.Conn, error)
+	logger  *slog.Logger
+	// OnConnect, when set, runs on each new connection before any caller
 	// gets it.
-	onConnect func(*nats.Conn)
+	OnConnect func(*nats.Conn)
 
 	mu      sync.Mutex
 	nc      *nats.Conn
 	lastErr string // the last connection error logged: each is logged once, not at every audit
 }
 
-func newLazyConn(flags *connFlags, logger *slog.Logger) *lazyConn {
-	return &lazyConn{flags: flags, logger: logger}
+// NewLazyConn returns a LazyConn that connects with connect: each call
+// makes a connection that reconnects by itself, reading the credentials
+// files afresh.
+func NewLazyConn(connect func() (*nats.Conn, error), logger *slog.Logger) *LazyConn {
+	return &LazyConn{connect: connect, logger: logger}
 }
 
 // Conn returns the connection, connecting first if there is none yet or
 // nats.go closed it. It is safe for concurrent use; callers share one
 // connection and must not close it.
-func (l *lazyConn) Conn(ctx context.Context) (*nats.Conn, error) {
+func (l *LazyConn) Conn(ctx context.Context) (*nats.Conn, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.nc != nil && !l.nc.IsClosed() {
@@ -43,7 +46,7 @@ func (l *lazyConn) Conn(ctx context.Context) (*nats.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	nc, err := l.flags.connect(true, l.logger)
+	nc, err := l.connect()
 	if err != nil {
 		if msg := err.Error(); msg != l.lastErr {
 			l.lastErr = msg
@@ -53,15 +56,15 @@ func (l *lazyConn) Conn(ctx context.Context) (*nats.Conn, error) {
 	}
 	l.nc, l.lastErr = nc, ""
 	l.logger.Info("connected to NATS", "server", nc.ConnectedServerName(), "version", nc.ConnectedServerVersion())
-	if l.onConnect != nil {
-		l.onConnect(nc)
+	if l.OnConnect != nil {
+		l.OnConnect(nc)
 	}
 	return nc, nil
 }
 
-// forAudit is Conn for an audit (the pipeline's conn): the connection is
-// kept after it, and an audit while nats.go reconnects fails at once.
-func (l *lazyConn) forAudit(ctx context.Context) (*nats.Conn, func(), error) {
+// ForAudit is Conn for an audit: the connection is kept after it (done
+// does nothing), and an audit while nats.go reconnects fails at once.
+func (l *LazyConn) ForAudit(ctx context.Context) (*nats.Conn, func(), error) {
 	nc, err := l.Conn(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -77,7 +80,7 @@ func (l *lazyConn) forAudit(ctx context.Context) (*nats.Conn, func(), error) {
 }
 
 // Close closes the connection, if one was made.
-func (l *lazyConn) Close() {
+func (l *LazyConn) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.nc != nil {

@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"strings"
@@ -11,51 +11,52 @@ import (
 // and for each feature of the feature table whether every server there
 // supports it.
 
-// featureOutput is one feature, cluster by cluster and domain by domain.
-type featureOutput struct {
-	Feature  string          `json:"feature"`
-	Title    string          `json:"title"`
-	APILevel int             `json:"api_level"`
-	Since    string          `json:"since"`
-	Clusters []supportOutput `json:"clusters"`
-	Domains  []supportOutput `json:"domains"`
+// Feature is one feature, cluster by cluster and domain by domain.
+type Feature struct {
+	Feature  string    `json:"feature"`
+	Title    string    `json:"title"`
+	APILevel int       `json:"api_level"`
+	Since    string    `json:"since"`
+	Clusters []Support `json:"clusters"`
+	Domains  []Support `json:"domains"`
 }
 
-// supportOutput says whether every server of a cluster or domain supports
+// Support says whether every server of a cluster or domain supports
 // a feature, and which hold it back.
-type supportOutput struct {
+type Support struct {
 	Name       string   `json:"name"`
 	Supported  bool     `json:"supported"`
 	HeldBackBy []string `json:"held_back_by"`
 	Unknown    []string `json:"unknown,omitempty"`
 }
 
-// apiLevelsOutput is the api_levels block of check's and report's JSON.
-type apiLevelsOutput struct {
+// APILevels is the api_levels block of check's and report's JSON: the
+// lowest JetStream API level of each cluster and domain.
+type APILevels struct {
 	Clusters []auditor.LevelGroup `json:"clusters"`
 	Domains  []auditor.LevelGroup `json:"domains"`
 }
 
 // capabilityOf is the api_levels and features blocks of r.
-func capabilityOf(r *auditor.Report) (apiLevelsOutput, []featureOutput) {
+func capabilityOf(r *auditor.Report) (APILevels, []Feature) {
 	features := auditor.FeatureLevels()
 	c := auditor.CapabilitiesOf(r, features)
-	levels := apiLevelsOutput{Clusters: c.Clusters, Domains: c.Domains}
-	out := []featureOutput{}
+	levels := APILevels{Clusters: c.Clusters, Domains: c.Domains}
+	out := []Feature{}
 	for _, f := range features {
-		out = append(out, featureOutput{Feature: f.Name, Title: f.Title, APILevel: f.Level, Since: auditor.Display(f.Since),
+		out = append(out, Feature{Feature: f.Name, Title: f.Title, APILevel: f.Level, Since: auditor.Display(f.Since),
 			Clusters: supportOf(c.Clusters, f.Name), Domains: supportOf(c.Domains, f.Name)})
 	}
 	return levels, out
 }
 
 // supportOf is the feature named name in every group.
-func supportOf(gs []auditor.LevelGroup, name string) []supportOutput {
-	out := []supportOutput{}
+func supportOf(gs []auditor.LevelGroup, name string) []Support {
+	out := []Support{}
 	for _, g := range gs {
 		for _, fs := range g.Features {
 			if fs.Feature == name {
-				out = append(out, supportOutput{Name: g.Name, Supported: fs.Supported, HeldBackBy: fs.HeldBackBy, Unknown: fs.Unknown})
+				out = append(out, Support{Name: g.Name, Supported: fs.Supported, HeldBackBy: fs.HeldBackBy, Unknown: fs.Unknown})
 			}
 		}
 	}
@@ -63,7 +64,7 @@ func supportOf(gs []auditor.LevelGroup, name string) []supportOutput {
 }
 
 // writeCapabilityText prints the levels and features of report's text.
-func writeCapabilityText(ew *errWriter, out reportOutput) {
+func writeCapabilityText(ew *errWriter, out Report) {
 	ew.printf("\nJETSTREAM API LEVELS\tSERVERS\tMIN API LEVEL\tHELD BACK BY\n")
 	for _, l := range out.APILevels.Clusters {
 		ew.printf("cluster %s\t%d\t%s\t%s\n", l.Name, l.Servers, levelCell(l), dashList(l.HeldBy))
@@ -76,7 +77,7 @@ func writeCapabilityText(ew *errWriter, out reportOutput) {
 		for _, f := range out.Features {
 			for _, where := range []struct {
 				kind string
-				s    []supportOutput
+				s    []Support
 			}{{"cluster", f.Clusters}, {"domain", f.Domains}} {
 				for _, s := range where.s {
 					name := s.Name
@@ -127,18 +128,4 @@ func domainName(d string) string {
 		return "(none)"
 	}
 	return d
-}
-
-func dashList(names []string) string {
-	if len(names) == 0 {
-		return "-"
-	}
-	return strings.Join(names, ", ")
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }

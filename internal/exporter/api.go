@@ -1,4 +1,4 @@
-package main
+package exporter
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // api is serve's read-only JSON API. It answers from the scheduler's audits,
 // so its requests share them with scrapes: however many arrive, the servers
 // see at most one audit per --audit.min-interval.
 type api struct {
-	sched *auditor.Scheduler
+	sched *Scheduler
 	log   *slog.Logger
 
 	mu      sync.Mutex // serialises index builds
@@ -34,7 +35,7 @@ type indexedReport struct {
 }
 
 // registerAPI adds the API's endpoints to mux.
-func registerAPI(mux *http.ServeMux, sched *auditor.Scheduler, logger *slog.Logger) {
+func registerAPI(mux *http.ServeMux, sched *Scheduler, logger *slog.Logger) {
 	a := &api{sched: sched, log: logger}
 	mux.HandleFunc("GET /api/v1/report", a.report)
 	mux.HandleFunc("GET /api/v1/consumers/{account}/{stream}/{consumer}", a.consumer)
@@ -42,9 +43,10 @@ func registerAPI(mux *http.ServeMux, sched *auditor.Scheduler, logger *slog.Logg
 	mux.HandleFunc("POST /api/v1/consumers", a.consumers)
 }
 
-// reportAPIOutput is `check --format json`'s document plus its age.
-type reportAPIOutput struct {
-	checkOutput
+// APIReport is the answer of /api/v1/report: `check --format json`'s
+// document plus its age.
+type APIReport struct {
+	render.Check
 	AgeSeconds float64 `json:"age_seconds"`
 }
 
@@ -57,8 +59,8 @@ type apiAudit struct {
 	Complete bool `json:"complete"`
 }
 
-// consumerOutput is the answer of /api/v1/consumers/{account}/{stream}/{consumer}.
-type consumerOutput struct {
+// APIConsumer is the answer of /api/v1/consumers/{account}/{stream}/{consumer}.
+type APIConsumer struct {
 	consumerVerdict
 	Audit apiAudit `json:"audit"`
 }
@@ -85,13 +87,13 @@ type consumerVerdict struct {
 func verdictOf(v auditor.ConsumerView) consumerVerdict {
 	return consumerVerdict{Domain: v.Domain, Account: v.Account, AccountName: v.AccountName, Stream: v.Stream, Consumer: v.Consumer,
 		Reset: v.Reset, Reason: v.Reason, Leader: v.Leader, Replicas: v.Replicas, RequiredLevel: v.RequiredLevel,
-		Peers: nonNil(v.Peers), ResetBy: v.ResetBy, Crashes: v.Crashes}
+		Peers: render.NonNil(v.Peers), ResetBy: v.ResetBy, Crashes: v.Crashes}
 }
 
-// batchOutput is the answer about many consumers: GET
+// APIBatch is the answer about many consumers: GET
 // /api/v1/consumers/{account}/{stream} (every consumer of the stream) and
 // POST /api/v1/consumers (a list).
-type batchOutput struct {
+type APIBatch struct {
 	Consumers []batchEntry `json:"consumers"`
 	Audit     apiAudit     `json:"audit"`
 }
@@ -115,14 +117,15 @@ type batchRequest struct {
 	} `json:"consumers"`
 }
 
-// Bounds of POST /api/v1/consumers: 10,000 consumers take some 700 KB.
+// Bounds of POST /api/v1/consumers: the most consumers one request may
+// name, and the bytes that many take with room to spare.
 const (
 	maxBatchConsumers = 10_000
 	maxBatchBytes     = 2 << 20
 )
 
-// apiError is the body of every answer but 200.
-type apiError struct {
+// APIError is the body of every answer of the API but 200.
+type APIError struct {
 	Error string `json:"error"`
 	// Reset is "unknown" on every error of the consumer endpoint.
 	Reset   auditor.ResetVerdict `json:"reset,omitempty"`
@@ -135,20 +138,20 @@ type apiError struct {
 func (a *api) report(w http.ResponseWriter, r *http.Request) {
 	maxAge, bounded, err := maxAgeOf(r)
 	if err != nil {
-		a.write(w, http.StatusBadRequest, apiError{Error: err.Error()})
+		a.write(w, http.StatusBadRequest, APIError{Error: err.Error()})
 		return
 	}
 	res, fresh := a.result(r.Context(), maxAge, bounded)
 	if res.Report == nil {
-		a.write(w, http.StatusServiceUnavailable, apiError{Error: "no audit has finished yet"})
+		a.write(w, http.StatusServiceUnavailable, APIError{Error: "no audit has finished yet"})
 		return
 	}
 	info := auditOf(res.Report, complete(res.Report))
 	if !fresh {
-		a.write(w, http.StatusServiceUnavailable, apiError{Error: staleMessage(info, maxAge), Audit: &info})
+		a.write(w, http.StatusServiceUnavailable, APIError{Error: staleMessage(info, maxAge), Audit: &info})
 		return
 	}
-	a.write(w, http.StatusOK, reportAPIOutput{checkOutput: checkJSON(res.Report, nil), AgeSeconds: info.AgeSeconds})
+	a.write(w, http.StatusOK, APIReport{Check: render.CheckOf(res.Report, nil), AgeSeconds: info.AgeSeconds})
 }
 
 func (a *api) consumer(w http.ResponseWriter, r *http.Request) {
@@ -160,10 +163,10 @@ func (a *api) consumer(w http.ResponseWriter, r *http.Request) {
 	domain, domainGiven := domainOf(r)
 	e := l.lookup(key, domain, domainGiven)
 	if e.Status != http.StatusOK {
-		a.write(w, e.Status, apiError{Error: e.Error, Reset: auditor.ResetUnknown, Domains: e.Domains, Accounts: e.Accounts, Audit: &l.info})
+		a.write(w, e.Status, APIError{Error: e.Error, Reset: auditor.ResetUnknown, Domains: e.Domains, Accounts: e.Accounts, Audit: &l.info})
 		return
 	}
-	a.write(w, http.StatusOK, consumerOutput{consumerVerdict: e.consumerVerdict, Audit: l.info})
+	a.write(w, http.StatusOK, APIConsumer{consumerVerdict: e.consumerVerdict, Audit: l.info})
 }
 
 // stream answers about every consumer of one stream the last audit saw.
@@ -181,7 +184,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 	case 1:
 		account = ids[0]
 	default:
-		a.write(w, http.StatusConflict, apiError{Error: ambiguousAccount(account, ids), Reset: auditor.ResetUnknown, Accounts: ids, Audit: &l.info})
+		a.write(w, http.StatusConflict, APIError{Error: ambiguousAccount(account, ids), Reset: auditor.ResetUnknown, Accounts: ids, Audit: &l.info})
 		return
 	}
 	key := auditor.StreamKey{Account: account, Stream: stream}
@@ -193,7 +196,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 		case 1:
 			key.Domain = domains[0]
 		default:
-			a.write(w, http.StatusConflict, apiError{Error: fmt.Sprintf("stream %s exists in %d JetStream domains: name one with ?domain=", name, len(domains)),
+			a.write(w, http.StatusConflict, APIError{Error: fmt.Sprintf("stream %s exists in %d JetStream domains: name one with ?domain=", name, len(domains)),
 				Reset: auditor.ResetUnknown, Domains: domains, Audit: &l.info})
 			return
 		}
@@ -204,10 +207,10 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 		if key.Domain != "" {
 			msg = fmt.Sprintf("no consumer of stream %s was seen in JetStream domain %q in the last audit", name, key.Domain)
 		}
-		a.write(w, http.StatusNotFound, apiError{Error: msg + l.incomplete(), Reset: auditor.ResetUnknown, Audit: &l.info})
+		a.write(w, http.StatusNotFound, APIError{Error: msg + l.incomplete(), Reset: auditor.ResetUnknown, Audit: &l.info})
 		return
 	}
-	out := batchOutput{Consumers: make([]batchEntry, len(views)), Audit: l.info}
+	out := APIBatch{Consumers: make([]batchEntry, len(views)), Audit: l.info}
 	for i, v := range views {
 		out.Consumers[i] = l.entry(v)
 	}
@@ -221,16 +224,16 @@ func (a *api) consumers(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBatchBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		a.write(w, http.StatusBadRequest, apiError{Error: `want {"consumers": [{"account": ..., "stream": ..., "consumer": ...}, ...]}: ` + err.Error(), Reset: auditor.ResetUnknown})
+		a.write(w, http.StatusBadRequest, APIError{Error: `want {"consumers": [{"account": ..., "stream": ..., "consumer": ...}, ...]}: ` + err.Error(), Reset: auditor.ResetUnknown})
 		return
 	}
 	if n := len(req.Consumers); n == 0 || n > maxBatchConsumers {
-		a.write(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("%d consumers asked for: want 1 to %d", n, maxBatchConsumers), Reset: auditor.ResetUnknown})
+		a.write(w, http.StatusBadRequest, APIError{Error: fmt.Sprintf("%d consumers asked for: want 1 to %d", n, maxBatchConsumers), Reset: auditor.ResetUnknown})
 		return
 	}
 	for i, c := range req.Consumers {
 		if c.Account == "" || c.Stream == "" || c.Consumer == "" {
-			a.write(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("consumers[%d]: account, stream and consumer must all be named", i), Reset: auditor.ResetUnknown})
+			a.write(w, http.StatusBadRequest, APIError{Error: fmt.Sprintf("consumers[%d]: account, stream and consumer must all be named", i), Reset: auditor.ResetUnknown})
 			return
 		}
 	}
@@ -239,7 +242,7 @@ func (a *api) consumers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	domain, domainGiven := domainOf(r)
-	out := batchOutput{Consumers: make([]batchEntry, len(req.Consumers)), Audit: l.info}
+	out := APIBatch{Consumers: make([]batchEntry, len(req.Consumers)), Audit: l.info}
 	for i, c := range req.Consumers {
 		out.Consumers[i] = l.lookup(auditor.ConsumerKey{Account: c.Account, Stream: c.Stream, Consumer: c.Consumer}, domain, domainGiven)
 	}
@@ -260,18 +263,18 @@ type latestAudit struct {
 func (a *api) latest(w http.ResponseWriter, r *http.Request) (latestAudit, bool) {
 	maxAge, bounded, err := maxAgeOf(r)
 	if err != nil {
-		a.write(w, http.StatusBadRequest, apiError{Error: err.Error(), Reset: auditor.ResetUnknown})
+		a.write(w, http.StatusBadRequest, APIError{Error: err.Error(), Reset: auditor.ResetUnknown})
 		return latestAudit{}, false
 	}
 	res, fresh := a.result(r.Context(), maxAge, bounded)
 	if res.Report == nil {
-		a.write(w, http.StatusServiceUnavailable, apiError{Error: "no audit has finished yet", Reset: auditor.ResetUnknown})
+		a.write(w, http.StatusServiceUnavailable, APIError{Error: "no audit has finished yet", Reset: auditor.ResetUnknown})
 		return latestAudit{}, false
 	}
 	ir := a.index(res.Report)
 	l := latestAudit{ir: ir, info: auditOf(res.Report, ir.complete), fresh: fresh, maxAge: maxAge}
 	if len(res.Report.Snapshot.Servers) == 0 {
-		a.write(w, http.StatusServiceUnavailable, apiError{Error: "the last audit reached no server: " + firstProblem(res.Report),
+		a.write(w, http.StatusServiceUnavailable, APIError{Error: "the last audit reached no server: " + firstProblem(res.Report),
 			Reset: auditor.ResetUnknown, Audit: &l.info})
 		return latestAudit{}, false
 	}
@@ -427,7 +430,7 @@ func (a *api) write(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	if err := writeJSON(w, v); err != nil {
+	if err := render.WriteJSON(w, v); err != nil {
 		a.log.Debug("API response not written", "err", err)
 	}
 }

@@ -1,54 +1,13 @@
-package main
+package render
 
 import (
-	"fmt"
 	"strings"
-
-	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
-// assumeFlags is --assume SERVER=VERSION, repeatable: check and report
-// evaluate the audit as if those servers ran those versions.
-type assumeFlags struct {
-	raw    []string
-	parsed []auditor.Assumption
-}
-
-func addAssumeFlag(cmd *kingpin.CmdClause, f *assumeFlags) {
-	cmd.Flag("assume", "Evaluate the audit as if SERVER (a server name, cluster/NAME or *) ran VERSION (repeatable; a later one wins): print the would-be report with the findings that would appear and go, and exit with its status").
-		PlaceHolder("SERVER=VERSION").StringsVar(&f.raw)
-}
-
-// parse reads every --assume before the audit runs: a typo fails at once.
-func (f *assumeFlags) parse() error {
-	f.parsed = nil
-	for _, s := range f.raw {
-		a, err := auditor.ParseAssumption(s)
-		if err != nil {
-			return fmt.Errorf("--assume: %w", err)
-		}
-		f.parsed = append(f.parsed, a)
-	}
-	return nil
-}
-
-// apply returns the report to print: r itself without --assume, else the
-// would-be report and the what-if it comes from.
-func (f *assumeFlags) apply(r *auditor.Report, pol auditor.Policy) (*auditor.Report, *auditor.WhatIf, error) {
-	if len(f.parsed) == 0 {
-		return r, nil, nil
-	}
-	w, err := auditor.Assume(r.Snapshot, pol, f.parsed)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--assume: %w", err)
-	}
-	return w.After, w, nil
-}
-
-// whatIfOutput is the what_if block of check's and report's JSON.
-type whatIfOutput struct {
+// WhatIf is the what_if block of check's and report's JSON under --assume.
+type WhatIf struct {
 	Assumptions []string                `json:"assumptions"`
 	Assumed     []auditor.AssumedServer `json:"assumed"`
 	// StatusNow is the status of the audit as it is.
@@ -58,11 +17,11 @@ type whatIfOutput struct {
 	Depend    []auditor.LeaderChoice `json:"depends_on_leader"`
 }
 
-func whatIfJSON(w *auditor.WhatIf) *whatIfOutput {
+func whatIfOf(w *auditor.WhatIf) *WhatIf {
 	if w == nil {
 		return nil
 	}
-	out := &whatIfOutput{Assumed: nonNil(w.Assumed), StatusNow: w.Before.Status, Appear: nonNil(w.Appear), Gone: nonNil(w.Gone), Depend: nonNil(w.Depend)}
+	out := &WhatIf{Assumed: NonNil(w.Assumed), StatusNow: w.Before.Status, Appear: NonNil(w.Appear), Gone: NonNil(w.Gone), Depend: NonNil(w.Depend)}
 	for _, a := range w.Assumptions {
 		out.Assumptions = append(out.Assumptions, a.String())
 	}
@@ -109,11 +68,4 @@ func writeWhatIfText(ew *errWriter, w *auditor.WhatIf) {
 			ew.printf("  %s\n", d.Message)
 		}
 	}
-}
-
-func levelText(level int) string {
-	if level == auditor.LevelUnknown {
-		return "unknown"
-	}
-	return fmt.Sprint(level)
 }

@@ -1,4 +1,4 @@
-package auditor
+package exporter
 
 import (
 	"context"
@@ -8,21 +8,23 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
 func TestSchedulerSharesAudits(t *testing.T) {
 	var audits atomic.Int32
 	release := make(chan struct{})
-	audit := func(context.Context) *Report {
+	audit := func(context.Context) *auditor.Report {
 		audits.Add(1)
 		<-release
-		return Evaluate(&Snapshot{Servers: []Server{{ID: "A", Name: "a", Version: "2.14.0"}}}, Policy{Floor: DefaultFloor})
+		return auditor.Evaluate(&auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "a", Version: "2.14.0"}}}, auditor.Policy{Floor: auditor.DefaultFloor})
 	}
 	s := NewScheduler(context.Background(), audit, time.Hour, nil)
 
 	// Ten scrapes arrive together: one audit serves them all.
 	var wg sync.WaitGroup
-	results := make([]Result, 10)
+	results := make([]auditor.Result, 10)
 	for i := range results {
 		wg.Go(func() { results[i] = s.Get(context.Background()) })
 	}
@@ -48,11 +50,11 @@ func TestSchedulerSharesAudits(t *testing.T) {
 func TestSchedulerAfterIntervalAndOnCancel(t *testing.T) {
 	var audits atomic.Int32
 	block := make(chan struct{})
-	audit := func(context.Context) *Report {
+	audit := func(context.Context) *auditor.Report {
 		if audits.Add(1) == 2 {
 			<-block
 		}
-		return Failed(context.DeadlineExceeded, time.Now(), Policy{Floor: DefaultFloor})
+		return auditor.Failed(context.DeadlineExceeded, "2.14.0", time.Now(), 0)
 	}
 	s := NewScheduler(context.Background(), audit, time.Hour, nil)
 	now := time.Now()
@@ -62,7 +64,7 @@ func TestSchedulerAfterIntervalAndOnCancel(t *testing.T) {
 	if first.Report.Complete() || !first.LastSuccess.IsZero() {
 		t.Fatalf("a failed audit counted as a success: %+v", first)
 	}
-	if first.Report.Floor != "2.14.0" || first.Report.Status != Unknown {
+	if first.Report.Floor != "2.14.0" || first.Report.Status != auditor.Unknown {
 		t.Fatalf("failed report floor %q status %s", first.Report.Floor, first.Report.Status)
 	}
 
@@ -93,7 +95,7 @@ type requestClock struct {
 }
 
 func (c *requestClock) audit(takes ...time.Duration) AuditFunc {
-	return func(context.Context) *Report {
+	return func(context.Context) *auditor.Report {
 		c.mu.Lock()
 		c.starts = append(c.starts, time.Now())
 		n := len(c.starts)
@@ -105,7 +107,7 @@ func (c *requestClock) audit(takes ...time.Duration) AuditFunc {
 		c.mu.Lock()
 		c.now--
 		c.mu.Unlock()
-		return Evaluate(&Snapshot{Servers: []Server{{ID: "A", Name: "a", Version: fmt.Sprint(n)}}}, Policy{Floor: DefaultFloor})
+		return auditor.Evaluate(&auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "a", Version: fmt.Sprint(n)}}}, auditor.Policy{Floor: auditor.DefaultFloor})
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package exporter
 
 import (
 	"errors"
@@ -222,10 +222,10 @@ func (w *eventWatcher) count(kind string, heard bool) {
 	w.mu.Unlock()
 }
 
-// serveEvents keeps one event watcher on serve's current connection: a new
-// watcher for each connection lazyConn makes, and one collector for all.
-type serveEvents struct {
-	sched  *auditor.Scheduler
+// EventWatch keeps one event watcher on serve's current connection: a new
+// watcher for each connection LazyConn makes, and one collector for all.
+type EventWatch struct {
+	sched  *Scheduler
 	audits *auditor.Events
 	logger *slog.Logger
 
@@ -233,22 +233,23 @@ type serveEvents struct {
 	w  *eventWatcher
 }
 
-// newServeEvents makes the event watching of serve: an audit an event asks
+// NewEventWatch makes the event watching of serve: an audit an event asks
 // for starts no sooner than minInterval after the last one started, and
 // the audits running hear the events through audits.
-func newServeEvents(sched *auditor.Scheduler, minInterval time.Duration, audits *auditor.Events, logger *slog.Logger) *serveEvents {
+func NewEventWatch(sched *Scheduler, minInterval time.Duration, audits *auditor.Events, logger *slog.Logger) *EventWatch {
 	sched.SetRequestInterval(minInterval)
-	return &serveEvents{sched: sched, audits: audits, logger: logger}
+	return &EventWatch{sched: sched, audits: audits, logger: logger}
 }
 
-// collector exports what the watchers of every connection heard.
-func (e *serveEvents) collector() prometheus.Collector {
+// Collector exports what the watchers of every connection heard.
+func (e *EventWatch) Collector() prometheus.Collector {
 	return metrics.NewEventCollector(e.stats)
 }
 
-// attach watches the events on nc, in place of any earlier connection's.
-func (e *serveEvents) attach(nc *nats.Conn) {
-	e.stop()
+// Attach watches the events on nc, in place of any earlier connection's
+// (LazyConn.OnConnect).
+func (e *EventWatch) Attach(nc *nats.Conn) {
+	e.Stop()
 	seen := func() *auditor.Snapshot {
 		if r := e.sched.Latest().Report; r != nil {
 			return r.Snapshot
@@ -265,7 +266,7 @@ func (e *serveEvents) attach(nc *nats.Conn) {
 	e.mu.Unlock()
 }
 
-func (e *serveEvents) stats() metrics.EventStats {
+func (e *EventWatch) stats() metrics.EventStats {
 	e.mu.Lock()
 	w := e.w
 	e.mu.Unlock()
@@ -277,7 +278,8 @@ func (e *serveEvents) stats() metrics.EventStats {
 	return s
 }
 
-func (e *serveEvents) stop() {
+// Stop stops watching.
+func (e *EventWatch) Stop() {
 	e.mu.Lock()
 	w := e.w
 	e.w = nil

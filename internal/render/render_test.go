@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/fixture"
+	"github.com/natsaudit/nats-version-auditor/internal/render/rendertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from what the code prints now")
@@ -61,33 +62,31 @@ func TestOutputsAreGolden(t *testing.T) {
 	}
 	// An audit that could not run: every list of its documents is one.
 	unreachable := errors.New("cannot reach NATS at nats://127.0.0.1:1: nats: no servers available for connection")
-	failed := failedReport(unreachable, pol, r.Snapshot.Started, time.Millisecond)
+	failed := auditor.Failed(unreachable, "2.14.0", r.Snapshot.Started, time.Millisecond)
 	for _, tt := range []struct {
 		file  string
 		write func(io.Writer) error
 	}{
-		{"check.txt", func(w io.Writer) error { return writeCheckText(w, r, nil) }},
-		{"check.json", func(w io.Writer) error { return writeCheckJSON(w, checkJSON(r, nil)) }},
-		{"check.nagios", func(w io.Writer) error { return writeNagios(w, r, nil) }},
-		{"report.txt", func(w io.Writer) error { return writeReportText(w, reportOf(r, nil), r, nil) }},
-		{"report.json", func(w io.Writer) error { return writeReportJSON(w, reportOf(r, nil)) }},
-		{"check-assume.txt", func(w io.Writer) error { return writeCheckText(w, what.After, what) }},
-		{"check-assume.json", func(w io.Writer) error { return writeCheckJSON(w, checkJSON(what.After, what)) }},
-		{"check-assume.nagios", func(w io.Writer) error { return writeNagios(w, what.After, what) }},
-		{"report-assume.txt", func(w io.Writer) error { return writeReportText(w, reportOf(what.After, what), what.After, what) }},
-		{"report-assume.json", func(w io.Writer) error { return writeReportJSON(w, reportOf(what.After, what)) }},
-		{"plan.txt", func(w io.Writer) error { return writePlanText(w, up) }},
-		{"plan.json", func(w io.Writer) error { return writeJSON(w, planOutput{Plan: up, Audit: newAuditInfo(r)}) }},
-		{"plan-downgrade.txt", func(w io.Writer) error { return writePlanText(w, down) }},
-		{"check-operator.txt", func(w io.Writer) error { return writeCheckText(w, op, nil) }},
-		{"report-operator.txt", func(w io.Writer) error { return writeReportText(w, reportOf(op, nil), op, nil) }},
-		{"report-operator.json", func(w io.Writer) error { return writeJSON(w, reportOf(op, nil)) }},
-		{"plan-operator.txt", func(w io.Writer) error { return writePlanText(w, opPlan) }},
-		{"check-failed.json", func(w io.Writer) error { return writeJSON(w, failedJSON(unreachable, failed)) }},
-		{"report-failed.json", func(w io.Writer) error { return writeJSON(w, failedReportJSON(unreachable, failed)) }},
-		{"plan-failed.json", func(w io.Writer) error {
-			return writeJSON(w, failedPlanJSON(unreachable, "2.14.0", failed.Floor, newAuditInfo(failed)))
-		}},
+		{"check.txt", func(w io.Writer) error { return WriteCheck(w, FormatText, r, nil) }},
+		{"check.json", func(w io.Writer) error { return WriteCheck(w, FormatJSON, r, nil) }},
+		{"check.nagios", func(w io.Writer) error { return WriteCheck(w, FormatNagios, r, nil) }},
+		{"report.txt", func(w io.Writer) error { return WriteReport(w, FormatText, r, nil) }},
+		{"report.json", func(w io.Writer) error { return WriteReport(w, FormatJSON, r, nil) }},
+		{"check-assume.txt", func(w io.Writer) error { return WriteCheck(w, FormatText, what.After, what) }},
+		{"check-assume.json", func(w io.Writer) error { return WriteCheck(w, FormatJSON, what.After, what) }},
+		{"check-assume.nagios", func(w io.Writer) error { return WriteCheck(w, FormatNagios, what.After, what) }},
+		{"report-assume.txt", func(w io.Writer) error { return WriteReport(w, FormatText, what.After, what) }},
+		{"report-assume.json", func(w io.Writer) error { return WriteReport(w, FormatJSON, what.After, what) }},
+		{"plan.txt", func(w io.Writer) error { return WritePlan(w, FormatText, up, r) }},
+		{"plan.json", func(w io.Writer) error { return WritePlan(w, FormatJSON, up, r) }},
+		{"plan-downgrade.txt", func(w io.Writer) error { return WritePlan(w, FormatText, down, r) }},
+		{"check-operator.txt", func(w io.Writer) error { return WriteCheck(w, FormatText, op, nil) }},
+		{"report-operator.txt", func(w io.Writer) error { return WriteReport(w, FormatText, op, nil) }},
+		{"report-operator.json", func(w io.Writer) error { return WriteJSON(w, ReportOf(op, nil)) }},
+		{"plan-operator.txt", func(w io.Writer) error { return WritePlan(w, FormatText, opPlan, op) }},
+		{"check-failed.json", func(w io.Writer) error { return WriteCheckFailed(w, FormatJSON, unreachable, failed) }},
+		{"report-failed.json", func(w io.Writer) error { return WriteReportFailed(w, FormatJSON, unreachable, failed) }},
+		{"plan-failed.json", func(w io.Writer) error { return WritePlanFailed(w, FormatJSON, unreachable, "2.14.0", failed) }},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			var b bytes.Buffer
@@ -117,10 +116,22 @@ func TestOutputsAreGolden(t *testing.T) {
 			if filepath.Ext(tt.file) == ".json" {
 				if !json.Valid(b.Bytes()) {
 					t.Errorf("%s is not JSON", tt.file)
-				} else if nulls := unexpectedNulls(b.Bytes()); len(nulls) > 0 {
+				} else if nulls := rendertest.UnexpectedNulls(b.Bytes()); len(nulls) > 0 {
 					t.Errorf("%s has null where a list belongs: %s", tt.file, strings.Join(nulls, ", "))
 				}
 			}
 		})
+	}
+}
+
+func TestSummaryCountsInWords(t *testing.T) {
+	r := &auditor.Report{Status: auditor.Unknown, Floor: "2.14.0", ServersExpected: 1, Snapshot: &auditor.Snapshot{},
+		Findings: []auditor.Finding{{Code: auditor.AuditIncomplete, Severity: auditor.Unknown, Message: "m"}}}
+	if got, want := summary(r), "0 of 1 expected servers answered, floor 2.14.0; 1 finding (0 critical, 1 unknown, 0 warning)"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	var b strings.Builder
+	if err := writeCheckNagios(&b, r, nil); err != nil || !strings.HasPrefix(b.String(), "NATS VERSIONS UNKNOWN - 1 finding: m | ") {
+		t.Errorf("nagios %q, %v", b.String(), err)
 	}
 }

@@ -1,8 +1,10 @@
-package auditor
+package exporter
 
 import (
 	"maps"
 	"sync"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
 // Memory remembers, across the audits of a long-running auditor, the last
@@ -11,28 +13,28 @@ import (
 // is missing, and it was a 2.12 server. It is safe for concurrent use.
 type Memory struct {
 	mu   sync.Mutex
-	seen map[string]Server
+	seen map[string]auditor.Server
 }
 
 // Recall remembers the servers snap saw answer and sets snap.LastSeen to
 // what it remembers of the ones snap still expects. A server is forgotten
 // once it neither answers nor is named by anyone: the system forgot it too.
-func (m *Memory) Recall(snap *Snapshot) {
+func (m *Memory) Recall(snap *auditor.Snapshot) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seen == nil {
-		m.seen = map[string]Server{}
+		m.seen = map[string]auditor.Server{}
 	}
 	answered := map[string]bool{}
 	for _, s := range snap.Servers {
 		m.seen[s.Name] = s
 		answered[s.Name] = true
 	}
-	maps.DeleteFunc(m.seen, func(name string, _ Server) bool {
+	maps.DeleteFunc(m.seen, func(name string, _ auditor.Server) bool {
 		_, named := snap.ExpectedNames[name]
 		return !answered[name] && !named
 	})
-	snap.LastSeen = map[string]Server{}
+	snap.LastSeen = map[string]auditor.Server{}
 	for name, s := range m.seen {
 		if !answered[name] {
 			snap.LastSeen[name] = s

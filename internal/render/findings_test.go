@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -52,16 +52,16 @@ func TestFindingsJSONMatchesEncodingJSON(t *testing.T) {
 		write func(*bytes.Buffer) error
 		v     any
 	}{
-		"check":          {func(b *bytes.Buffer) error { return writeCheckJSON(b, checkJSON(r, nil)) }, checkJSON(r, nil)},
-		"check --assume": {func(b *bytes.Buffer) error { return writeCheckJSON(b, checkJSON(what.After, what)) }, checkJSON(what.After, what)},
-		"report":         {func(b *bytes.Buffer) error { return writeReportJSON(b, reportOf(r, nil)) }, reportOf(r, nil)},
-		"no findings":    {func(b *bytes.Buffer) error { return writeCheckJSON(b, checkOutput{Findings: []auditor.Finding{}}) }, checkOutput{Findings: []auditor.Finding{}}},
+		"check":          {func(b *bytes.Buffer) error { return writeCheckJSON(b, CheckOf(r, nil)) }, CheckOf(r, nil)},
+		"check --assume": {func(b *bytes.Buffer) error { return writeCheckJSON(b, CheckOf(what.After, what)) }, CheckOf(what.After, what)},
+		"report":         {func(b *bytes.Buffer) error { return WriteReport(b, FormatJSON, r, nil) }, ReportOf(r, nil)},
+		"no findings":    {func(b *bytes.Buffer) error { return writeCheckJSON(b, Check{Findings: []auditor.Finding{}}) }, Check{Findings: []auditor.Finding{}}},
 	} {
 		var got, want bytes.Buffer
 		if err := doc.write(&got); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeJSON(&want, doc.v); err != nil {
+		if err := WriteJSON(&want, doc.v); err != nil {
 			t.Fatal(err)
 		}
 		if got.String() != want.String() {

@@ -1,38 +1,17 @@
-package auditor
+package exporter
 
 import (
 	"context"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
-// Result is the latest audit a Scheduler ran.
-type Result struct {
-	// Report is the latest audit's report; nil until the first audit ends.
-	// An audit that could not run at all is a report with one
-	// AUDIT_INCOMPLETE finding.
-	Report *Report
-	// Finished is when the latest audit ended.
-	Finished time.Time
-	// LastSuccess is when the latest complete audit ended.
-	LastSuccess time.Time
-	// Audits counts the audits run.
-	Audits uint64
-	// RequestedAudits counts the audits Request started.
-	RequestedAudits uint64
-}
-
 // AuditFunc runs one audit and always returns a report: an audit that could
-// not run is a report of why (see Failed).
-type AuditFunc func(ctx context.Context) *Report
-
-// Failed is the report of an audit that could not run at all: one
-// AUDIT_INCOMPLETE finding naming err.
-func Failed(err error, started time.Time, p Policy) *Report {
-	return Evaluate(&Snapshot{Started: started, Duration: time.Since(started),
-		Problems: []Problem{{Request: "audit", Err: err.Error()}}}, p)
-}
+// not run is a report of why (auditor.Failed).
+type AuditFunc func(ctx context.Context) *auditor.Report
 
 // Scheduler runs audits on demand, at most one per MinInterval: callers that
 // arrive while an audit runs share it, and callers within MinInterval of the
@@ -53,7 +32,7 @@ type Scheduler struct {
 	now         func() time.Time
 
 	mu      sync.Mutex
-	last    Result
+	last    auditor.Result
 	running chan struct{} // closed when the running audit ends; nil when none runs
 	// overtaking is a requested audit started while running still ran.
 	overtaking chan struct{}
@@ -80,7 +59,7 @@ func NewScheduler(base context.Context, audit AuditFunc, minInterval time.Durati
 }
 
 // Latest returns the latest result without starting an audit.
-func (s *Scheduler) Latest() Result {
+func (s *Scheduler) Latest() auditor.Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.last
@@ -89,7 +68,7 @@ func (s *Scheduler) Latest() Result {
 // Get returns a result no older than MinInterval, running an audit if there
 // is none, or waiting for the one already running. If ctx ends first it
 // returns the latest result there is.
-func (s *Scheduler) Get(ctx context.Context) Result {
+func (s *Scheduler) Get(ctx context.Context) auditor.Result {
 	s.mu.Lock()
 	if s.last.Report != nil && s.now().Sub(s.last.Finished) < s.minInterval {
 		defer s.mu.Unlock()

@@ -1,0 +1,132 @@
+package exporter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/client"
+	"github.com/natsaudit/nats-version-auditor/internal/exporter/exportertest"
+)
+
+// TestAPIDomains covers how a JetStream domain is named, on an audit of two
+// domains that both hold APP > ORDERS > worker.
+func TestAPIDomains(t *testing.T) {
+	snap := &auditor.Snapshot{
+		Started: time.Now(),
+		Servers: []auditor.Server{{Name: "hub1", Domain: "hub", Version: "2.14.0", APILevel: 4}, {Name: "leaf1", Domain: "leaf", Version: "2.12.15", APILevel: 3}},
+		Consumers: []auditor.Asset{
+			{Kind: auditor.KindConsumer, Domain: "hub", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "hub1", Peers: []string{"hub1"}, Replicas: 1},
+			{Kind: auditor.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
+			{Kind: auditor.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "edge-only", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
+		},
+	}
+	report := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	sched := NewScheduler(context.Background(), func(context.Context) *auditor.Report { return report }, time.Hour, nil)
+	mux := http.NewServeMux()
+	registerAPI(mux, sched, slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	d := &exportertest.API{Base: srv.URL}
+
+	for _, tt := range []struct {
+		path, query string
+		code        int
+		want        client.Verdict
+		domain      string
+	}{
+		{"ORDERS/worker", "", http.StatusConflict, client.VerdictUnknown, ""},
+		{"ORDERS/worker", "?domain=hub", http.StatusOK, client.VerdictSafe, "hub"},
+		{"ORDERS/worker", "?domain=leaf", http.StatusOK, client.VerdictUnanswered, "leaf"},
+		{"ORDERS/worker", "?domain=", http.StatusNotFound, client.VerdictUnknown, ""},
+		{"ORDERS/edge-only", "", http.StatusOK, client.VerdictUnanswered, "leaf"},
+	} {
+		code, c, body := d.ConsumerAt(t, strings.Split(tt.path, "/")[0], strings.Split(tt.path, "/")[1], tt.query)
+		if code != tt.code || c.Reset != tt.want || c.Domain != tt.domain {
+			t.Errorf("%s%s: %d %s domain %q, want %d %s %q\n%s", tt.path, tt.query, code, c.Reset, c.Domain, tt.code, tt.want, tt.domain, body)
+		}
+		if code == http.StatusConflict && !strings.Contains(body, `"domains":["hub","leaf"]`) {
+			t.Errorf("the conflict does not list the domains: %s", body)
+		}
+	}
+	if code, _ := d.Get(t, "/api/v1/consumers/APP/ORDERS/worker/more"); code != http.StatusNotFound {
+		t.Errorf("a path with a segment too many: %d", code)
+	}
+
+	// Every consumer of a stream: the stream's domain is chosen as a
+	// consumer's is.
+	for _, tt := range []struct {
+		query string
+		code  int
+		want  string // consumer:verdict:domain of each entry
+	}{
+		{"", http.StatusConflict, ""},
+		{"?domain=hub", http.StatusOK, "worker:safe:hub"},
+		{"?domain=leaf", http.StatusOK, "worker:unanswered:leaf edge-only:unanswered:leaf"},
+		{"?domain=", http.StatusNotFound, ""},
+	} {
+		code, body := d.Get(t, "/api/v1/consumers/APP/ORDERS"+tt.query)
+		var out APIBatch
+		if err := json.Unmarshal([]byte(body), &out); err != nil {
+			t.Fatalf("%s: %v: %s", tt.query, err, body)
+		}
+		var got []string
+		for _, e := range out.Consumers {
+			got = append(got, fmt.Sprintf("%s:%s:%s", e.Consumer, e.Reset, e.Domain))
+		}
+		if code != tt.code || strings.Join(got, " ") != tt.want {
+			t.Errorf("stream ORDERS%s: %d %q, want %d %q\n%s", tt.query, code, got, tt.code, tt.want, body)
+		}
+		if code == http.StatusConflict && !strings.Contains(body, `"domains":["hub","leaf"]`) {
+			t.Errorf("the conflict does not list the domains: %s", body)
+		}
+	}
+
+	// A list: each entry as the one-consumer endpoint would answer it.
+	post := func(query, body string) (int, APIBatch, string) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/api/v1/consumers"+query, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var out APIBatch
+		_ = json.Unmarshal(b, &out)
+		return resp.StatusCode, out, string(b)
+	}
+	code, out, body := post("", `{"consumers":[{"account":"APP","stream":"ORDERS","consumer":"worker"},
+		{"account":"APP","stream":"ORDERS","consumer":"edge-only"},{"account":"APP","stream":"ORDERS","consumer":"nope"}]}`)
+	var got []string
+	for _, e := range out.Consumers {
+		got = append(got, fmt.Sprintf("%s:%d:%s:%s:%d", e.Consumer, e.Status, e.Reset, e.Domain, len(e.Domains)))
+	}
+	if want := "worker:409:unknown::2 edge-only:200:unanswered:leaf:0 nope:404:unknown::0"; code != http.StatusOK || strings.Join(got, " ") != want {
+		t.Errorf("POST a list: %d %q, want 200 %q\n%s", code, got, want, body)
+	}
+	if code, out, body := post("?domain=hub", `{"consumers":[{"account":"APP","stream":"ORDERS","consumer":"worker"}]}`); code != http.StatusOK ||
+		len(out.Consumers) != 1 || out.Consumers[0].Reset != auditor.ResetSafe {
+		t.Errorf("POST with ?domain=hub: %d\n%s", code, body)
+	}
+	for _, bad := range []string{``, `{}`, `{"consumers":[]}`, `{"consumers":[{"account":"APP","stream":"ORDERS"}]}`, `{"consumer":[]}`, `[`} {
+		if code, _, body := post("", bad); code != http.StatusBadRequest || !strings.Contains(body, `"reset":"unknown"`) {
+			t.Errorf("POST %q: %d, want 400\n%s", bad, code, body)
+		}
+	}
+	resp, err := http.Post(srv.URL+"/api/v1/consumers/APP/ORDERS/worker", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d, want 405: the API is read-only", resp.StatusCode)
+	}
+}

@@ -1,0 +1,8 @@
+// Package exporter is the runtime of `serve`, the auditor as a Prometheus
+// exporter: the scheduler that shares audits between scrapes, events and
+// API requests; the memory of servers gone quiet; the lazy connection to
+// NATS; the watcher of the servers' $SYS events; the policy file read before
+// each audit; and the HTTP handler with the metrics, health endpoints and
+// JSON API. The audit itself is the auditor package's; the command wires
+// this package to its flags.
+package exporter

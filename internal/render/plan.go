@@ -1,0 +1,119 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+)
+
+// Plan is the documented JSON of `plan --format json`.
+type Plan struct {
+	*auditor.Plan
+	Audit Audit `json:"audit"`
+	// Error is set when no plan could be made (status UNKNOWN).
+	Error string `json:"error,omitempty"`
+}
+
+// WritePlan writes plan's document of p, made of the audit r, in format,
+// text or JSON.
+func WritePlan(out io.Writer, format string, p *auditor.Plan, r *auditor.Report) error {
+	if format == FormatJSON {
+		return writeError(WriteJSON(out, Plan{Plan: p, Audit: AuditOf(r)}))
+	}
+	return writeError(writePlanText(out, p))
+}
+
+// WritePlanFailed writes plan's document when no plan could be made: r is
+// the audit it was to be made of (auditor.Failed when none ran), to is --to
+// as given and err what ended it. The text form is empty: the one line of
+// the error on stderr says it all.
+func WritePlanFailed(out io.Writer, format string, err error, to string, r *auditor.Report) error {
+	if format != FormatJSON {
+		return nil
+	}
+	doc := Plan{Plan: &auditor.Plan{To: to, ToLevel: auditor.LevelUnknown, Floor: r.Floor, Status: auditor.Unknown,
+		Steps: []auditor.PlanStep{}, Unchanged: []string{}}, Audit: AuditOf(r), Error: err.Error()}
+	return writeError(WriteJSON(out, doc))
+}
+
+func writePlanText(w io.Writer, p *auditor.Plan) error {
+	ew := &errWriter{w: w}
+	level := fmt.Sprint(p.ToLevel)
+	if p.ToLevel == auditor.LevelUnknown {
+		level = "unknown: " + p.LevelSource
+	}
+	met := "the floor " + p.Floor + " is never met"
+	switch {
+	case p.FloorMetAt == nil:
+	case *p.FloorMetAt == 0:
+		met = "every server already runs the floor " + p.Floor + " or later"
+	default:
+		met = fmt.Sprintf("the floor %s is first met after step %d", p.Floor, *p.FloorMetAt)
+	}
+	ew.printf("%s: plan to %s (JetStream API level %s): %s; %s\n", p.Status, p.To, level, fmt.Sprintf("%d %s", len(p.Steps), plural(len(p.Steps), "step")), met)
+	if len(p.Unchanged) > 0 {
+		ew.printf("already on %s: %s\n", p.To, strings.Join(p.Unchanged, ", "))
+	}
+	if len(p.Steps) > 0 {
+		ew.printf("Restart one server at a time: lame duck mode first, then wait for /healthz before the next.\n")
+	}
+	for _, st := range p.Steps {
+		ew.printf("\n%s: %s\n", st, st.Status)
+		ew.printf("  still not on %s: %s\n", p.To, orNone(st.StillOld))
+		groups := func(title string, gs []auditor.GroupImpact) {
+			ew.printf("  %s: %d\n", title, len(gs))
+			for i, g := range gs {
+				if i == listed {
+					ew.printf("    ... and %d more\n", len(gs)-listed)
+					break
+				}
+				ew.printf("    %s: %s\n", groupName(g.Kind, g.Account, g.AccountName, g.Stream, g.Consumer, g.Domain), g.Reason)
+			}
+		}
+		groups("unavailable while "+st.Server+" restarts", st.Unavailable)
+		groups("left with a bare quorum while "+st.Server+" restarts", st.BareQuorum)
+		ew.printf("  consumers that cannot take a RESET after the step: %d\n", len(st.NoReset))
+		for i, r := range st.NoReset {
+			if i == listed {
+				ew.printf("    ... and %d more\n", len(st.NoReset)-listed)
+				break
+			}
+			ew.printf("    %s: %s: %s\n", groupName("consumer", r.Account, r.AccountName, r.Stream, r.Consumer, r.Domain), r.Reset, r.Reason)
+		}
+		findings := func(title string, fs []auditor.Finding) {
+			ew.printf("  %s: %d\n", title, len(fs))
+			for i, f := range fs {
+				if i == listed {
+					ew.printf("    ... and %d more\n", len(fs)-listed)
+					break
+				}
+				ew.printf("    %s %s\n", f.Code, f.Message)
+			}
+		}
+		findings("assets held offline, diverging or of unknown fate after the step", st.LevelFindings)
+		findings("findings that appear", st.Appear)
+		findings("findings that go", st.Gone)
+		for _, d := range st.Depend {
+			ew.printf("  depends on the leader: %s\n", d.Message)
+		}
+	}
+	return ew.err
+}
+
+func groupName(kind, account, accountName, stream, consumer, domain string) string {
+	n := kind
+	if kind == "meta" {
+		n = "the JetStream meta group"
+	} else {
+		n += " " + auditor.AccountLabel(account, accountName) + " > " + stream
+		if consumer != "" {
+			n += " > " + consumer
+		}
+	}
+	if domain != "" {
+		n += " (domain " + domain + ")"
+	}
+	return n
+}

@@ -1,0 +1,114 @@
+package render
+
+import (
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+)
+
+// Report is the documented JSON of `report --format json`: the inventory
+// one audit saw and what is wrong with it.
+type Report struct {
+	Status    auditor.Severity        `json:"status"`
+	Floor     string                  `json:"floor"`
+	Servers   []auditor.ServerReport  `json:"servers"`
+	Clusters  []auditor.ClusterReport `json:"clusters"`
+	Leafnodes []Leafnode              `json:"leafnodes"`
+	// Findings are check's: what makes the status what it is.
+	Findings []auditor.Finding `json:"findings"`
+	// APILevels, Features and AssetLevels say what the system can use now.
+	APILevels   APILevels            `json:"api_levels"`
+	Features    []Feature            `json:"features"`
+	AssetLevels []auditor.AssetLevel `json:"asset_levels"`
+	WhatIf      *WhatIf              `json:"what_if,omitempty"`
+	Audit       Audit                `json:"audit"`
+	// Error is set when the audit could not run at all (status UNKNOWN).
+	Error string `json:"error,omitempty"`
+}
+
+// Leafnode is one leafnode link of the inventory.
+type Leafnode struct {
+	Server  string `json:"server"`
+	Peer    string `json:"peer"`
+	Account string `json:"account"`
+	// AccountName is the account's name where the audit knows one and it
+	// is not Account (operator mode; see auditor.AccountNames).
+	AccountName string `json:"account_name,omitempty"`
+	Audited     bool   `json:"audited"`
+}
+
+// ReportOf is report's document of r, the would-be report of w under --assume.
+func ReportOf(r *auditor.Report, w *auditor.WhatIf) Report {
+	audited := map[string]bool{}
+	for _, s := range r.Servers {
+		audited[s.Name] = true
+	}
+	levels, features := capabilityOf(r)
+	out := Report{Status: r.Status, Floor: r.Floor, Servers: NonNil(r.Servers), Clusters: NonNil(r.Clusters),
+		Leafnodes: []Leafnode{}, Findings: NonNil(r.Findings), APILevels: levels, Features: features,
+		AssetLevels: auditor.AssetLevels(r, auditor.FeatureLevels()), WhatIf: whatIfOf(w), Audit: AuditOf(r)}
+	names := auditor.AccountNames(r.Snapshot)
+	for _, l := range r.Leafnodes {
+		out.Leafnodes = append(out.Leafnodes, Leafnode{Server: l.Server, Peer: l.Peer, Account: l.Account, AccountName: names[l.Account], Audited: audited[l.Peer]})
+	}
+	return out
+}
+
+// WriteReport writes report's document of r (the would-be report of w
+// under --assume) in format, text or JSON.
+func WriteReport(out io.Writer, format string, r *auditor.Report, w *auditor.WhatIf) error {
+	doc := ReportOf(r, w)
+	if format == FormatJSON {
+		return writeError(writeFindingsByHand(out, &doc, &doc.Findings))
+	}
+	return writeError(writeReportText(out, doc, r, w))
+}
+
+// WriteReportFailed writes report's document of an audit that could not
+// run: failed is its report (auditor.Failed), err what ended it. The text
+// form is empty: the one line of the error on stderr says it all.
+func WriteReportFailed(out io.Writer, format string, err error, failed *auditor.Report) error {
+	if format != FormatJSON {
+		return nil
+	}
+	doc := ReportOf(failed, nil)
+	doc.Error = err.Error()
+	return writeError(WriteJSON(out, doc))
+}
+
+func writeReportText(w io.Writer, out Report, r *auditor.Report, what *auditor.WhatIf) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	ew := &errWriter{w: tw}
+	ew.printf("%s%s: %s\n\n", out.Status, assuming(what), summary(r))
+	ew.printf("SERVER\tCLUSTER\tDOMAIN\tVERSION\tAPI LEVEL\tVERDICT\tSTREAMS LED\tCONSUMERS LED\n")
+	for _, s := range out.Servers {
+		ew.printf("%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", s.Name, dash(s.Cluster), dash(s.Domain), s.Version, levelText(s.APILevel), s.Verdict, s.StreamsLed, s.ConsumersLed)
+	}
+	if len(out.Clusters) > 0 {
+		ew.printf("\nCLUSTER\tSERVERS\tVERSIONS\n")
+		for _, c := range out.Clusters {
+			ew.printf("%s\t%d\t%s\n", c.Name, c.Servers, strings.Join(c.Versions, ", "))
+		}
+	}
+	if len(out.Leafnodes) > 0 {
+		ew.printf("\nLEAFNODE LINK\tPEER\tACCOUNT\tAUDITED\n")
+		for _, l := range out.Leafnodes {
+			ew.printf("%s\t%s\t%s\t%t\n", l.Server, l.Peer, auditor.AccountLabel(l.Account, l.AccountName), l.Audited)
+		}
+	}
+	writeCapabilityText(ew, out)
+	if ew.err != nil {
+		return ew.err
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// What makes the status what it is, as check lists it: a report that
+	// says UNKNOWN names the servers missing, the replies not read.
+	ew = &errWriter{w: w}
+	writeFindings(ew, out.Findings)
+	writeWhatIfText(ew, what)
+	return ew.err
+}
