@@ -39,6 +39,6 @@
 //     plan.go: the restart order of a rollout, each step a what-if.
 //   - heartbeats.go: what the servers' $SYS events say changed since the
 //     last audit; events.go: the same events handed to the audits running
-//     (a server back while an audit waits for it, or gone);
-//     schedule.go and memory.go: when audits run and what earlier ones saw.
+//     (a server back while an audit waits for it, or gone). When audits
+//     run, and what earlier ones saw, is the exporter's (internal/exporter).
 package auditor

@@ -34,8 +34,8 @@ type Snapshot struct {
 	// Problems are requests that failed or replies that could not be used.
 	Problems []Problem
 
-	// LastSeen holds, by name, servers that earlier audits saw (see
-	// Memory). Collect leaves it empty; Evaluate uses it to say what a
+	// LastSeen holds, by name, servers that earlier audits saw (serve's
+	// memory, internal/exporter). Collect leaves it empty; Evaluate uses it to say what a
 	// missing server last ran.
 	LastSeen map[string]Server
 }
