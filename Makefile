@@ -58,7 +58,7 @@ $(NATSCLI):
 # writes the results into BENCHMARKS.md. Not part of `make test`.
 bench: servers build $(NATSCLI)
 	$(GO) build -o $(VALIDFETCH) ./internal/bench/validfetch
-	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics ./cmd/nats-version-auditor | tee .cache/gobench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics ./internal/render | tee .cache/gobench.txt
 	$(GO) run ./internal/bench -auditor $(BIN) -natscli $(NATSCLI) -validfetch $(VALIDFETCH) -gobench .cache/gobench.txt -out BENCHMARKS.md
 	$(GO) run ./internal/bench -freshness -auditor $(BIN) -out BENCHMARKS.md
 

@@ -42,10 +42,16 @@ func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Wr
 	var interrupted *waitInterrupted
 	if errors.As(err, &interrupted) {
 		// Said on stderr; the document is of the last audit the wait saw.
-		if interrupted.last != nil {
-			_ = render.WriteCheck(stdout, c.format, interrupted.last, nil)
-		} else {
+		// The wait did not end on its own, so the exit is UNKNOWN unless
+		// that audit was CRITICAL: a gate that knows something is broken
+		// says so, as the document does.
+		if interrupted.last == nil {
 			c.failed(stdout, interrupted.lastErr, started)
+			return auditor.Unknown, nil
+		}
+		_ = render.WriteCheck(stdout, c.format, interrupted.last, nil)
+		if interrupted.last.Status.Worse(auditor.Unknown) {
+			return interrupted.last.Status, nil
 		}
 		return auditor.Unknown, nil
 	}

@@ -113,7 +113,7 @@ func main() {
 					lines = append(lines, l)
 				}
 			}
-			table += "\nGo benchmarks (`go test -run '^$' -bench . -benchmem ./auditor ./metrics ./cmd/nats-version-auditor`):\n\n```\n" + strings.Join(lines, "\n") + "\n```\n"
+			table += "\nGo benchmarks (`go test -run '^$' -bench . -benchmem ./auditor ./metrics ./internal/render`):\n\n```\n" + strings.Join(lines, "\n") + "\n```\n"
 		}
 		fmt.Print(table)
 		if *out != "" {
