@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -140,5 +141,49 @@ func TestMakeBuildCrossCompiles(t *testing.T) {
 		if !bytes.Contains(b, []byte(v)) {
 			t.Errorf("the binary does not carry %q, given to make build as VERSION or REVISION", v)
 		}
+	}
+}
+
+// TestDockerfileDownloadLayer: the files the build stage copies before
+// `go mod download` are all that command needs, so the downloads stay a
+// layer of their own. The root module replaces the Go client with its
+// directory, whose go.mod must be among them. The copies are made into an
+// empty directory and the download run there, from the module cache.
+func TestDockerfileDownloadLayer(t *testing.T) {
+	build := dockerfileStages(t)[0]
+	before, _, ok := strings.Cut(build.body, "RUN go mod download")
+	if !ok {
+		t.Fatal("the build stage has no `RUN go mod download`")
+	}
+	dir := t.TempDir()
+	copies := regexp.MustCompile(`(?m)^COPY ([^\n]+)$`).FindAllStringSubmatch(before, -1)
+	if len(copies) == 0 {
+		t.Fatal("nothing is copied before `go mod download`")
+	}
+	for _, c := range copies {
+		args := strings.Fields(c[1])
+		dst := args[len(args)-1]
+		for _, src := range args[:len(args)-1] {
+			b, err := os.ReadFile(filepath.Join("../..", src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			to := filepath.Join(dir, dst)
+			if strings.HasSuffix(dst, "/") {
+				to = filepath.Join(dir, dst, filepath.Base(src))
+			}
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(to, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cmd := exec.Command("go", "mod", "download")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download with only the files copied before it: %v\n%s", err, out)
 	}
 }
