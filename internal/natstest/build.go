@@ -18,17 +18,22 @@ import (
 // last release line before JetStream API levels (2.11): it reports none and
 // runs assets it does not fully understand online. FirstLevels is the last
 // release of the first line with API levels (level 1): unlike Old, its
-// decoder logs an assignment it cannot read and runs on.
+// decoder logs an assignment it cannot read and runs on. Lenient is the
+// last 2.14 release, the first with the lenient config decoder
+// (decodeConfig in jetstream_versioning.go, absent in 2.14.0-2.14.9): an
+// asset with an enum value it does not know is held offline as a config
+// error rather than not loaded, and its meta snapshot does not panic on it.
 const (
 	NoLevels    = "v2.10.27"
 	FirstLevels = "v2.11.12"
 	Old         = "v2.12.15"
 	Floor       = "v2.14.0"
+	Lenient     = "v2.14.10"
 	New         = "v2.15.3"
 )
 
 // Versions lists every version the harness builds.
-var Versions = []string{NoLevels, FirstLevels, Old, Floor, New}
+var Versions = []string{NoLevels, FirstLevels, Old, Floor, Lenient, New}
 
 // CacheDir is where built nats-server binaries are kept: $NATS_SERVER_CACHE,
 // else .cache/nats-server at the module root (git-ignored).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -56,6 +57,9 @@ type Spec struct {
 	// closes over the rest of the duration; the grace period must be
 	// shorter than the duration.
 	LameDuckDuration, LameDuckGracePeriod time.Duration
+	// FeatureFlags, when set, are written as the config's feature_flags
+	// block (read from 2.14.0; older servers refuse to start with it).
+	FeatureFlags map[string]bool
 }
 
 // User is a user with publish and subscribe allow lists (none: all allowed).
@@ -374,6 +378,13 @@ func (sys *System) config(s *Server) string {
 	}
 	if s.LameDuckGracePeriod > 0 {
 		w("lame_duck_grace_period: %q", s.LameDuckGracePeriod.String())
+	}
+	if len(s.FeatureFlags) > 0 {
+		w("feature_flags {")
+		for _, name := range slices.Sorted(maps.Keys(s.FeatureFlags)) {
+			w("  %s: %t", name, s.FeatureFlags[name])
+		}
+		w("}")
 	}
 	if s.JetStream {
 		w("jetstream { store_dir: %q", s.store)
