@@ -417,7 +417,8 @@ func parseStatsz(data []byte) (*statszReply, Server, error) {
 	}
 	si := msg.Server
 	srv := Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain,
-		Version: si.Version, Tags: si.Tags, JetStream: si.jetStreamEnabled(), ActiveServers: msg.Stats.ActiveServers}
+		Version: si.Version, Tags: si.Tags, JetStream: si.jetStreamEnabled(), ActiveServers: msg.Stats.ActiveServers,
+		FeatureFlags: si.FeatureFlags}
 	if si.ID == "" || si.Name == "" {
 		return nil, srv, errors.New("reply names no server")
 	}

@@ -25,6 +25,8 @@ type serverInfo struct {
 	JetStream bool      `json:"jetstream"`
 	Flags     uint64    `json:"flags"`
 	Time      time.Time `json:"time"`
+	// FeatureFlags is sent from 2.14.0 (events.go:258, filled :541).
+	FeatureFlags map[string]bool `json:"feature_flags,omitempty"`
 }
 
 // jetStreamEnabled is server.ServerInfo.JetStreamEnabled: the capability

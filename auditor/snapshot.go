@@ -57,6 +57,10 @@ type Server struct {
 	Uptime time.Duration `json:"-"`
 	// ActiveServers is how many servers this server counts, itself included.
 	ActiveServers int `json:"-"`
+	// FeatureFlags are the server's feature flags as it reports them
+	// (FeatureFlagsSince on): its version's defaults merged with its
+	// config. Nil for a server that reports none.
+	FeatureFlags map[string]bool `json:"feature_flags,omitempty"`
 }
 
 // AssetKind tells streams from consumers.

@@ -1,0 +1,128 @@
+package auditor
+
+import (
+	"fmt"
+
+	"golang.org/x/mod/semver"
+)
+
+// FeatureFlagsSince is the first release that reads a feature_flags block
+// in its config (server/feature_flags.go; 2.14.0 opts.go:1826-1848) and
+// reports its flags in STATSZ. An older server refuses to start with the
+// block (unknown field "feature_flags": 2.12.15 opts.go:1803-1811, seen on
+// 2.10.27, 2.11.12 and 2.12.15), so it must go before a downgrade below it.
+const FeatureFlagsSince = v214
+
+// v215 is where js_raft_delete_range turned on by default, and where an
+// op a follower has no case for stopped crashing it (ops.go).
+const v215 = "v2.15.0"
+
+// The feature flags the table knows, as a server's config and STATSZ name
+// them.
+const (
+	FlagAckFormatV2      = "js_ack_fc_v2"
+	FlagRaftDeleteRange  = "js_raft_delete_range"
+	FlagAPIReplyFormatV2 = "js_api_reply_v2"
+	FlagSnapshotSources  = "js_snapshot_sources"
+)
+
+// FlagDefault is a flag's default in the releases [From, Below); an empty
+// Below is every later release.
+type FlagDefault struct {
+	From, Below string
+	On          bool
+	Evidence    string
+}
+
+// FeatureFlag is one nats-server feature flag and its default per version
+// range.
+type FeatureFlag struct {
+	Name  string
+	Title string
+	// Defaults covers every release from the first that knows the flag,
+	// oldest first. A release before the first knows nothing of it: the
+	// flag is off there, and setting it keeps the server from starting
+	// (FeatureFlagsSince).
+	Defaults []FlagDefault
+	// Hazard says what turning the flag on does to older peers; empty when
+	// nothing.
+	Hazard string
+}
+
+// FeatureFlags lists every flag of every release read (ops_test.go reads
+// server/feature_flags.go again at each). A server reports its version's
+// defaults merged with its config (getMergedFeatureFlags, 2.14.0
+// feature_flags.go; events.go:523, :541), so what it reports wins over the
+// table, which only stands in for servers whose flags the audit did not read
+// (a what-if's assumed version).
+var FeatureFlags = []FeatureFlag{
+	{
+		Name: FlagAckFormatV2, Title: "v2 ack and flow-control reply subjects",
+		Defaults: []FlagDefault{{From: v214, On: false,
+			Evidence: "2.14.0 feature_flags.go:23, :35; 2.15.3 :23, :37 (the docs: the default changes in 2.16)"}},
+	},
+	{
+		Name: FlagRaftDeleteRange, Title: "mirror gaps proposed as one delete range",
+		Defaults: []FlagDefault{
+			{From: v214, Below: v215, On: false, Evidence: "2.14.0 feature_flags.go:24, :46; 2.14.10 the same"},
+			{From: v215, On: true, Evidence: "2.15.3 feature_flags.go:25, :61 (\"Enabled: 2.15.0\", :55-56)"},
+		},
+		Hazard: "a mirror it leads proposes deleteRangeOp, on which followers before 2.14.0 panic (2.14.0 feature_flags.go:43-45)",
+	},
+	{
+		Name: FlagAPIReplyFormatV2, Title: "v2 JetStream API reply subjects",
+		Defaults: []FlagDefault{{From: v215, On: false, Evidence: "2.15.3 feature_flags.go:24, :49"}},
+	},
+	{
+		Name: FlagSnapshotSources, Title: "stream snapshots carrying sourcing state (v2 encoding)",
+		Defaults: []FlagDefault{{From: v215, On: false, Evidence: "2.15.3 feature_flags.go:26, :73"}},
+		Hazard:   "a stream it leads sends v2 snapshots, which older peers reject (2.15.3 feature_flags.go:63-72)",
+	},
+}
+
+// FlagByName returns the flag of that name, if the table knows it.
+func FlagByName(name string) (FeatureFlag, bool) {
+	for _, f := range FeatureFlags {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return FeatureFlag{}, false
+}
+
+// DefaultBy returns the flag's default in the given version: known is false
+// for a version before the flag's first, which has no such flag (it is off
+// there). A version that is not one gets the flag on if any range has it
+// on: the audit cannot tell, and on is the hazard.
+func (f FeatureFlag) DefaultBy(version string) (d FlagDefault, known bool) {
+	v, err := ParseVersion(version)
+	if err != nil {
+		for _, d := range f.Defaults {
+			if d.On {
+				return FlagDefault{On: true, Evidence: "version unreadable: on in some release"}, true
+			}
+		}
+		return FlagDefault{Evidence: "version unreadable: off in every release"}, true
+	}
+	for _, d := range f.Defaults {
+		if semver.Compare(v, d.From) >= 0 && (d.Below == "" || semver.Compare(v, d.Below) < 0) {
+			return d, true
+		}
+	}
+	return FlagDefault{Evidence: fmt.Sprintf("%s has no flag %s", Display(v), f.Name)}, false
+}
+
+// FlagOn reports whether the named flag is on in server s: as the server
+// reported it in STATSZ, else its version's default. A flag a server's
+// version does not know is off.
+func FlagOn(s Server, name string) bool {
+	if on, ok := s.FeatureFlags[name]; ok {
+		return on
+	}
+	f, ok := FlagByName(name)
+	if !ok {
+		return false
+	}
+	d, known := f.DefaultBy(s.Version)
+	return known && d.On
+}
