@@ -3,8 +3,6 @@ package auditor
 import (
 	"fmt"
 	"strings"
-
-	"golang.org/x/mod/semver"
 )
 
 // ResetVerdict says what $JS.API.CONSUMER.RESET would do to one consumer.
@@ -97,9 +95,10 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 	return ResetSafe, fmt.Sprintf("leader %s and every peer run %s or later", lead.Name, Display(ResetVersion))
 }
 
-// answersReset reports whether a server of version v knows RESET. A
+// answersReset reports whether a server of version v knows RESET: whether
+// it applies the replicated reset (the consumer_reset row of
+// ReplicatedOps), which the release that first answers RESET brought. A
 // pre-release of ResetVersion counts as below it.
 func answersReset(v string) bool {
-	c, err := ParseVersion(v)
-	return err == nil && semver.Compare(c, ResetVersion) >= 0
+	return OpOutcome(OpResetSeq, v).Apply == Supported
 }

@@ -1,0 +1,369 @@
+package auditor
+
+import (
+	"fmt"
+
+	"golang.org/x/mod/semver"
+)
+
+// The second axis of what each server version does: the replicated
+// operations a stream's or consumer's RAFT leader proposes to its
+// followers. The first axis, what a server does with an asset's config, is
+// Features. A follower applies every committed entry of a group it runs;
+// one whose apply switch has no case for the entry's op panics (before
+// 2.15) or halts its replica (2.15 on). Every citation is to the
+// nats-server module at the tag named; ops_test.go reads the op list, the
+// apply switches and their default branches again at every tag it names and
+// at the newest the module proxy serves.
+
+// EntryOp is a replicated operation: the first byte of a JetStream RAFT
+// entry, nats-server's entryOp (server/jetstream_cluster.go; "ONLY ADD TO
+// THE END", so a value never changes meaning).
+type EntryOp uint8
+
+// The entry ops a leader proposes that some released version cannot
+// apply. The others (0-14) are known to every release the audit judges.
+const (
+	// OpDeleteRange is deleteRangeOp: a run of deleted sequences. It
+	// exists since 2.10 for catchups only (an internal message, never a
+	// RAFT entry), and is a RAFT entry from 2.14.0.
+	OpDeleteRange EntryOp = 15
+	// OpBatchMsg and OpBatchCommitMsg are batchMsgOp and
+	// batchCommitMsgOp: the messages of an atomic batch publish.
+	OpBatchMsg       EntryOp = 16
+	OpBatchCommitMsg EntryOp = 17
+	// OpResetSeq is resetSeqOp: a consumer's RESET.
+	OpResetSeq EntryOp = 18
+)
+
+// OpGroup is the kind of RAFT group whose followers apply an op.
+type OpGroup string
+
+// The groups an asset's ops are proposed in. The meta group's ops are
+// unchanged from 2.10.27 through 2.15.3: no release proposes one an older
+// release cannot apply.
+const (
+	GroupStream   OpGroup = "stream"
+	GroupConsumer OpGroup = "consumer"
+)
+
+// The outcomes of a follower applying a committed entry, beside Supported
+// (it applies it).
+const (
+	// CrashesOnApply: the follower's apply switch has no case for the op
+	// and panics ("JetStream Cluster Unknown group entry op type: N"); the
+	// process exits. Restarted, it replays the entry from the group's log
+	// and panics again, as long as the entry is there.
+	CrashesOnApply Outcome = "crashes_on_apply"
+	// HaltsReplica: the follower returns an error for the op, logs a
+	// "critical write error" and turns its replica into an observer: the
+	// server runs on, the group has one voting peer fewer.
+	HaltsReplica Outcome = "halts_replica"
+)
+
+// OpHandling is what the followers of one version range do with an op.
+type OpHandling struct {
+	// From and Below bound the range [From, Below) in canonical form; an
+	// empty From is every older version.
+	From, Below string
+	Apply       Outcome
+	// Evidence is the real-server test or the server source lines the row
+	// rests on.
+	Evidence string
+}
+
+// Proposing says whether and how a leader proposes an op.
+type Proposing string
+
+// The answers of ReplicatedOp.Proposes.
+const (
+	// NotProposed: this leader never proposes the op for this asset.
+	NotProposed Proposing = "not_proposed"
+	// ProposedOnRequest: the leader proposes it when a client asks (a
+	// RESET, an atomic batch publish); nothing the audit sees says whether
+	// one will.
+	ProposedOnRequest Proposing = "on_request"
+	// ProposedByItself: the leader proposes it without any client asking,
+	// as soon as an ordinary condition holds (a gap in a mirror's origin,
+	// the setup of a durable source).
+	ProposedByItself Proposing = "by_itself"
+)
+
+// Proposal is one way a leader comes to propose an op.
+type Proposal struct {
+	// Since is the first release whose leaders propose it.
+	Since string
+	// Flag, when set, is the feature flag (FeatureFlags) of the leader's
+	// server that must be on.
+	Flag string
+	// Asset reports whether an asset with this config can have the op
+	// proposed; nil is any asset of the op's group. Sourced is whether some
+	// stream reads through the consumer by durable sourcing, which the
+	// consumer's own config does not show.
+	Asset func(c *AssetConfig, sourced bool) bool
+	// How is ProposedOnRequest or ProposedByItself.
+	How Proposing
+	// When says who makes the leader propose it and when, as operators
+	// read it.
+	When     string
+	Evidence string
+}
+
+// ReplicatedOp is one row of the second axis: a replicated operation that
+// some released version cannot apply, what each version range of followers
+// does with it, and when a leader proposes it.
+type ReplicatedOp struct {
+	// Name is a stable identifier, as findings and metrics write it.
+	Name  string
+	Title string
+	Op    EntryOp
+	// GoName is the op's name in nats-server's source.
+	GoName string
+	Group  OpGroup
+	// Since is the first release whose followers apply it as a RAFT entry.
+	Since string
+	// Source cites the case that applies it, at Since and at the newest
+	// release read.
+	Source string
+	// Older is what each range of older followers does, oldest first;
+	// together the ranges cover every version below Since.
+	Older []OpHandling
+	// Proposed lists the ways a leader proposes it.
+	Proposed []Proposal
+}
+
+// unknownOpSource cites the default branch of each version line's apply
+// switches, which every op a follower has no case for reaches.
+const (
+	unknownOpPanics = "no case in the apply switch; the default panics " +
+		"(stream: 2.10.27 jetstream_cluster.go:3155-3156, 2.11.12 :3414-3415, 2.12.15 :4211-4212, 2.14.10 :4635-4636; " +
+		"consumer: 2.10.27 :5110, 2.11.12 :5539, 2.12.15 :6885, 2.14.10 :7425)"
+	unknownOpErrors = "the default returns an error (2.15.3 jetstream_cluster.go:6056-6057 stream, :9399 consumer); " +
+		"the monitor logs a critical write error and makes the replica an observer (:4760-4764, stream.go:9905-9925; :8619-8621, :8395-8417)"
+)
+
+// UnknownOpOutcome is what a follower of the given version does with an op
+// it has no case for: one a newer release brings. From v215 it answers
+// with an error instead of a panic (the default branches of
+// applyStreamEntries and applyConsumerMsgOpLocked: 2.15.0
+// jetstream_cluster.go:5441, :8430).
+func UnknownOpOutcome(version string) OpHandling {
+	v, err := ParseVersion(version)
+	if err != nil || semver.Compare(v, v215) < 0 {
+		return OpHandling{Below: v215, Apply: CrashesOnApply, Evidence: unknownOpPanics}
+	}
+	return OpHandling{From: v215, Apply: HaltsReplica, Evidence: unknownOpErrors}
+}
+
+// olderFollowers is the handling of an op by the followers that predate
+// it: they have no case for it. Every op so far came before 2.15, where an
+// unknown op still panics.
+func olderFollowers(since, seen string) []OpHandling {
+	h := UnknownOpOutcome("v0.0.0")
+	h.Below = since
+	if seen != "" {
+		h.Evidence = seen + "; " + h.Evidence
+	}
+	return []OpHandling{h}
+}
+
+// batchAllowed is an asset whose leader takes atomic batch publishes.
+func batchAllowed(c *AssetConfig, _ bool) bool { return c != nil && c.AllowAtomicPublish }
+
+// batchProposal is how a stream leader comes to propose an atomic batch's
+// entries: a client publishes one, which the stream refuses unless it
+// allows it.
+var batchProposal = []Proposal{{
+	Since: v212, Asset: batchAllowed, How: ProposedOnRequest,
+	When: "its leader (2.12.0 or later) commits an atomic batch a client publishes (Nats-Batch-Id) to the stream, which allow_atomic permits",
+	Evidence: "encodeStreamMsgAllowCompressAndBatch (2.12.15 jetstream_cluster.go:9807-9840) from processJetStreamBatchMsg " +
+		"(2.12.15 stream.go:6387, proposal :6795, refused without allow_atomic :6467; 2.14.0 :7079, :7425, :7147; 2.15.3 :7657, :8032, :7728)",
+}}
+
+// ReplicatedOps is the second axis of the table: every replicated operation
+// a leader proposes that some released version cannot apply. Ops 0-14 are
+// applied by every release from 2.10 on.
+var ReplicatedOps = []ReplicatedOp{
+	{
+		Name: "delete_range", Title: "mirror delete range (deleteRangeOp)", Op: OpDeleteRange, GoName: "deleteRangeOp",
+		Group: GroupStream, Since: v214,
+		Source: "2.14.0 jetstream_cluster.go:4053 (case deleteRangeOp in applyStreamEntries); 2.15.3 :5920",
+		// Before 2.14 the op exists for catchups only (2.12.15
+		// processCatchupMsg :10636-10641), so the apply switch has no case.
+		Older: olderFollowers(v214, "seen: a 2.12.15 follower under a 2.15.3 or a flagged 2.14.0 mirror leader, and a 2.10.27 one"),
+		Proposed: []Proposal{{
+			Since: v214, Flag: FlagRaftDeleteRange, How: ProposedByItself,
+			Asset: func(c *AssetConfig, _ bool) bool { return c != nil && c.Mirror != nil },
+			When: "its leader, with js_raft_delete_range on (the default from 2.15.0), mirrors a gap in the origin: " +
+				"deleted or expired messages, or any message outside a filtered mirror's subjects",
+			Evidence: "skipMsgs (2.14.0 stream.go:3327-3358, proposal :3338-3339; 2.15.3 :3737-3771, :3749-3750), " +
+				"called by processInboundMirrorMsg (2.15.3 :3605) and setupMirrorConsumer (:4204); " +
+				"without the flag the gap is proposed as empty streamMsgOp entries (:3753-3769)",
+		}},
+	},
+	{
+		Name: "atomic_batch_msg", Title: "atomic batch message (batchMsgOp)", Op: OpBatchMsg, GoName: "batchMsgOp",
+		Group: GroupStream, Since: v212,
+		Source: "2.12.15 jetstream_cluster.go:3923 (before the switch in applyStreamEntries); 2.15.3 :5744",
+		// Only a follower that runs the stream receives it: 2.11.9 on
+		// hold an allow_atomic stream offline (Features, atomic_batch).
+		Older:    olderFollowers(v212, "seen: a 2.10.27 follower of an allow_atomic stream (op 16), again on restart"),
+		Proposed: batchProposal,
+	},
+	{
+		Name: "atomic_batch_commit", Title: "atomic batch commit (batchCommitMsgOp)", Op: OpBatchCommitMsg, GoName: "batchCommitMsgOp",
+		Group: GroupStream, Since: v212,
+		Source:   "2.12.15 jetstream_cluster.go:3983 (before the switch in applyStreamEntries); 2.15.3 :5793",
+		Older:    olderFollowers(v212, ""),
+		Proposed: batchProposal,
+	},
+	{
+		Name: "consumer_reset", Title: "consumer RESET (resetSeqOp)", Op: OpResetSeq, GoName: "resetSeqOp",
+		Group: GroupConsumer, Since: v214,
+		Source: "2.14.0 jetstream_cluster.go:6780 (case resetSeqOp in applyConsumerEntries); 2.15.3 :9313 (applyConsumerMsgOpLocked)",
+		Older:  olderFollowers(v214, "TestConsumerResetAgainstMixedCluster (a 2.12.15 follower panics)"),
+		Proposed: []Proposal{
+			{
+				Since: v214, How: ProposedOnRequest,
+				When: "its leader (2.14.0 or later) answers a $JS.API.CONSUMER.RESET an application sends",
+				Evidence: "resetStartingSeqLocked (2.14.0 consumer.go:2793, proposal :2827-2832; 2.15.3 :2973, :3007-3012) " +
+					"from the RESET handler (2.14.0 consumer.go:4474; 2.15.3 :4785)",
+			},
+			{
+				Since: v214, How: ProposedByItself,
+				Asset: func(_ *AssetConfig, sourced bool) bool { return sourced },
+				When:  "a stream that reads through it by durable sourcing sets up its source, led by a server at 2.14.0 or later",
+				Evidence: "durable sourcing sends RESET instead of a consumer create (2.14.0 stream.go:3564-3590); " +
+					"sourcing consumers reset on create and leader change (2.14.0 jetstream_cluster.go:6157-6160, :7007-7009; 2.15.3 :8146, :9587)",
+			},
+		},
+	},
+}
+
+// OpByValue returns the row of the given op, if the table has one.
+func OpByValue(op EntryOp) (ReplicatedOp, bool) {
+	for _, r := range ReplicatedOps {
+		if r.Op == op {
+			return r, true
+		}
+	}
+	return ReplicatedOp{}, false
+}
+
+// HandlingBy returns what a follower of the given version does with the
+// op. A version that is not one gets the worst outcome of every older
+// range, as Feature.HandlingBy does.
+func (o ReplicatedOp) HandlingBy(version string) OpHandling {
+	v, err := ParseVersion(version)
+	if err != nil {
+		return OpHandling{Apply: CrashesOnApply, Evidence: "version unreadable: the worst of every older range"}
+	}
+	if semver.Compare(v, o.Since) >= 0 {
+		return OpHandling{From: o.Since, Apply: Supported, Evidence: o.Source}
+	}
+	// A pre-release sorts below its release: 2.14.0-RC.2 counts as older.
+	for _, h := range o.Older {
+		if (h.From == "" || semver.Compare(v, h.From) >= 0) && semver.Compare(v, h.Below) < 0 {
+			return h
+		}
+	}
+	return UnknownOpOutcome(v)
+}
+
+// OpOutcome is what a follower of the given version does with op. An op
+// the table has no row for is one every release applies.
+func OpOutcome(op EntryOp, followerVersion string) OpHandling {
+	if r, ok := OpByValue(op); ok {
+		return r.HandlingBy(followerVersion)
+	}
+	return OpHandling{Apply: Supported, Evidence: "applied by every release from 2.10 on"}
+}
+
+// Proposes reports whether a leader, with the feature flags its server has
+// (see FlagOn), proposes the op for an asset of the op's group with config
+// c and replicas replicas, and how. sourced is whether a stream reads
+// through the asset (a consumer) by durable sourcing. A single replica has
+// no RAFT group and no followers. The reason names the leader, its version
+// and what makes it propose.
+func (o ReplicatedOp) Proposes(leader Server, c *AssetConfig, replicas int, sourced bool) (Proposing, string) {
+	if replicas < 2 {
+		return NotProposed, "a single replica has no followers"
+	}
+	v, err := ParseVersion(leader.Version)
+	if err != nil {
+		return ProposedByItself, fmt.Sprintf("%s reports version %q, which is not a version: it may propose %s", leader.Name, leader.Version, o.GoName)
+	}
+	best, why := NotProposed, fmt.Sprintf("%s (%s) does not propose %s for it", leader.Name, leader.Version, o.GoName)
+	for _, p := range o.Proposed {
+		if semver.Compare(v, p.Since) < 0 || (p.Asset != nil && !p.Asset(c, sourced)) {
+			continue
+		}
+		if p.Flag != "" && !FlagOn(leader, p.Flag) {
+			continue
+		}
+		if best == NotProposed || p.How == ProposedByItself {
+			best, why = p.How, fmt.Sprintf("%s (%s) proposes %s when %s", leader.Name, leader.Version, o.GoName, p.When)
+			if p.Flag != "" {
+				why += fmt.Sprintf(" (%s: %s)", p.Flag, flagOrigin(leader, p.Flag))
+			}
+		}
+	}
+	return best, why
+}
+
+// Proposers lists the peers that would propose the op if they led the
+// asset: where the outcome depends on which peer leads, the audit takes the
+// worst of them. how is the worst way any of them proposes it.
+func (o ReplicatedOp) Proposers(peers []Server, c *AssetConfig, replicas int, sourced bool) (names []string, how Proposing) {
+	how = NotProposed
+	for _, p := range peers {
+		got, _ := o.Proposes(p, c, replicas, sourced)
+		if got == NotProposed {
+			continue
+		}
+		names = append(names, p.Name)
+		if how == NotProposed || got == ProposedByItself {
+			how = got
+		}
+	}
+	return names, how
+}
+
+// RunsReplica reports whether a server whose first-axis outcome for an
+// asset is o runs its replica, and so applies the entries its leader
+// proposes. A replica held offline or never loaded has no RAFT node there:
+// it misses the group's entries instead (an axis-a finding).
+func RunsReplica(o Outcome) bool {
+	return o == Supported || o == IgnoredOnline
+}
+
+// FollowerOutcome is what a follower of the given version does with the op
+// on an asset that uses features: the worst first-axis outcome of the
+// features if one keeps it from running the replica, else the op's own.
+func (o ReplicatedOp) FollowerOutcome(followerVersion string, features FeatureSet) (Outcome, string) {
+	for _, f := range features.Features() {
+		if h := f.HandlingBy(followerVersion); !RunsReplica(h.Asset) {
+			return h.Asset, fmt.Sprintf("%s: %s (%s), so it never applies %s", f.Name, h.Asset, h.Evidence, o.GoName)
+		}
+	}
+	h := o.HandlingBy(followerVersion)
+	return h.Apply, h.Evidence
+}
+
+// String is the op as nats-server's source and panics name it.
+func (op EntryOp) String() string {
+	if r, ok := OpByValue(op); ok {
+		return fmt.Sprintf("%s (%d)", r.GoName, op)
+	}
+	return fmt.Sprintf("entry op %d", op)
+}
+
+// flagOrigin says where FlagOn took the flag's value from.
+func flagOrigin(s Server, name string) string {
+	if on, ok := s.FeatureFlags[name]; ok {
+		return fmt.Sprintf("%t as the server reports it", on)
+	}
+	f, _ := FlagByName(name)
+	d, _ := f.DefaultBy(s.Version)
+	return fmt.Sprintf("%t by default in %s", d.On, s.Version)
+}

@@ -1,0 +1,577 @@
+package auditor
+
+import (
+	"encoding/json"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/semver"
+)
+
+// baseOps are the entry ops every release from 2.10 on knows, with the
+// group whose apply function handles each (2.10.27 jetstream_cluster.go:87-116).
+// deleteRangeOp (15) is there too, for catchups only: its row in
+// ReplicatedOps judges it as a RAFT entry.
+var baseOps = map[EntryOp]struct {
+	name  string
+	group string
+}{
+	0: {"assignStreamOp", "meta"}, 1: {"assignConsumerOp", "meta"}, 2: {"removeStreamOp", "meta"}, 3: {"removeConsumerOp", "meta"},
+	4: {"streamMsgOp", "stream"}, 5: {"purgeStreamOp", "stream"}, 6: {"deleteMsgOp", "stream"},
+	7: {"updateDeliveredOp", "consumer"}, 8: {"updateAcksOp", "consumer"},
+	9: {"assignCompressedConsumerOp", "meta"}, 10: {"updateSkipOp", "consumer"}, 11: {"updateStreamOp", "meta"},
+	12: {"addPendingRequest", "consumer"}, 13: {"removePendingRequest", "consumer"},
+	14: {"compressedStreamMsgOp", "stream"},
+}
+
+// applyFuncs are the functions that apply each group's committed entries.
+// 2.15 moved the consumer switch into applyConsumerMsgOpLocked.
+var applyFuncs = map[string][]string{
+	"meta":     {"applyMetaEntries"},
+	"stream":   {"applyStreamEntries"},
+	"consumer": {"applyConsumerEntries", "applyConsumerMsgOpLocked"},
+}
+
+// enumValue is how the table judges one value of a config enum: Feature
+// names the row of Features that detects it; otherwise Note says why no
+// release that has the field is hurt by it.
+type enumValue struct {
+	Feature string
+	Note    string
+	// Removed is the first release that no longer accepts the value.
+	Removed string
+}
+
+// configEnum is a config field whose type nats-server decodes with its own
+// UnmarshalJSON switch: a value an older release's switch does not know
+// makes it fail to decode the whole asset (Features' priority_prioritized
+// and ack_flow_control rows).
+type configEnum struct {
+	Type  string // the Go type in nats-server's server package
+	Field string // its JSON name in StreamConfig or ConsumerConfig
+	Kind  AssetKind
+	// Since is the first release with the type; empty: 2.10 or earlier.
+	Since  string
+	Values map[string]enumValue
+}
+
+const since210 = "known to every release the audit judges (2.10.27 store.go)"
+
+var configEnums = []configEnum{
+	{Type: "RetentionPolicy", Field: "retention", Kind: KindStream, Values: map[string]enumValue{
+		"limits": {Note: since210}, "interest": {Note: since210}, "workqueue": {Note: since210}}},
+	{Type: "DiscardPolicy", Field: "discard", Kind: KindStream, Values: map[string]enumValue{
+		"old": {Note: since210}, "new": {Note: since210}}},
+	{Type: "StorageType", Field: "storage", Kind: KindStream, Values: map[string]enumValue{
+		"memory": {Note: since210}, "file": {Note: since210},
+		"any": {Note: "no stream can be created with it (2.10.27 store.go:544)", Removed: v212}}},
+	{Type: "StoreCompression", Field: "compression", Kind: KindStream, Values: map[string]enumValue{
+		"none": {Note: "2.10.0 brought the field; older releases are not judged"}, "s2": {Note: "2.10.0 brought the field"}}},
+	{Type: "PersistModeType", Field: "persist_mode", Kind: KindStream, Since: v212, Values: map[string]enumValue{
+		"default": {Note: "the default, as no field"}, "": {Note: "the default, as no field"},
+		"async": {Feature: "async_persist"}}},
+	{Type: "AckPolicy", Field: "ack_policy", Kind: KindConsumer, Values: map[string]enumValue{
+		"none": {Note: since210}, "all": {Note: since210}, "explicit": {Note: since210},
+		"flow_control": {Feature: "ack_flow_control"}}},
+	{Type: "DeliverPolicy", Field: "deliver_policy", Kind: KindConsumer, Values: map[string]enumValue{
+		"all": {Note: since210}, "undefined": {Note: since210}, "last": {Note: since210}, "last_per_subject": {Note: since210},
+		"new": {Note: since210}, "by_start_sequence": {Note: since210}, "by_start_time": {Note: since210}}},
+	{Type: "ReplayPolicy", Field: "replay_policy", Kind: KindConsumer, Values: map[string]enumValue{
+		"instant": {Note: since210}, "original": {Note: since210}}},
+	{Type: "PriorityPolicy", Field: "priority_policy", Kind: KindConsumer, Since: v211, Values: map[string]enumValue{
+		"none":     {Note: "the default, as no field"},
+		"overflow": {Feature: "priority_groups"}, "pinned_client": {Feature: "priority_groups"},
+		"prioritized": {Feature: "priority_prioritized"}}},
+}
+
+// TestOpTablesAgainstSource reads, in the nats-server source at every tag
+// the tables name and at the newest tags the module proxy serves, the
+// entry ops and the apply switches of each group (and what their default
+// does with an op they have no case for), the feature flags and their
+// defaults, and the values of the config enums. It fails on any the tables
+// do not judge, or judge otherwise: the next release's new op, flag or
+// value shows up here before it shows up as a crash.
+func TestOpTablesAgainstSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads nats-server sources")
+	}
+	for _, f := range Features {
+		if f.Name == "" {
+			t.Fatal("a feature without a name")
+		}
+	}
+	for _, e := range configEnums {
+		for v, j := range e.Values {
+			if j.Feature == "" {
+				continue
+			}
+			var c AssetConfig
+			raw, _ := json.Marshal(map[string]string{e.Field: v})
+			if err := json.Unmarshal(raw, &c); err != nil {
+				t.Fatal(err)
+			}
+			if !DetectFeatures(e.Kind, &c).Has(j.Feature) {
+				t.Errorf("%s %q: the table says feature %s judges it, but DetectFeatures does not see it", e.Field, v, j.Feature)
+			}
+		}
+	}
+	tags := tablesTags()
+	tags = append(tags, newestTags(t)...)
+	slices.SortFunc(tags, semver.Compare)
+	tags = slices.Compact(tags)
+	t.Logf("reading nats-server at %s", strings.Join(tags, ", "))
+	for _, tag := range tags {
+		t.Run(tag, func(t *testing.T) {
+			dir := filepath.Join(moduleSource(t, tag), "server")
+			checkOps(t, tag, dir)
+			checkFlags(t, tag, dir)
+			checkEnums(t, tag, dir)
+		})
+	}
+}
+
+// tablesTags are the releases the tables name: every range's bounds and
+// the tags the level table was read at.
+func tablesTags() []string {
+	var tags []string
+	add := func(vs ...string) {
+		for _, v := range vs {
+			if v != "" {
+				tags = append(tags, v)
+			}
+		}
+	}
+	for _, o := range ReplicatedOps {
+		add(o.Since)
+		for _, h := range o.Older {
+			add(h.From, h.Below)
+		}
+		for _, p := range o.Proposed {
+			add(p.Since)
+		}
+	}
+	for _, f := range FeatureFlags {
+		for _, d := range f.Defaults {
+			add(d.From, d.Below)
+		}
+	}
+	for _, f := range Features {
+		add(f.Since)
+		for _, h := range f.Older {
+			add(h.From, h.Below)
+		}
+	}
+	for _, e := range configEnums {
+		add(e.Since)
+	}
+	for _, r := range levelRanges {
+		add(r.First, r.Last)
+		add(r.Checked...)
+	}
+	add(FeatureFlagsSince, v215)
+	return tags
+}
+
+// newestTags are what the module proxy serves newest: @latest, and the
+// newest release of each line its version list holds (the list leaves
+// some older releases out, so it is no inventory of every tag).
+func newestTags(t *testing.T) []string {
+	t.Helper()
+	const mod = "github.com/nats-io/nats-server/v2"
+	run := func(args ...string) []byte {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = t.TempDir()
+		out, err := cmd.Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				out = append(out, ee.Stderr...)
+			}
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	var latest struct{ Version string }
+	if err := json.Unmarshal(run("list", "-m", "-json", mod+"@latest"), &latest); err != nil || latest.Version == "" {
+		t.Fatalf("go list %s@latest: %v", mod, err)
+	}
+	out := []string{latest.Version}
+	newest := map[string]string{}
+	for _, v := range strings.Fields(string(run("list", "-m", "-versions", mod))) {
+		if !semver.IsValid(v) || semver.Prerelease(v) != "" || semver.Compare(v, "v2.10.0") < 0 {
+			continue
+		}
+		if line := semver.MajorMinor(v); semver.Compare(v, newest[line]) > 0 {
+			newest[line] = v
+		}
+	}
+	for _, v := range newest {
+		out = append(out, v)
+	}
+	return out
+}
+
+// parseServerFile parses one file of the server package at a tag; nil when
+// the tag has no such file.
+func parseServerFile(t *testing.T, dir, name string) *ast.File {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// applySwitch is what one group's apply functions do with entry ops.
+type applySwitch struct {
+	handled map[string]bool
+	// unknown is what the default branch does: "panic", "error" or "".
+	unknown string
+}
+
+func checkOps(t *testing.T, tag, dir string) {
+	f := parseServerFile(t, dir, "jetstream_cluster.go")
+	if f == nil {
+		t.Fatalf("%s has no server/jetstream_cluster.go", tag)
+	}
+	ops := entryOps(f)
+	if len(ops) == 0 {
+		t.Fatalf("%s: no entryOp const block in jetstream_cluster.go", tag)
+	}
+	names := map[string]bool{}
+	for _, n := range ops {
+		names[n] = true
+	}
+	groups := map[string]applySwitch{}
+	for g, fns := range applyFuncs {
+		groups[g] = readApply(f, fns, names)
+		if len(groups[g].handled) == 0 {
+			t.Fatalf("%s: no apply switch for the %s group in %v", tag, g, fns)
+		}
+	}
+	for _, g := range []OpGroup{GroupStream, GroupConsumer} {
+		want := UnknownOpOutcome(tag).Apply
+		got := map[string]Outcome{"panic": CrashesOnApply, "error": HaltsReplica}[groups[string(g)].unknown]
+		if got != want {
+			t.Errorf("%s: the %s apply switch's default %q; the table says an unknown op %s", tag, g, groups[string(g)].unknown, want)
+		}
+	}
+	for i, name := range ops {
+		op := EntryOp(i)
+		row, inTable := OpByValue(op)
+		base, isBase := baseOps[op]
+		switch {
+		case inTable && row.GoName != name:
+			t.Errorf("%s: op %d is %s, the table's row %s says %s", tag, op, name, row.Name, row.GoName)
+		case !inTable && !isBase:
+			t.Errorf("%s brings entry op %d (%s), which the table (ReplicatedOps) does not judge", tag, op, name)
+		case !inTable && base.name != name:
+			t.Errorf("%s: op %d is %s, not %s", tag, op, name, base.name)
+		case !inTable && !groups[base.group].handled[name]:
+			t.Errorf("%s: op %d (%s) is not applied by the %s group, which every release was taken to do", tag, op, name, base.group)
+		}
+	}
+	for _, row := range ReplicatedOps {
+		h := row.HandlingBy(tag)
+		g := groups[string(row.Group)]
+		applied := g.handled[row.GoName]
+		switch {
+		case applied && h.Apply != Supported:
+			t.Errorf("%s applies %s in the %s group; the table says %s (%s)", tag, row.GoName, row.Group, h.Apply, h.Evidence)
+		case !applied && h.Apply == Supported:
+			t.Errorf("%s does not apply %s in the %s group; the table says it does (%s)", tag, row.GoName, row.Group, h.Evidence)
+		case !applied && h.Apply != UnknownOpOutcome(tag).Apply:
+			t.Errorf("%s: %s reaches the default branch (%s), the table says %s", tag, row.GoName, g.unknown, h.Apply)
+		}
+	}
+}
+
+// entryOps lists the names of the entryOp const block, in value order.
+func entryOps(f *ast.File) []string {
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST || len(gd.Specs) == 0 {
+			continue
+		}
+		first, ok := gd.Specs[0].(*ast.ValueSpec)
+		if !ok || first.Type == nil {
+			continue
+		}
+		if id, ok := first.Type.(*ast.Ident); !ok || id.Name != "entryOp" {
+			continue
+		}
+		var names []string
+		for _, s := range gd.Specs {
+			for _, n := range s.(*ast.ValueSpec).Names {
+				names = append(names, n.Name)
+			}
+		}
+		return names
+	}
+	return nil
+}
+
+// readApply reads the named functions: the ops they compare an entry's op
+// with (the batch handling ahead of the stream switch) or name in a case,
+// and what the default of an op switch does.
+func readApply(f *ast.File, fns []string, ops map[string]bool) applySwitch {
+	out := applySwitch{handled: map[string]bool{}}
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil || !slices.Contains(fns, fd.Name.Name) {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.BinaryExpr:
+				if n.Op == token.EQL {
+					for _, e := range []ast.Expr{n.X, n.Y} {
+						if id, ok := e.(*ast.Ident); ok && ops[id.Name] {
+							out.handled[id.Name] = true
+						}
+					}
+				}
+			case *ast.SwitchStmt:
+				var def *ast.CaseClause
+				opSwitch := false
+				for _, s := range n.Body.List {
+					cc := s.(*ast.CaseClause)
+					if cc.List == nil {
+						def = cc
+					}
+					for _, e := range cc.List {
+						if id, ok := e.(*ast.Ident); ok && ops[id.Name] {
+							out.handled[id.Name] = true
+							opSwitch = true
+						}
+					}
+				}
+				if opSwitch && def != nil {
+					out.unknown = defaultAction(def)
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// defaultAction says whether a default branch panics or returns an error.
+func defaultAction(cc *ast.CaseClause) string {
+	action := ""
+	for _, s := range cc.Body {
+		ast.Inspect(s, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "panic" {
+					action = "panic"
+				}
+			case *ast.ReturnStmt:
+				if action == "" && len(n.Results) > 0 {
+					action = "error"
+				}
+			}
+			return true
+		})
+	}
+	return action
+}
+
+func checkFlags(t *testing.T, tag, dir string) {
+	opts, err := os.ReadFile(filepath.Join(dir, "opts.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := strings.Contains(string(opts), `case "feature_flags"`)
+	if want := semver.Compare(tag, FeatureFlagsSince) >= 0; reads != want {
+		t.Errorf("%s: opts.go reads feature_flags: %t; FeatureFlagsSince %s says %t", tag, reads, FeatureFlagsSince, want)
+	}
+	f := parseServerFile(t, dir, "feature_flags.go")
+	src := map[string]bool{}
+	if f != nil {
+		consts := stringConsts(f)
+		found := false
+		ast.Inspect(f, func(n ast.Node) bool {
+			vs, ok := n.(*ast.ValueSpec)
+			if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "featureFlags" || len(vs.Values) != 1 {
+				return true
+			}
+			lit, ok := vs.Values[0].(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			found = true
+			for _, e := range lit.Elts {
+				kv := e.(*ast.KeyValueExpr)
+				name := exprString(kv.Key, consts)
+				on, _ := kv.Value.(*ast.Ident)
+				if on == nil || (on.Name != "true" && on.Name != "false") {
+					t.Errorf("%s: flag %s has default %T", tag, name, kv.Value)
+					continue
+				}
+				src[name] = on.Name == "true"
+			}
+			return false
+		})
+		if !found {
+			t.Fatalf("%s: no featureFlags map in feature_flags.go", tag)
+		}
+	}
+	for name, on := range src {
+		flag, ok := FlagByName(name)
+		if !ok {
+			t.Errorf("%s brings feature flag %s (default %t), which the flag table does not judge", tag, name, on)
+			continue
+		}
+		if d, known := flag.DefaultBy(tag); !known || d.On != on {
+			t.Errorf("%s: flag %s defaults to %t; the table says %t (known: %t, %s)", tag, name, on, d.On, known, d.Evidence)
+		}
+	}
+	for _, flag := range FeatureFlags {
+		if _, known := flag.DefaultBy(tag); known {
+			if _, ok := src[flag.Name]; !ok {
+				t.Errorf("%s has no flag %s; the table says it has", tag, flag.Name)
+			}
+		}
+	}
+}
+
+func checkEnums(t *testing.T, tag, dir string) {
+	var files []*ast.File
+	consts := map[string]string{}
+	for _, name := range []string{"store.go", "consumer.go", "filestore.go", "stream.go"} {
+		if f := parseServerFile(t, dir, name); f != nil {
+			files = append(files, f)
+			for k, v := range stringConsts(f) {
+				consts[k] = v
+			}
+		}
+	}
+	for _, e := range configEnums {
+		values, ok := unmarshalCases(files, e.Type, consts)
+		exists := e.Since == "" || semver.Compare(tag, e.Since) >= 0
+		if ok != exists {
+			t.Errorf("%s: %s.UnmarshalJSON found: %t; the table says the type exists from %q", tag, e.Type, ok, e.Since)
+			continue
+		}
+		for _, v := range values {
+			j, judged := e.Values[v]
+			if !judged {
+				t.Errorf("%s brings %s value %q (%s), which the tables do not judge", tag, e.Field, v, e.Type)
+				continue
+			}
+			if j.Removed != "" && semver.Compare(tag, j.Removed) >= 0 {
+				t.Errorf("%s accepts %s %q; the table says %s removed it", tag, e.Field, v, j.Removed)
+			}
+		}
+		if !ok {
+			continue
+		}
+		for v, j := range e.Values {
+			present := slices.Contains(values, v)
+			want := j.Removed == "" || semver.Compare(tag, j.Removed) < 0
+			if j.Feature != "" {
+				f := featureByName(t, j.Feature)
+				want = semver.Compare(tag, f.Since) >= 0
+			}
+			if present != want {
+				t.Errorf("%s: %s %q accepted: %t; the table says %t", tag, e.Field, v, present, want)
+			}
+		}
+	}
+}
+
+func featureByName(t *testing.T, name string) Feature {
+	t.Helper()
+	for _, f := range Features {
+		if f.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no feature %s", name)
+	return Feature{}
+}
+
+// unmarshalCases lists the JSON values the switch of (*typ).UnmarshalJSON
+// accepts, without their quotes.
+func unmarshalCases(files []*ast.File, typ string, consts map[string]string) ([]string, bool) {
+	for _, f := range files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Name.Name != "UnmarshalJSON" || fd.Recv == nil || len(fd.Recv.List) != 1 {
+				continue
+			}
+			star, ok := fd.Recv.List[0].Type.(*ast.StarExpr)
+			if !ok {
+				continue
+			}
+			if id, ok := star.X.(*ast.Ident); !ok || id.Name != typ {
+				continue
+			}
+			var values []string
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				if cc, ok := n.(*ast.CaseClause); ok {
+					for _, e := range cc.List {
+						values = append(values, strings.Trim(exprString(e, consts), `"`))
+					}
+				}
+				return true
+			})
+			return values, true
+		}
+	}
+	return nil, false
+}
+
+// stringConsts maps the file's string constants to their values.
+func stringConsts(f *ast.File) map[string]string {
+	out := map[string]string{}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, s := range gd.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if i < len(vs.Values) {
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						out[n.Name], _ = strconv.Unquote(lit.Value)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// exprString is a string literal's or a string constant's value; an
+// expression it cannot resolve is written as "<unresolved ...>", which no
+// table holds.
+func exprString(e ast.Expr, consts map[string]string) string {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if s, err := strconv.Unquote(e.Value); err == nil {
+			return s
+		}
+	case *ast.Ident:
+		if s, ok := consts[e.Name]; ok {
+			return s
+		}
+		return "<unresolved " + e.Name + ">"
+	}
+	return "<unresolved expression>"
+}

@@ -1,0 +1,180 @@
+package auditor
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestOpOutcome(t *testing.T) {
+	tests := []struct {
+		op      EntryOp
+		version string
+		want    Outcome
+	}{
+		{OpDeleteRange, "2.10.27", CrashesOnApply},
+		{OpDeleteRange, "2.12.15", CrashesOnApply},
+		{OpDeleteRange, "2.14.0-RC.1", CrashesOnApply}, // a pre-release sorts below its release
+		{OpDeleteRange, "2.14.0", Supported},
+		{OpDeleteRange, "2.15.3", Supported},
+		{OpDeleteRange, "2.16.0", Supported}, // ops are never taken back
+		{OpBatchMsg, "2.10.27", CrashesOnApply},
+		{OpBatchMsg, "2.11.12", CrashesOnApply},
+		{OpBatchMsg, "2.12.0", Supported},
+		{OpBatchCommitMsg, "2.11.8", CrashesOnApply},
+		{OpBatchCommitMsg, "2.12.15", Supported},
+		{OpResetSeq, "2.12.15", CrashesOnApply},
+		{OpResetSeq, "2.14.0", Supported},
+		{OpResetSeq, "2.14.3-fips", Supported},
+		{OpResetSeq, "banana", CrashesOnApply}, // unreadable: the worst
+		{4, "2.10.27", Supported},              // streamMsgOp: every release
+	}
+	for _, tt := range tests {
+		h := OpOutcome(tt.op, tt.version)
+		if h.Apply != tt.want {
+			t.Errorf("OpOutcome(%s, %s) = %s (%s), want %s", tt.op, tt.version, h.Apply, h.Evidence, tt.want)
+		}
+		if h.Evidence == "" {
+			t.Errorf("OpOutcome(%s, %s) cites nothing", tt.op, tt.version)
+		}
+	}
+	if got := UnknownOpOutcome("2.14.10").Apply; got != CrashesOnApply {
+		t.Errorf("an unknown op on 2.14.10: %s, want %s", got, CrashesOnApply)
+	}
+	if got := UnknownOpOutcome("2.15.0").Apply; got != HaltsReplica {
+		t.Errorf("an unknown op on 2.15.0: %s, want %s", got, HaltsReplica)
+	}
+}
+
+// TestOpTableShape holds every row to what the judging functions assume:
+// a name, a cite, older ranges that cover every version below Since, and
+// a way to be proposed.
+func TestOpTableShape(t *testing.T) {
+	seen := map[EntryOp]bool{}
+	for _, o := range ReplicatedOps {
+		if o.Name == "" || o.Title == "" || o.GoName == "" || o.Source == "" || len(o.Proposed) == 0 {
+			t.Errorf("row %d (%s) lacks a field", o.Op, o.Name)
+		}
+		if seen[o.Op] {
+			t.Errorf("op %d has two rows", o.Op)
+		}
+		seen[o.Op] = true
+		if len(o.Older) == 0 || o.Older[0].From != "" || o.Older[len(o.Older)-1].Below != o.Since {
+			t.Errorf("%s: the older ranges do not cover every version below %s", o.Name, o.Since)
+		}
+		for i := 1; i < len(o.Older); i++ {
+			if o.Older[i].From != o.Older[i-1].Below {
+				t.Errorf("%s: ranges %d and %d leave a gap", o.Name, i-1, i)
+			}
+		}
+		for _, h := range o.Older {
+			if h.Evidence == "" {
+				t.Errorf("%s: range below %s cites nothing", o.Name, h.Below)
+			}
+		}
+		for _, p := range o.Proposed {
+			if p.Evidence == "" || p.When == "" || (p.How != ProposedOnRequest && p.How != ProposedByItself) {
+				t.Errorf("%s: a proposal without a cite, a when or a how", o.Name)
+			}
+			if p.Flag != "" {
+				if _, ok := FlagByName(p.Flag); !ok {
+					t.Errorf("%s: flag %s is not in FeatureFlags", o.Name, p.Flag)
+				}
+			}
+		}
+	}
+}
+
+// TestResetReadsItsOpRow: RESET's verdicts come from the consumer_reset row.
+func TestResetReadsItsOpRow(t *testing.T) {
+	row, ok := OpByValue(OpResetSeq)
+	if !ok {
+		t.Fatal("no row for resetSeqOp")
+	}
+	if row.Since != ResetVersion || row.Group != GroupConsumer {
+		t.Errorf("consumer_reset row: since %s, group %s; ResetVersion is %s", row.Since, row.Group, ResetVersion)
+	}
+	for _, p := range row.Proposed {
+		if p.Since != ResetVersion {
+			t.Errorf("consumer_reset is proposed from %s, RESET is answered from %s", p.Since, ResetVersion)
+		}
+	}
+	for _, v := range []string{"2.10.27", "2.12.15", "2.14.0-RC.1", "2.14.0", "2.15.3", "x"} {
+		if got, want := answersReset(v), OpOutcome(OpResetSeq, v).Apply == Supported; got != want {
+			t.Errorf("answersReset(%s) = %t, the row says %t", v, got, want)
+		}
+	}
+}
+
+func TestOpProposes(t *testing.T) {
+	deleteRange, _ := OpByValue(OpDeleteRange)
+	batch, _ := OpByValue(OpBatchMsg)
+	reset, _ := OpByValue(OpResetSeq)
+	mirror := &AssetConfig{Mirror: &StreamSource{Name: "O"}}
+	plain := &AssetConfig{}
+	atomic := &AssetConfig{AllowAtomicPublish: true}
+	leader := func(version string, flags map[string]bool) Server {
+		return Server{Name: "n1", Version: version, FeatureFlags: flags}
+	}
+	tests := []struct {
+		name     string
+		op       ReplicatedOp
+		leader   Server
+		cfg      *AssetConfig
+		replicas int
+		sourced  bool
+		want     Proposing
+		why      string // a part of the reason
+	}{
+		{"2.15 mirror leader, defaults", deleteRange, leader("2.15.3", nil), mirror, 3, false, ProposedByItself, "true by default in 2.15.3"},
+		{"2.15 mirror leader, reported on", deleteRange, leader("2.15.3", map[string]bool{FlagRaftDeleteRange: true}), mirror, 3, false, ProposedByItself, "as the server reports it"},
+		{"2.15 mirror leader, opted out", deleteRange, leader("2.15.3", map[string]bool{FlagRaftDeleteRange: false}), mirror, 3, false, NotProposed, ""},
+		{"2.14 mirror leader, defaults", deleteRange, leader("2.14.0", map[string]bool{FlagRaftDeleteRange: false}), mirror, 3, false, NotProposed, ""},
+		{"2.14 mirror leader, opted in", deleteRange, leader("2.14.0", map[string]bool{FlagRaftDeleteRange: true}), mirror, 3, false, ProposedByItself, ""},
+		{"2.12 mirror leader", deleteRange, leader("2.12.15", map[string]bool{FlagRaftDeleteRange: true}), mirror, 3, false, NotProposed, ""},
+		{"R1 mirror", deleteRange, leader("2.15.3", nil), mirror, 1, false, NotProposed, "single replica"},
+		{"not a mirror", deleteRange, leader("2.15.3", nil), plain, 3, false, NotProposed, ""},
+		{"unreadable version", deleteRange, leader("x", nil), mirror, 3, false, ProposedByItself, "not a version"},
+		{"atomic stream", batch, leader("2.12.15", nil), atomic, 3, false, ProposedOnRequest, "Nats-Batch-Id"},
+		{"atomic stream, 2.11 leader", batch, leader("2.11.12", nil), atomic, 3, false, NotProposed, ""},
+		{"plain stream", batch, leader("2.15.3", nil), plain, 3, false, NotProposed, ""},
+		{"consumer", reset, leader("2.14.0", nil), plain, 3, false, ProposedOnRequest, "CONSUMER.RESET"},
+		{"sourced consumer", reset, leader("2.14.0", nil), plain, 3, true, ProposedByItself, "durable sourcing"},
+		{"consumer, 2.12 leader", reset, leader("2.12.15", nil), plain, 3, true, NotProposed, ""},
+	}
+	for _, tt := range tests {
+		got, why := tt.op.Proposes(tt.leader, tt.cfg, tt.replicas, tt.sourced)
+		if got != tt.want || !strings.Contains(why, tt.why) {
+			t.Errorf("%s: %s (%s), want %s with %q", tt.name, got, why, tt.want, tt.why)
+		}
+	}
+	peers := []Server{leader("2.12.15", nil), {Name: "n2", Version: "2.15.3"}, {Name: "n3", Version: "2.14.0", FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}}
+	if names, how := deleteRange.Proposers(peers, mirror, 3, false); len(names) != 1 || names[0] != "n2" || how != ProposedByItself {
+		t.Errorf("Proposers = %v %s, want [n2] by itself", names, how)
+	}
+}
+
+// TestOpFollowerOutcome: a follower that does not run an asset's replica
+// (axis a) never applies its ops (axis b).
+func TestOpFollowerOutcome(t *testing.T) {
+	batch, _ := OpByValue(OpBatchMsg)
+	deleteRange, _ := OpByValue(OpDeleteRange)
+	atomic := DetectFeatures(KindStream, &AssetConfig{AllowAtomicPublish: true})
+	tests := []struct {
+		op       ReplicatedOp
+		version  string
+		features FeatureSet
+		want     Outcome
+	}{
+		{batch, "2.10.27", atomic, CrashesOnApply}, // runs it online without the field
+		{batch, "2.11.8", atomic, CrashesOnApply},
+		{batch, "2.11.12", atomic, HeldOffline}, // holds it offline: never receives op 16
+		{batch, "2.14.0", atomic, Supported},
+		{deleteRange, "2.12.15", 0, CrashesOnApply},
+		{deleteRange, "2.14.0", 0, Supported},
+	}
+	for _, tt := range tests {
+		if got, why := tt.op.FollowerOutcome(tt.version, tt.features); got != tt.want {
+			t.Errorf("%s on %s: %s (%s), want %s", tt.op.Name, tt.version, got, why, tt.want)
+		}
+	}
+}
