@@ -3,6 +3,7 @@ package auditor
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -64,13 +65,15 @@ func TestReplyProjectionsMatchServerTypes(t *testing.T) {
 		}
 		si := full.Server
 		want := Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain, Version: si.Version,
-			Tags: si.Tags, JetStream: si.JetStreamEnabled(), ActiveServers: full.Stats.ActiveServers, Uptime: si.Time.Sub(full.Stats.Start)}
+			Tags: si.Tags, JetStream: si.JetStreamEnabled(), ActiveServers: full.Stats.ActiveServers, Uptime: si.Time.Sub(full.Stats.Start),
+			FeatureFlags: si.FeatureFlags}
 		if js := full.Stats.JetStream; js != nil && js.Stats != nil {
 			want.APILevel = js.Stats.API.Level
 		}
 		if srv.Name != want.Name || srv.ID != want.ID || srv.Host != want.Host || srv.Cluster != want.Cluster || srv.Domain != want.Domain ||
 			srv.Version != want.Version || !slices.Equal(srv.Tags, want.Tags) || srv.JetStream != want.JetStream ||
-			srv.ActiveServers != want.ActiveServers || srv.Uptime != want.Uptime || srv.APILevel != want.APILevel {
+			srv.ActiveServers != want.ActiveServers || srv.Uptime != want.Uptime || srv.APILevel != want.APILevel ||
+			!maps.Equal(srv.FeatureFlags, want.FeatureFlags) {
 			t.Errorf("STATSZ of %s: projection %+v, server types %+v", si.Name, srv, want)
 		}
 		var proj statszReply
