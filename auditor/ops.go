@@ -175,7 +175,7 @@ func batchAllowed(c *AssetConfig, _ bool) bool { return c != nil && c.AllowAtomi
 // allows it.
 var batchProposal = []Proposal{{
 	Since: v212, Asset: batchAllowed, How: ProposedOnRequest,
-	When: "its leader (2.12.0 or later) commits an atomic batch a client publishes (Nats-Batch-Id) to the stream, which allow_atomic permits",
+	When: "as the stream's leader when a client publishes an atomic batch (Nats-Batch-Id), which allow_atomic permits",
 	Evidence: "encodeStreamMsgAllowCompressAndBatch (2.12.15 jetstream_cluster.go:9807-9840) from processJetStreamBatchMsg " +
 		"(2.12.15 stream.go:6387, proposal :6795, refused without allow_atomic :6467; 2.14.0 :7079, :7425, :7147; 2.15.3 :7657, :8032, :7728)",
 }}
@@ -190,12 +190,13 @@ var ReplicatedOps = []ReplicatedOp{
 		Source: "2.14.0 jetstream_cluster.go:4053 (case deleteRangeOp in applyStreamEntries); 2.15.3 :5920",
 		// Before 2.14 the op exists for catchups only (2.12.15
 		// processCatchupMsg :10636-10641), so the apply switch has no case.
-		Older: olderFollowers(v214, "seen: a 2.12.15 follower under a 2.15.3 or a flagged 2.14.0 mirror leader, and a 2.10.27 one"),
+		Older: olderFollowers(v214, "TestOpDeleteRangeFromAMirrorLeader (a 2.12.15 follower of a 2.15.3 mirror leader panics; "+
+			"with the flag off it applies the gap)"),
 		Proposed: []Proposal{{
 			Since: v214, Flag: FlagRaftDeleteRange, How: ProposedByItself,
 			Asset: func(c *AssetConfig, _ bool) bool { return c != nil && c.Mirror != nil },
-			When: "its leader, with js_raft_delete_range on (the default from 2.15.0), mirrors a gap in the origin: " +
-				"deleted or expired messages, or any message outside a filtered mirror's subjects",
+			When: "as the mirror's leader whenever its origin has a gap: deleted or expired messages, " +
+				"or any message outside a filtered mirror's subjects",
 			Evidence: "skipMsgs (2.14.0 stream.go:3327-3358, proposal :3338-3339; 2.15.3 :3737-3771, :3749-3750), " +
 				"called by processInboundMirrorMsg (2.15.3 :3605) and setupMirrorConsumer (:4204); " +
 				"without the flag the gap is proposed as empty streamMsgOp entries (:3753-3769)",
@@ -207,7 +208,7 @@ var ReplicatedOps = []ReplicatedOp{
 		Source: "2.12.15 jetstream_cluster.go:3923 (before the switch in applyStreamEntries); 2.15.3 :5744",
 		// Only a follower that runs the stream receives it: 2.11.9 on
 		// hold an allow_atomic stream offline (Features, atomic_batch).
-		Older:    olderFollowers(v212, "seen: a 2.10.27 follower of an allow_atomic stream (op 16), again on restart"),
+		Older:    olderFollowers(v212, "TestOpAtomicBatchOnALenientFollower (a 2.10.27 follower of an allow_atomic stream panics)"),
 		Proposed: batchProposal,
 	},
 	{
@@ -225,14 +226,14 @@ var ReplicatedOps = []ReplicatedOp{
 		Proposed: []Proposal{
 			{
 				Since: v214, How: ProposedOnRequest,
-				When: "its leader (2.14.0 or later) answers a $JS.API.CONSUMER.RESET an application sends",
+				When: "as the consumer's leader when an application sends $JS.API.CONSUMER.RESET",
 				Evidence: "resetStartingSeqLocked (2.14.0 consumer.go:2793, proposal :2827-2832; 2.15.3 :2973, :3007-3012) " +
 					"from the RESET handler (2.14.0 consumer.go:4474; 2.15.3 :4785)",
 			},
 			{
 				Since: v214, How: ProposedByItself,
 				Asset: func(_ *AssetConfig, sourced bool) bool { return sourced },
-				When:  "a stream that reads through it by durable sourcing sets up its source, led by a server at 2.14.0 or later",
+				When:  "as the consumer's leader when a stream that reads through it by durable sourcing sets up its source",
 				Evidence: "durable sourcing sends RESET instead of a consumer create (2.14.0 stream.go:3564-3590); " +
 					"sourcing consumers reset on create and leader change (2.14.0 jetstream_cluster.go:6157-6160, :7007-7009; 2.15.3 :8146, :9587)",
 			},
@@ -302,7 +303,7 @@ func (o ReplicatedOp) Proposes(leader Server, c *AssetConfig, replicas int, sour
 			continue
 		}
 		if best == NotProposed || p.How == ProposedByItself {
-			best, why = p.How, fmt.Sprintf("%s (%s) proposes %s when %s", leader.Name, leader.Version, o.GoName, p.When)
+			best, why = p.How, fmt.Sprintf("%s (%s) proposes %s %s", leader.Name, leader.Version, o.GoName, p.When)
 			if p.Flag != "" {
 				why += fmt.Sprintf(" (%s: %s)", p.Flag, flagOrigin(leader, p.Flag))
 			}

@@ -1,0 +1,364 @@
+package auditor_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// The tests in this file hold rows of the op table (auditor.ReplicatedOps)
+// against real servers: the table judges the cluster before the trigger,
+// and the old follower's process, log and JSZ are the oracle afterwards.
+
+// TestOpDeleteRangeFromAMirrorLeader: cluster 2.15.3, 2.15.3, 2.12.15, an R1
+// origin O on n1 and an R3 mirror M of O filtered to o.a, led by n2. A
+// message on another subject leaves a gap in what M mirrors. With
+// js_raft_delete_range on (2.15's default) the leader proposes the gap as
+// one deleteRangeOp, on which the 2.12.15 follower panics; with the flag off
+// it proposes empty messages, which the follower applies.
+func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		flags map[string]bool
+		crash bool
+	}{
+		{"2.15 defaults crash the 2.12 follower", nil, true},
+		{"opted out, the 2.12 follower applies the gap", map[string]bool{auditor.FlagRaftDeleteRange: false}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n1, n2 := natstest.Node("n1", natstest.New, "c1"), natstest.Node("n2", natstest.New, "c1")
+			n1.FeatureFlags, n2.FeatureFlags = tt.flags, tt.flags
+			sys, sysConn, app := threeNodes(t, n1, n2, natstest.Node("n3", natstest.Old, "c1"))
+			err := natstest.AddStream(app, server.StreamConfig{Name: "O", Subjects: []string{"o.>"}, Replicas: 1,
+				Storage: server.FileStorage, Placement: &server.Placement{Tags: []string{"node:n1"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = natstest.AddStream(app, server.StreamConfig{Name: "M", Replicas: 3, Storage: server.FileStorage,
+				Mirror: &server.StreamSource{Name: "O", FilterSubject: "o.a"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := natstest.MoveStreamLeader(app, "M", "n2"); err != nil {
+				t.Fatal(err)
+			}
+			publish(t, app, "o.a")
+			waitMirrored(t, app, "M", 1)
+
+			// The table's judgement, from what an audit reads, before the trigger.
+			byName, m, cfg := auditStream(t, sysConn, "M")
+			row, _ := auditor.OpByValue(auditor.OpDeleteRange)
+			var peers []auditor.Server
+			for _, p := range m.Peers {
+				peers = append(peers, byName[p])
+			}
+			how, why := row.Proposes(byName[m.Leader], cfg, m.Replicas, false)
+			proposers, _ := row.Proposers(peers, cfg, m.Replicas, false)
+			follower, because := row.FollowerOutcome(byName["n3"].Version, m.Features)
+			t.Logf("leader %s: %s (%s); proposers %v; n3: %s (%s)", m.Leader, how, why, proposers, follower, because)
+			if m.Leader != "n2" || follower != auditor.CrashesOnApply {
+				t.Fatalf("M led by %s; the table says n3 does %s with a delete range, want led by n2 and %s", m.Leader, follower, auditor.CrashesOnApply)
+			}
+			if tt.crash != (how == auditor.ProposedByItself) || tt.crash != (len(proposers) == 2) {
+				t.Fatalf("the table says the leader %s it, and %v would; want a proposal: %t", how, proposers, tt.crash)
+			}
+
+			// The trigger: a message M does not mirror, then one it does.
+			publish(t, app, "o.b")
+			publish(t, app, "o.a")
+			if tt.crash {
+				if err := sys.WaitExit("n3", 60*time.Second); err != nil {
+					t.Fatalf("the 2.12.15 follower survived the delete range: %v", err)
+				}
+				if !strings.Contains(sys.Log("n3"), "Unknown group entry op type: 15") {
+					t.Fatalf("n3 exited, but not with the delete-range panic:\n%s", sys.LogTail("n3", 20))
+				}
+				for _, name := range []string{"n1", "n2"} {
+					if !sys.Running(name) {
+						t.Errorf("%s exited", name)
+					}
+				}
+				return
+			}
+			// n3 has applied the gap and the message after it, and runs on.
+			err = natstest.Eventually(30*time.Second, func() error {
+				if !sys.Running("n3") {
+					return fmt.Errorf("n3 exited:\n%s", sys.LogTail("n3", 20))
+				}
+				if last := lastSeqOn(sysConn, "n3", "M"); last != 3 {
+					return fmt.Errorf("n3 has M up to %d, want 3", last)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// publish publishes one message to a stream and waits for its ack.
+func publish(t *testing.T, nc *nats.Conn, subject string) {
+	t.Helper()
+	msg, err := nc.Request(subject, []byte("x"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("publish %s: %v", subject, err)
+	}
+	var ack server.JSPubAckResponse
+	if err := json.Unmarshal(msg.Data, &ack); err != nil || ack.Error != nil || ack.PubAck == nil {
+		t.Fatalf("publish %s: %v %s", subject, err, msg.Data)
+	}
+}
+
+// waitMirrored waits until the stream's leader holds msgs messages.
+func waitMirrored(t *testing.T, nc *nats.Conn, stream string, msgs uint64) {
+	t.Helper()
+	err := natstest.Eventually(30*time.Second, func() error {
+		msg, err := nc.Request("$JS.API.STREAM.INFO."+stream, nil, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		var info server.JSApiStreamInfoResponse
+		if err := json.Unmarshal(msg.Data, &info); err != nil || info.StreamInfo == nil {
+			return fmt.Errorf("stream info %s: %v %s", stream, err, msg.Data)
+		}
+		if info.State.Msgs != msgs {
+			return fmt.Errorf("%s holds %d messages, want %d", stream, info.State.Msgs, msgs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// threeNodes starts the servers n1, n2 and n3 of specs with n1 as the meta
+// leader, and connects to n1 as the system and as the application user.
+func threeNodes(t *testing.T, specs ...natstest.Spec) (sys *natstest.System, sysConn, app *nats.Conn) {
+	t.Helper()
+	sys = natstest.Start(t, specs...)
+	sysConn = sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
+	if err := natstest.MoveMetaLeader(sysConn, "n1", "n1", "n2", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	return sys, sysConn, sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+}
+
+// audit collects an audit of three servers and returns it with its servers
+// by name.
+func audit(t *testing.T, sysConn *nats.Conn) (*auditor.Snapshot, map[string]auditor.Server) {
+	t.Helper()
+	snap, err := auditor.Collect(context.Background(), sysConn, auditor.Options{Expect: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]auditor.Server{}
+	for _, s := range snap.Servers {
+		byName[s.Name] = s
+	}
+	return snap, byName
+}
+
+// auditStream audits the system and returns its servers by name, the
+// stream as the audit saw it and its config as JSZ reports it, read into
+// the table's AssetConfig.
+func auditStream(t *testing.T, sysConn *nats.Conn, name string) (map[string]auditor.Server, auditor.Asset, *auditor.AssetConfig) {
+	t.Helper()
+	snap, byName := audit(t, sysConn)
+	for _, a := range snap.Streams {
+		if a.Stream == name {
+			return byName, a, streamConfigOf(t, sysConn, a.Leader, name)
+		}
+	}
+	t.Fatalf("the audit saw no stream %s", name)
+	return nil, auditor.Asset{}, nil
+}
+
+// streamDetails are every server's JSZ stream details with their configs,
+// by server and stream name.
+func streamDetails(sysConn *nats.Conn) map[string]map[string]server.StreamDetail {
+	out := map[string]map[string]server.StreamDetail{}
+	replies, _ := natstest.JSZ(sysConn, server.JSzOptions{Accounts: true, Streams: true, Config: true}, 3, 2*time.Second)
+	for name, r := range replies {
+		out[name] = map[string]server.StreamDetail{}
+		if r.Data == nil {
+			continue
+		}
+		for _, acc := range r.Data.AccountDetails {
+			for _, s := range acc.Streams {
+				out[name][s.Name] = s
+			}
+		}
+	}
+	return out
+}
+
+// streamConfigOf is the stream's config as the named server's JSZ reports
+// it, read into the table's AssetConfig. An old peer reports its own copy,
+// without the fields it dropped.
+func streamConfigOf(t *testing.T, sysConn *nats.Conn, serverName, stream string) *auditor.AssetConfig {
+	t.Helper()
+	s, ok := streamDetails(sysConn)[serverName][stream]
+	if !ok || s.Config == nil {
+		t.Fatalf("%s does not report the config of %s", serverName, stream)
+	}
+	raw, err := json.Marshal(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c auditor.AssetConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+// lastSeqOn is the last sequence of the stream on the named server, 0 when
+// it does not answer or does not list the stream.
+func lastSeqOn(sysConn *nats.Conn, serverName, stream string) uint64 {
+	return streamDetails(sysConn)[serverName][stream].State.LastSeq
+}
+
+// TestOpAtomicBatchOnALenientFollower: cluster 2.14.0, 2.14.0, 2.10.27 and
+// an R3 stream with allow_atomic, led by 2.14.0. 2.10.27 decodes the
+// stream's config leniently and runs its replica without the field
+// (Features: atomic_batch, ignored_online), so it receives the batch's
+// entries and panics on the first (op 16). A 2.11.9 or later follower
+// holds such a stream offline instead and receives none (TestOpFollowerOutcome).
+func TestOpAtomicBatchOnALenientFollower(t *testing.T) {
+	sys, sysConn, app := threeNodes(t, natstest.Node("n1", natstest.Floor, "c1"), natstest.Node("n2", natstest.Floor, "c1"),
+		natstest.Node("n3", natstest.NoLevels, "c1"))
+	err := natstest.AddStream(app, server.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3,
+		Storage: server.FileStorage, AllowAtomicPublish: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := natstest.MoveStreamLeader(app, "S", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, app, "s.plain")
+
+	byName, s, cfg := auditStream(t, sysConn, "S")
+	row, _ := auditor.OpByValue(auditor.OpBatchMsg)
+	how, why := row.Proposes(byName[s.Leader], cfg, s.Replicas, false)
+	follower, because := row.FollowerOutcome(byName["n3"].Version, s.Features)
+	t.Logf("leader %s: %s (%s); n3: %s (%s)", s.Leader, how, why, follower, because)
+	if s.Leader != "n1" || how != auditor.ProposedOnRequest || follower != auditor.CrashesOnApply {
+		t.Fatalf("S led by %s, which the table says proposes op 16 %s, and n3 does %s with it; want n1, %s, %s",
+			s.Leader, how, follower, auditor.ProposedOnRequest, auditor.CrashesOnApply)
+	}
+
+	// The trigger: an atomic batch of two messages.
+	first := nats.NewMsg("s.a")
+	first.Header.Set("Nats-Batch-Id", "b1")
+	first.Header.Set("Nats-Batch-Sequence", "1")
+	if err := app.PublishMsg(first); err != nil {
+		t.Fatal(err)
+	}
+	commit := nats.NewMsg("s.a")
+	commit.Header.Set("Nats-Batch-Id", "b1")
+	commit.Header.Set("Nats-Batch-Sequence", "2")
+	commit.Header.Set("Nats-Batch-Commit", "1")
+	ack, err := app.RequestMsg(commit, 5*time.Second)
+	if err != nil || !strings.Contains(string(ack.Data), `"batch":"b1"`) {
+		t.Fatalf("the batch's commit: %v %s", err, ack.Data)
+	}
+	if err := sys.WaitExit("n3", 60*time.Second); err != nil {
+		t.Fatalf("the 2.10.27 follower survived the atomic batch: %v", err)
+	}
+	if !strings.Contains(sys.Log("n3"), "Unknown group entry op type: 16") {
+		t.Fatalf("n3 exited, but not with the batch-op panic:\n%s", sys.LogTail("n3", 20))
+	}
+}
+
+// TestPrioritizedConsumerNotLoadedByAnOldPeer: cluster 2.14.0, 2.14.0,
+// 2.11.12 and an R3 pull consumer with the prioritized priority policy
+// (2.12). The first axis says 2.11.12 does not load it, so the consumer
+// runs on two of its three peers; the 2.11.12 server's JSZ, log and process
+// agree.
+func TestPrioritizedConsumerNotLoadedByAnOldPeer(t *testing.T) {
+	sys, sysConn, app := threeNodes(t, natstest.Node("n1", natstest.Floor, "c1"), natstest.Node("n2", natstest.Floor, "c1"),
+		natstest.Node("n3", natstest.FirstLevels, "c1"))
+	err := natstest.AddStream(app, server.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3, Storage: server.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2.11.12 answers the create with an error it cannot decode, and the
+	// 2.14.0 meta leader creates the consumer anyway (Features:
+	// priority_prioritized, create_refused): the info is what counts.
+	_ = natstest.AddConsumer(app, "S", server.ConsumerConfig{Durable: "C", AckPolicy: server.AckExplicit, Replicas: 3,
+		PriorityGroups: []string{"g"}, PriorityPolicy: server.PriorityPrioritized})
+	err = natstest.Eventually(30*time.Second, func() error {
+		_, err := natstest.ConsumerInfo(app, "S", "C")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	snap, byName := audit(t, sysConn)
+	var c *auditor.Asset
+	for i := range snap.Consumers {
+		if snap.Consumers[i].Consumer == "C" {
+			c = &snap.Consumers[i]
+		}
+	}
+	if c == nil {
+		t.Fatal("the audit saw no consumer C")
+	}
+	running := map[string]bool{}
+	for _, p := range c.Peers {
+		running[p] = true
+		for _, f := range c.Features.Features() {
+			if h := f.HandlingBy(byName[p].Version); !auditor.RunsReplica(h.Asset) {
+				running[p] = false
+				t.Logf("%s (%s): %s %s (%s)", p, byName[p].Version, f.Name, h.Asset, h.Evidence)
+			}
+		}
+	}
+	if len(c.Peers) != 3 || !running["n1"] || !running["n2"] || running["n3"] {
+		t.Fatalf("peers %v, running per the table %v; want n1, n2 running and n3 not", c.Peers, running)
+	}
+
+	// The oracle: n3 runs on, logs the decode failure and lists no C.
+	err = natstest.Eventually(30*time.Second, func() error {
+		replies, err := natstest.JSZ(sysConn, server.JSzOptions{Accounts: true, Streams: true, Consumer: true}, 3, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		for name, r := range replies {
+			has := false
+			if r.Data != nil {
+				for _, acc := range r.Data.AccountDetails {
+					for _, s := range acc.Streams {
+						for _, ci := range s.Consumer {
+							has = has || ci.Name == "C"
+						}
+					}
+				}
+			}
+			if has != running[name] {
+				return fmt.Errorf("%s lists C: %t; the table says it runs it: %t", name, has, running[name])
+			}
+		}
+		if !strings.Contains(sys.Log("n3"), "failed to decode") {
+			return fmt.Errorf("n3 logs no decode failure yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sys.Running("n3") {
+		t.Fatal("n3 exited")
+	}
+}
