@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +94,60 @@ var configEnums = []configEnum{
 		"prioritized": {Feature: "priority_prioritized"}}},
 }
 
+// configStructs are the config types whose JSON fields an asset's
+// assignment carries, with the file that declares each, and the fields
+// every release from 2.10.27 on has.
+var configStructs = []struct {
+	Type, File string
+	Base       []string
+}{
+	{"StreamConfig", "stream.go", []string{"name", "description", "subjects", "retention", "max_consumers", "max_msgs", "max_bytes",
+		"max_age", "max_msgs_per_subject", "max_msg_size", "discard", "storage", "num_replicas", "no_ack", "duplicate_window",
+		"placement", "mirror", "sources", "compression", "first_seq", "subject_transform", "republish", "allow_direct",
+		"mirror_direct", "discard_new_per_subject", "sealed", "deny_delete", "deny_purge", "allow_rollup_hdrs",
+		"consumer_limits", "metadata", "template_owner"}},
+	{"ConsumerConfig", "consumer.go", []string{"durable_name", "name", "description", "deliver_policy", "opt_start_seq",
+		"opt_start_time", "ack_policy", "ack_wait", "max_deliver", "backoff", "filter_subject", "filter_subjects",
+		"replay_policy", "rate_limit_bps", "sample_freq", "max_waiting", "max_ack_pending", "flow_control",
+		"idle_heartbeat", "headers_only", "max_batch", "max_expires", "max_bytes", "inactive_threshold",
+		"num_replicas", "mem_storage", "direct", "deliver_subject", "deliver_group", "metadata"}},
+	{"StreamSource", "stream.go", []string{"name", "opt_start_seq", "opt_start_time", "filter_subject", "subject_transforms", "external"}},
+	{"Placement", "jetstream_cluster.go", []string{"cluster", "tags"}},
+}
+
+// configField is how the tables judge a config field that came after
+// 2.10: Feature names the row of Features that detects it in Sample (a
+// config holding it); otherwise Note says why no peer is hurt by it.
+type configField struct {
+	Type, Field    string
+	Since, Removed string
+	Feature        string
+	Kind           AssetKind
+	Sample         string
+	Note           string
+}
+
+var configFields = []configField{
+	{Type: "StreamConfig", Field: "allow_msg_ttl", Since: v211, Feature: "msg_ttl", Kind: KindStream, Sample: `{"allow_msg_ttl":true}`},
+	{Type: "StreamConfig", Field: "subject_delete_marker_ttl", Since: v211, Feature: "delete_marker_ttl", Kind: KindStream, Sample: `{"subject_delete_marker_ttl":1000000000}`},
+	{Type: "StreamConfig", Field: "allow_msg_counter", Since: v212, Feature: "msg_counter", Kind: KindStream, Sample: `{"allow_msg_counter":true}`},
+	{Type: "StreamConfig", Field: "allow_atomic", Since: v212, Feature: "atomic_batch", Kind: KindStream, Sample: `{"allow_atomic":true}`},
+	{Type: "StreamConfig", Field: "allow_msg_schedules", Since: v212, Feature: "msg_schedules", Kind: KindStream, Sample: `{"allow_msg_schedules":true}`},
+	{Type: "StreamConfig", Field: "persist_mode", Since: v212, Feature: "async_persist", Kind: KindStream, Sample: `{"persist_mode":"async"}`},
+	{Type: "StreamConfig", Field: "allow_batched", Since: v214, Feature: "fast_batch", Kind: KindStream, Sample: `{"allow_batched":true}`},
+	{Type: "StreamConfig", Field: "template_owner", Removed: v214,
+		Note: "stream templates were removed in 2.14.0; a 2.14 server sets it on no asset"},
+	{Type: "ConsumerConfig", Field: "pause_until", Since: v211, Feature: "pause", Kind: KindConsumer, Sample: `{"pause_until":"2030-01-01T00:00:00Z"}`},
+	{Type: "ConsumerConfig", Field: "priority_groups", Since: v211, Feature: "priority_groups", Kind: KindConsumer, Sample: `{"priority_groups":["g"]}`},
+	{Type: "ConsumerConfig", Field: "priority_policy", Since: v211, Feature: "priority_groups", Kind: KindConsumer, Sample: `{"priority_policy":"overflow"}`},
+	{Type: "ConsumerConfig", Field: "priority_timeout", Since: v211, Feature: "priority_groups", Kind: KindConsumer, Sample: `{"priority_timeout":1000}`},
+	{Type: "ConsumerConfig", Field: "sourcing", Since: v214,
+		Note: "set by the server only on the direct consumers of mirrors and sources (2.14.0 stream.go:3491, :3919), which are not replicated and not in the meta log"},
+	{Type: "StreamSource", Field: "consumer", Since: v214, Feature: "durable_sourcing", Kind: KindStream, Sample: `{"mirror":{"name":"O","consumer":{"name":"d"}}}`},
+	{Type: "Placement", Field: "preferred", Since: v211,
+		Note: "a placement hint read only when the asset is placed or its leader moves; 2.10 drops it (lenient decode), and every strict decoder (2.11.9 on) knows it"},
+}
+
 // TestOpTablesAgainstSource reads, in the nats-server source at every tag
 // the tables name and at the newest tags the module proxy serves, the
 // entry ops and the apply switches of each group (and what their default
@@ -124,6 +179,24 @@ func TestOpTablesAgainstSource(t *testing.T) {
 			}
 		}
 	}
+	for _, f := range configFields {
+		if f.Feature == "" {
+			if f.Note == "" {
+				t.Errorf("%s %s: neither a feature nor a note", f.Type, f.Field)
+			}
+			continue
+		}
+		var c AssetConfig
+		if err := json.Unmarshal([]byte(f.Sample), &c); err != nil {
+			t.Fatal(err)
+		}
+		if !DetectFeatures(f.Kind, &c).Has(f.Feature) {
+			t.Errorf("%s %s: the table says feature %s judges it, but DetectFeatures does not see it in %s", f.Type, f.Field, f.Feature, f.Sample)
+		}
+		if got := featureByName(t, f.Feature).Since; got != f.Since {
+			t.Errorf("%s %s came in %s, its feature %s in %s", f.Type, f.Field, f.Since, f.Feature, got)
+		}
+	}
 	tags := tablesTags()
 	tags = append(tags, newestTags(t)...)
 	slices.SortFunc(tags, semver.Compare)
@@ -135,6 +208,7 @@ func TestOpTablesAgainstSource(t *testing.T) {
 			checkOps(t, tag, dir)
 			checkFlags(t, tag, dir)
 			checkEnums(t, tag, dir)
+			checkConfigFields(t, tag, dir)
 		})
 	}
 }
@@ -172,6 +246,9 @@ func tablesTags() []string {
 	}
 	for _, e := range configEnums {
 		add(e.Since)
+	}
+	for _, f := range configFields {
+		add(f.Since, f.Removed)
 	}
 	for _, r := range levelRanges {
 		add(r.First, r.Last)
@@ -492,6 +569,82 @@ func checkEnums(t *testing.T, tag, dir string) {
 			}
 		}
 	}
+}
+
+// checkConfigFields fails on a field of a config type that no release
+// from 2.10.27 had and the tables do not judge.
+func checkConfigFields(t *testing.T, tag, dir string) {
+	files := map[string]*ast.File{}
+	for _, cs := range configStructs {
+		f, ok := files[cs.File]
+		if !ok {
+			f = parseServerFile(t, dir, cs.File)
+			files[cs.File] = f
+		}
+		fields, ok := structJSONFields(f, cs.Type)
+		if !ok {
+			t.Errorf("%s: no type %s in %s", tag, cs.Type, cs.File)
+			continue
+		}
+		for _, name := range fields {
+			if slices.Contains(cs.Base, name) {
+				continue
+			}
+			i := slices.IndexFunc(configFields, func(f configField) bool { return f.Type == cs.Type && f.Field == name })
+			if i < 0 {
+				t.Errorf("%s brings %s field %q, which the tables do not judge", tag, cs.Type, name)
+				continue
+			}
+			if f := configFields[i]; f.Since != "" && semver.Compare(tag, f.Since) < 0 {
+				t.Errorf("%s has %s %q; the table says it came in %s", tag, cs.Type, name, f.Since)
+			}
+		}
+		for _, name := range cs.Base {
+			i := slices.IndexFunc(configFields, func(f configField) bool { return f.Type == cs.Type && f.Field == name })
+			removed := i >= 0 && semver.Compare(tag, configFields[i].Removed) >= 0
+			if present := slices.Contains(fields, name); present == removed {
+				t.Errorf("%s: %s %q present: %t; the tables say removed: %t", tag, cs.Type, name, present, removed)
+			}
+		}
+	}
+}
+
+// structJSONFields lists the JSON names of a struct type's fields.
+func structJSONFields(f *ast.File, typ string) ([]string, bool) {
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.TYPE {
+			continue
+		}
+		for _, s := range gd.Specs {
+			ts := s.(*ast.TypeSpec)
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok || ts.Name.Name != typ {
+				continue
+			}
+			var out []string
+			for _, fld := range st.Fields.List {
+				name := "<embedded>"
+				if len(fld.Names) == 1 {
+					if !fld.Names[0].IsExported() {
+						continue // encoding/json leaves it out
+					}
+					name = fld.Names[0].Name
+				}
+				if fld.Tag != nil {
+					tag, _ := strconv.Unquote(fld.Tag.Value)
+					if j, ok := reflect.StructTag(tag).Lookup("json"); ok {
+						name, _, _ = strings.Cut(j, ",")
+					}
+				}
+				if name != "-" {
+					out = append(out, name)
+				}
+			}
+			return out, true
+		}
+	}
+	return nil, false
 }
 
 func featureByName(t *testing.T, name string) Feature {
