@@ -190,8 +190,8 @@ var ReplicatedOps = []ReplicatedOp{
 		Source: "2.14.0 jetstream_cluster.go:4053 (case deleteRangeOp in applyStreamEntries); 2.15.3 :5920",
 		// Before 2.14 the op exists for catchups only (2.12.15
 		// processCatchupMsg :10636-10641), so the apply switch has no case.
-		Older: olderFollowers(v214, "TestOpDeleteRangeFromAMirrorLeader (a 2.12.15 follower of a 2.15.3 mirror leader panics; "+
-			"with the flag off it applies the gap)"),
+		Older: olderFollowers(v214, "TestOpDeleteRangeFromAMirrorLeader (a 2.12.15 follower of a 2.15.3 mirror leader, "+
+			"or of a 2.14.0 one with the flag set, panics; with the flag off it applies the gap)"),
 		Proposed: []Proposal{{
 			Since: v214, Flag: FlagRaftDeleteRange, How: ProposedByItself,
 			Asset: func(c *AssetConfig, _ bool) bool { return c != nil && c.Mirror != nil },
@@ -199,7 +199,7 @@ var ReplicatedOps = []ReplicatedOp{
 				"or any message outside a filtered mirror's subjects",
 			Evidence: "skipMsgs (2.14.0 stream.go:3327-3358, proposal :3338-3339; 2.15.3 :3737-3771, :3749-3750), " +
 				"called by processInboundMirrorMsg (2.15.3 :3605) and setupMirrorConsumer (:4204); " +
-				"without the flag the gap is proposed as empty streamMsgOp entries (:3753-3769)",
+				"without the flag the gap is proposed as empty streamMsgOp entries (:3753-3769); TestOpDeleteRangeFromAMirrorLeader",
 		}},
 	},
 	{

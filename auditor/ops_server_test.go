@@ -19,23 +19,26 @@ import (
 // against real servers: the table judges the cluster before the trigger,
 // and the old follower's process, log and JSZ are the oracle afterwards.
 
-// TestOpDeleteRangeFromAMirrorLeader: cluster 2.15.3, 2.15.3, 2.12.15, an R1
-// origin O on n1 and an R3 mirror M of O filtered to o.a, led by n2. A
-// message on another subject leaves a gap in what M mirrors. With
-// js_raft_delete_range on (2.15's default) the leader proposes the gap as
-// one deleteRangeOp, on which the 2.12.15 follower panics; with the flag off
-// it proposes empty messages, which the follower applies.
+// TestOpDeleteRangeFromAMirrorLeader: cluster 2.15.3, 2.15.3, 2.12.15 (or
+// 2.14.0, 2.14.0, 2.12.15), an R1 origin O on n1 and an R3 mirror M of O
+// filtered to o.a, led by n2. A message on another subject leaves a gap in
+// what M mirrors. With js_raft_delete_range on (2.15's default, or set on a
+// 2.14 server) the leader proposes the gap as one deleteRangeOp, on which
+// the 2.12.15 follower panics; with the flag off it proposes empty
+// messages, which the follower applies.
 func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 	for _, tt := range []struct {
-		name  string
-		flags map[string]bool
-		crash bool
+		name    string
+		version string
+		flags   map[string]bool
+		crash   bool
 	}{
-		{"2.15 defaults crash the 2.12 follower", nil, true},
-		{"opted out, the 2.12 follower applies the gap", map[string]bool{auditor.FlagRaftDeleteRange: false}, false},
+		{"2.15 defaults crash the 2.12 follower", natstest.New, nil, true},
+		{"2.15 opted out, the 2.12 follower applies the gap", natstest.New, map[string]bool{auditor.FlagRaftDeleteRange: false}, false},
+		{"2.14 opted in crashes the 2.12 follower", natstest.Floor, map[string]bool{auditor.FlagRaftDeleteRange: true}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			n1, n2 := natstest.Node("n1", natstest.New, "c1"), natstest.Node("n2", natstest.New, "c1")
+			n1, n2 := natstest.Node("n1", tt.version, "c1"), natstest.Node("n2", tt.version, "c1")
 			n1.FeatureFlags, n2.FeatureFlags = tt.flags, tt.flags
 			sys, sysConn, app := threeNodes(t, n1, n2, natstest.Node("n3", natstest.Old, "c1"))
 			err := natstest.AddStream(app, server.StreamConfig{Name: "O", Subjects: []string{"o.>"}, Replicas: 1,
