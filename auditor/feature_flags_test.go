@@ -110,7 +110,7 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 	// Both 2.14.0 with the flag and 2.15.3 by default propose a delete
 	// range for a replicated mirror they lead; 2.12.15 does not.
 	deleteRange, _ := OpByValue(OpDeleteRange)
-	mirror := &AssetConfig{Mirror: &StreamSource{Name: "O"}}
+	mirror := DetectOps(KindStream, &AssetConfig{Mirror: &StreamSource{Name: "O"}})
 	names, _ := deleteRange.Proposers(snap.Servers, mirror, 3, false)
 	if slices.Sort(names); !slices.Equal(names, []string{"n1", "n2"}) {
 		t.Errorf("servers that would propose a delete range as the mirror's leader: %v, want [n1 n2]", names)

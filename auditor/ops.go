@@ -36,17 +36,6 @@ const (
 	OpResetSeq EntryOp = 18
 )
 
-// OpGroup is the kind of RAFT group whose followers apply an op.
-type OpGroup string
-
-// The groups an asset's ops are proposed in. The meta group's ops are
-// unchanged from 2.10.27 through 2.15.3: no release proposes one an older
-// release cannot apply.
-const (
-	GroupStream   OpGroup = "stream"
-	GroupConsumer OpGroup = "consumer"
-)
-
 // The outcomes of a follower applying a committed entry, beside Supported
 // (it applies it).
 const (
@@ -96,11 +85,9 @@ type Proposal struct {
 	// Flag, when set, is the feature flag (FeatureFlags) of the leader's
 	// server that must be on.
 	Flag string
-	// Asset reports whether an asset with this config can have the op
-	// proposed; nil is any asset of the op's group. Sourced is whether some
-	// stream reads through the consumer by durable sourcing, which the
-	// consumer's own config does not show.
-	Asset func(c *AssetConfig, sourced bool) bool
+	// Sourced: only for a consumer some stream reads through by durable
+	// sourcing, which the consumer's own config does not show.
+	Sourced bool
 	// How is ProposedOnRequest or ProposedByItself.
 	How Proposing
 	// When says who makes the leader propose it and when, as operators
@@ -111,7 +98,8 @@ type Proposal struct {
 
 // ReplicatedOp is one row of the second axis: a replicated operation that
 // some released version cannot apply, what each version range of followers
-// does with it, and when a leader proposes it.
+// does with it, and when a leader proposes it. The meta group is in no row:
+// its ops are unchanged from 2.10.27 through 2.15.3.
 type ReplicatedOp struct {
 	// Name is a stable identifier, as findings and metrics write it.
 	Name  string
@@ -119,7 +107,11 @@ type ReplicatedOp struct {
 	Op    EntryOp
 	// GoName is the op's name in nats-server's source.
 	GoName string
-	Group  OpGroup
+	// Kind is the asset whose RAFT group the op is proposed in.
+	Kind AssetKind
+	// Admits reports whether the leader of an asset with config c can
+	// propose the op at all; nil is every asset of Kind.
+	Admits func(c *AssetConfig) bool
 	// Since is the first release whose followers apply it as a RAFT entry.
 	Since string
 	// Source cites the case that applies it, at Since and at the newest
@@ -167,14 +159,14 @@ func olderFollowers(since, seen string) []OpHandling {
 	return []OpHandling{h}
 }
 
-// batchAllowed is an asset whose leader takes atomic batch publishes.
-func batchAllowed(c *AssetConfig, _ bool) bool { return c != nil && c.AllowAtomicPublish }
+// batchAllowed is a stream whose leader takes atomic batch publishes.
+func batchAllowed(c *AssetConfig) bool { return c.AllowAtomicPublish }
 
 // batchProposal is how a stream leader comes to propose an atomic batch's
 // entries: a client publishes one, which the stream refuses unless it
 // allows it.
 var batchProposal = []Proposal{{
-	Since: v212, Asset: batchAllowed, How: ProposedOnRequest,
+	Since: v212, How: ProposedOnRequest,
 	When: "as the stream's leader when a client publishes an atomic batch (Nats-Batch-Id), which allow_atomic permits",
 	Evidence: "encodeStreamMsgAllowCompressAndBatch (2.12.15 jetstream_cluster.go:9807-9840) from processJetStreamBatchMsg " +
 		"(2.12.15 stream.go:6387, proposal :6795, refused without allow_atomic :6467; 2.14.0 :7079, :7425, :7147; 2.15.3 :7657, :8032, :7728)",
@@ -186,7 +178,8 @@ var batchProposal = []Proposal{{
 var ReplicatedOps = []ReplicatedOp{
 	{
 		Name: "delete_range", Title: "mirror delete range (deleteRangeOp)", Op: OpDeleteRange, GoName: "deleteRangeOp",
-		Group: GroupStream, Since: v214,
+		Kind: KindStream, Since: v214,
+		Admits: func(c *AssetConfig) bool { return c.Mirror != nil },
 		Source: "2.14.0 jetstream_cluster.go:4053 (case deleteRangeOp in applyStreamEntries); 2.15.3 :5920",
 		// Before 2.14 the op exists for catchups only (2.12.15
 		// processCatchupMsg :10636-10641), so the apply switch has no case.
@@ -194,7 +187,6 @@ var ReplicatedOps = []ReplicatedOp{
 			"or of a 2.14.0 one with the flag set, panics; with the flag off it applies the gap)"),
 		Proposed: []Proposal{{
 			Since: v214, Flag: FlagRaftDeleteRange, How: ProposedByItself,
-			Asset: func(c *AssetConfig, _ bool) bool { return c != nil && c.Mirror != nil },
 			When: "as the mirror's leader whenever its origin has a gap: deleted or expired messages, " +
 				"or any message outside a filtered mirror's subjects",
 			Evidence: "skipMsgs (2.14.0 stream.go:3327-3358, proposal :3338-3339; 2.15.3 :3737-3771, :3749-3750), " +
@@ -204,7 +196,7 @@ var ReplicatedOps = []ReplicatedOp{
 	},
 	{
 		Name: "atomic_batch_msg", Title: "atomic batch message (batchMsgOp)", Op: OpBatchMsg, GoName: "batchMsgOp",
-		Group: GroupStream, Since: v212,
+		Kind: KindStream, Since: v212, Admits: batchAllowed,
 		Source: "2.12.15 jetstream_cluster.go:3923 (before the switch in applyStreamEntries); 2.15.3 :5744",
 		// Only a follower that runs the stream receives it: 2.11.9 on
 		// hold an allow_atomic stream offline (Features, atomic_batch).
@@ -213,14 +205,14 @@ var ReplicatedOps = []ReplicatedOp{
 	},
 	{
 		Name: "atomic_batch_commit", Title: "atomic batch commit (batchCommitMsgOp)", Op: OpBatchCommitMsg, GoName: "batchCommitMsgOp",
-		Group: GroupStream, Since: v212,
+		Kind: KindStream, Since: v212, Admits: batchAllowed,
 		Source:   "2.12.15 jetstream_cluster.go:3983 (before the switch in applyStreamEntries); 2.15.3 :5793",
 		Older:    olderFollowers(v212, ""),
 		Proposed: batchProposal,
 	},
 	{
 		Name: "consumer_reset", Title: "consumer RESET (resetSeqOp)", Op: OpResetSeq, GoName: "resetSeqOp",
-		Group: GroupConsumer, Since: v214,
+		Kind: KindConsumer, Since: v214,
 		Source: "2.14.0 jetstream_cluster.go:6780 (case resetSeqOp in applyConsumerEntries); 2.15.3 :9313 (applyConsumerMsgOpLocked)",
 		Older:  olderFollowers(v214, "TestConsumerResetAgainstMixedCluster (a 2.12.15 follower panics)"),
 		Proposed: []Proposal{
@@ -231,9 +223,8 @@ var ReplicatedOps = []ReplicatedOp{
 					"from the RESET handler (2.14.0 consumer.go:4474; 2.15.3 :4785)",
 			},
 			{
-				Since: v214, How: ProposedByItself,
-				Asset: func(_ *AssetConfig, sourced bool) bool { return sourced },
-				When:  "as the consumer's leader when a stream that reads through it by durable sourcing sets up its source",
+				Since: v214, How: ProposedByItself, Sourced: true,
+				When: "as the consumer's leader when a stream that reads through it by durable sourcing sets up its source",
 				Evidence: "durable sourcing sends RESET instead of a consumer create (2.14.0 stream.go:3564-3590); " +
 					"sourcing consumers reset on create and leader change (2.14.0 jetstream_cluster.go:6157-6160, :7007-7009; 2.15.3 :8146, :9587)",
 			},
@@ -280,15 +271,46 @@ func OpOutcome(op EntryOp, followerVersion string) OpHandling {
 	return OpHandling{Apply: Supported, Evidence: "applied by every release from 2.10 on"}
 }
 
+// OpSet is a set of ReplicatedOps rows, by index.
+type OpSet uint64
+
+// Has reports whether the set holds the row of op.
+func (s OpSet) Has(op EntryOp) bool {
+	for i, r := range ReplicatedOps {
+		if r.Op == op {
+			return s&(1<<i) != 0
+		}
+	}
+	return false
+}
+
+// DetectOps returns the ops a leader of an asset of the given kind with
+// config c can propose, whatever the leader's version and flags.
+func DetectOps(kind AssetKind, c *AssetConfig) OpSet {
+	if c == nil {
+		return 0
+	}
+	var s OpSet
+	for i, r := range ReplicatedOps {
+		if r.Kind == kind && (r.Admits == nil || r.Admits(c)) {
+			s |= 1 << i
+		}
+	}
+	return s
+}
+
 // Proposes reports whether a leader, with the feature flags its server has
-// (see FlagOn), proposes the op for an asset of the op's group with config
-// c and replicas replicas, and how. sourced is whether a stream reads
-// through the asset (a consumer) by durable sourcing. A single replica has
-// no RAFT group and no followers. The reason names the leader, its version
-// and what makes it propose.
-func (o ReplicatedOp) Proposes(leader Server, c *AssetConfig, replicas int, sourced bool) (Proposing, string) {
+// (see FlagOn), proposes the op for an asset with replicas replicas whose
+// config admits the ops in ops (DetectOps), and how. sourced is whether a
+// stream reads through the asset (a consumer) by durable sourcing. A single
+// replica has no RAFT group and no followers. The reason names the leader,
+// its version and what makes it propose.
+func (o ReplicatedOp) Proposes(leader Server, ops OpSet, replicas int, sourced bool) (Proposing, string) {
 	if replicas < 2 {
 		return NotProposed, "a single replica has no followers"
+	}
+	if !ops.Has(o.Op) {
+		return NotProposed, fmt.Sprintf("its config admits no %s", o.GoName)
 	}
 	v, err := ParseVersion(leader.Version)
 	if err != nil {
@@ -296,7 +318,7 @@ func (o ReplicatedOp) Proposes(leader Server, c *AssetConfig, replicas int, sour
 	}
 	best, why := NotProposed, fmt.Sprintf("%s (%s) does not propose %s for it", leader.Name, leader.Version, o.GoName)
 	for _, p := range o.Proposed {
-		if semver.Compare(v, p.Since) < 0 || (p.Asset != nil && !p.Asset(c, sourced)) {
+		if semver.Compare(v, p.Since) < 0 || (p.Sourced && !sourced) {
 			continue
 		}
 		if p.Flag != "" && !FlagOn(leader, p.Flag) {
@@ -315,10 +337,10 @@ func (o ReplicatedOp) Proposes(leader Server, c *AssetConfig, replicas int, sour
 // Proposers lists the peers that would propose the op if they led the
 // asset: where the outcome depends on which peer leads, the audit takes the
 // worst of them. how is the worst way any of them proposes it.
-func (o ReplicatedOp) Proposers(peers []Server, c *AssetConfig, replicas int, sourced bool) (names []string, how Proposing) {
+func (o ReplicatedOp) Proposers(peers []Server, ops OpSet, replicas int, sourced bool) (names []string, how Proposing) {
 	how = NotProposed
 	for _, p := range peers {
-		got, _ := o.Proposes(p, c, replicas, sourced)
+		got, _ := o.Proposes(p, ops, replicas, sourced)
 		if got == NotProposed {
 			continue
 		}

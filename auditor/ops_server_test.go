@@ -174,16 +174,16 @@ func audit(t *testing.T, sysConn *nats.Conn) (*auditor.Snapshot, map[string]audi
 // auditStream audits the system and returns its servers by name, the
 // stream as the audit saw it and its config as JSZ reports it, read into
 // the table's AssetConfig.
-func auditStream(t *testing.T, sysConn *nats.Conn, name string) (map[string]auditor.Server, auditor.Asset, *auditor.AssetConfig) {
+func auditStream(t *testing.T, sysConn *nats.Conn, name string) (map[string]auditor.Server, auditor.Asset, auditor.OpSet) {
 	t.Helper()
 	snap, byName := audit(t, sysConn)
 	for _, a := range snap.Streams {
 		if a.Stream == name {
-			return byName, a, streamConfigOf(t, sysConn, a.Leader, name)
+			return byName, a, auditor.DetectOps(auditor.KindStream, streamConfigOf(t, sysConn, a.Leader, name))
 		}
 	}
 	t.Fatalf("the audit saw no stream %s", name)
-	return nil, auditor.Asset{}, nil
+	return nil, auditor.Asset{}, 0
 }
 
 // streamDetails are every server's JSZ stream details with their configs,

@@ -339,7 +339,7 @@ func checkOps(t *testing.T, tag, dir string) {
 			t.Fatalf("%s: no apply switch for the %s group in %v", tag, g, fns)
 		}
 	}
-	for _, g := range []OpGroup{GroupStream, GroupConsumer} {
+	for _, g := range []AssetKind{KindStream, KindConsumer} {
 		want := UnknownOpOutcome(tag).Apply
 		got := map[string]Outcome{"panic": CrashesOnApply, "error": HaltsReplica}[groups[string(g)].unknown]
 		if got != want {
@@ -363,13 +363,13 @@ func checkOps(t *testing.T, tag, dir string) {
 	}
 	for _, row := range ReplicatedOps {
 		h := row.HandlingBy(tag)
-		g := groups[string(row.Group)]
+		g := groups[string(row.Kind)]
 		applied := g.handled[row.GoName]
 		switch {
 		case applied && h.Apply != Supported:
-			t.Errorf("%s applies %s in the %s group; the table says %s (%s)", tag, row.GoName, row.Group, h.Apply, h.Evidence)
+			t.Errorf("%s applies %s in the %s group; the table says %s (%s)", tag, row.GoName, row.Kind, h.Apply, h.Evidence)
 		case !applied && h.Apply == Supported:
-			t.Errorf("%s does not apply %s in the %s group; the table says it does (%s)", tag, row.GoName, row.Group, h.Evidence)
+			t.Errorf("%s does not apply %s in the %s group; the table says it does (%s)", tag, row.GoName, row.Kind, h.Evidence)
 		case !applied && h.Apply != UnknownOpOutcome(tag).Apply:
 			t.Errorf("%s: %s reaches the default branch (%s), the table says %s", tag, row.GoName, g.unknown, h.Apply)
 		}

@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,8 +91,8 @@ func TestResetReadsItsOpRow(t *testing.T) {
 	if !ok {
 		t.Fatal("no row for resetSeqOp")
 	}
-	if row.Since != ResetVersion || row.Group != GroupConsumer {
-		t.Errorf("consumer_reset row: since %s, group %s; ResetVersion is %s", row.Since, row.Group, ResetVersion)
+	if row.Since != ResetVersion || row.Kind != KindConsumer {
+		t.Errorf("consumer_reset row: since %s, kind %s; ResetVersion is %s", row.Since, row.Kind, ResetVersion)
 	}
 	for _, p := range row.Proposed {
 		if p.Since != ResetVersion {
@@ -109,9 +110,10 @@ func TestOpProposes(t *testing.T) {
 	deleteRange, _ := OpByValue(OpDeleteRange)
 	batch, _ := OpByValue(OpBatchMsg)
 	reset, _ := OpByValue(OpResetSeq)
-	mirror := &AssetConfig{Mirror: &StreamSource{Name: "O"}}
-	plain := &AssetConfig{}
-	atomic := &AssetConfig{AllowAtomicPublish: true}
+	mirror := DetectOps(KindStream, &AssetConfig{Mirror: &StreamSource{Name: "O"}})
+	plain := DetectOps(KindStream, &AssetConfig{})
+	consumer := DetectOps(KindConsumer, &AssetConfig{})
+	atomic := DetectOps(KindStream, &AssetConfig{AllowAtomicPublish: true})
 	leader := func(version string, flags map[string]bool) Server {
 		return Server{Name: "n1", Version: version, FeatureFlags: flags}
 	}
@@ -119,7 +121,7 @@ func TestOpProposes(t *testing.T) {
 		name     string
 		op       ReplicatedOp
 		leader   Server
-		cfg      *AssetConfig
+		ops      OpSet
 		replicas int
 		sourced  bool
 		want     Proposing
@@ -132,17 +134,18 @@ func TestOpProposes(t *testing.T) {
 		{"2.14 mirror leader, opted in", deleteRange, leader("2.14.0", map[string]bool{FlagRaftDeleteRange: true}), mirror, 3, false, ProposedByItself, ""},
 		{"2.12 mirror leader", deleteRange, leader("2.12.15", map[string]bool{FlagRaftDeleteRange: true}), mirror, 3, false, NotProposed, ""},
 		{"R1 mirror", deleteRange, leader("2.15.3", nil), mirror, 1, false, NotProposed, "single replica"},
-		{"not a mirror", deleteRange, leader("2.15.3", nil), plain, 3, false, NotProposed, ""},
+		{"not a mirror", deleteRange, leader("2.15.3", nil), plain, 3, false, NotProposed, "admits no"},
+		{"a stream's ops for a consumer", reset, leader("2.15.3", nil), mirror, 3, false, NotProposed, "admits no"},
 		{"unreadable version", deleteRange, leader("x", nil), mirror, 3, false, ProposedByItself, "not a version"},
 		{"atomic stream", batch, leader("2.12.15", nil), atomic, 3, false, ProposedOnRequest, "Nats-Batch-Id"},
 		{"atomic stream, 2.11 leader", batch, leader("2.11.12", nil), atomic, 3, false, NotProposed, ""},
 		{"plain stream", batch, leader("2.15.3", nil), plain, 3, false, NotProposed, ""},
-		{"consumer", reset, leader("2.14.0", nil), plain, 3, false, ProposedOnRequest, "CONSUMER.RESET"},
-		{"sourced consumer", reset, leader("2.14.0", nil), plain, 3, true, ProposedByItself, "durable sourcing"},
-		{"consumer, 2.12 leader", reset, leader("2.12.15", nil), plain, 3, true, NotProposed, ""},
+		{"consumer", reset, leader("2.14.0", nil), consumer, 3, false, ProposedOnRequest, "CONSUMER.RESET"},
+		{"sourced consumer", reset, leader("2.14.0", nil), consumer, 3, true, ProposedByItself, "durable sourcing"},
+		{"consumer, 2.12 leader", reset, leader("2.12.15", nil), consumer, 3, true, NotProposed, ""},
 	}
 	for _, tt := range tests {
-		got, why := tt.op.Proposes(tt.leader, tt.cfg, tt.replicas, tt.sourced)
+		got, why := tt.op.Proposes(tt.leader, tt.ops, tt.replicas, tt.sourced)
 		if got != tt.want || !strings.Contains(why, tt.why) {
 			t.Errorf("%s: %s (%s), want %s with %q", tt.name, got, why, tt.want, tt.why)
 		}
@@ -175,6 +178,29 @@ func TestOpFollowerOutcome(t *testing.T) {
 	for _, tt := range tests {
 		if got, why := tt.op.FollowerOutcome(tt.version, tt.features); got != tt.want {
 			t.Errorf("%s on %s: %s (%s), want %s", tt.op.Name, tt.version, got, why, tt.want)
+		}
+	}
+}
+
+func TestDetectOps(t *testing.T) {
+	tests := []struct {
+		kind AssetKind
+		cfg  *AssetConfig
+		want []EntryOp
+	}{
+		{KindStream, &AssetConfig{}, nil},
+		{KindStream, &AssetConfig{Mirror: &StreamSource{Name: "O"}}, []EntryOp{OpDeleteRange}},
+		{KindStream, &AssetConfig{Sources: []*StreamSource{{Name: "O"}}}, nil}, // sources never call skipMsgs
+		{KindStream, &AssetConfig{AllowAtomicPublish: true}, []EntryOp{OpBatchMsg, OpBatchCommitMsg}},
+		{KindConsumer, &AssetConfig{}, []EntryOp{OpResetSeq}},
+		{KindConsumer, nil, nil},
+	}
+	for _, tt := range tests {
+		got := DetectOps(tt.kind, tt.cfg)
+		for _, o := range ReplicatedOps {
+			if want := slices.Contains(tt.want, o.Op); got.Has(o.Op) != want {
+				t.Errorf("DetectOps(%s, %+v) has %s: %t, want %t", tt.kind, tt.cfg, o.Name, got.Has(o.Op), want)
+			}
 		}
 	}
 }
