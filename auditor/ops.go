@@ -12,7 +12,7 @@ import (
 // Features. A follower applies every committed entry of a group it runs;
 // one whose apply switch has no case for the entry's op panics (before
 // 2.15) or halts its replica (2.15 on). Every citation is to the
-// nats-server module at the tag named; ops_test.go reads the op list, the
+// nats-server module at the tag named; ops_source_test.go reads the op list, the
 // apply switches and their default branches again at every tag it names and
 // at the newest the module proxy serves.
 
@@ -98,8 +98,9 @@ type Proposal struct {
 
 // ReplicatedOp is one row of the second axis: a replicated operation that
 // some released version cannot apply, what each version range of followers
-// does with it, and when a leader proposes it. The meta group is in no row:
-// its ops are unchanged from 2.10.27 through 2.15.3.
+// does with it, and when a leader proposes it. The meta group is in no
+// row: no release has brought a meta op that an older one cannot apply
+// (ops_source_test.go holds every tag it reads to that).
 type ReplicatedOp struct {
 	// Name is a stable identifier, as findings and metrics write it.
 	Name  string
@@ -124,8 +125,8 @@ type ReplicatedOp struct {
 	Proposed []Proposal
 }
 
-// unknownOpSource cites the default branch of each version line's apply
-// switches, which every op a follower has no case for reaches.
+// unknownOpPanics and unknownOpErrors cite the default branches of the
+// apply switches, which every op a follower has no case for reaches.
 const (
 	unknownOpPanics = "no case in the apply switch; the default panics " +
 		"(stream: 2.10.27 jetstream_cluster.go:3155-3156, 2.11.12 :3414-3415, 2.12.15 :4211-4212, 2.14.10 :4635-4636; " +
@@ -148,15 +149,22 @@ func UnknownOpOutcome(version string) OpHandling {
 }
 
 // olderFollowers is the handling of an op by the followers that predate
-// it: they have no case for it. Every op so far came before 2.15, where an
-// unknown op still panics.
+// it: they have no case for it, and the default branch of their apply
+// switch decides (UnknownOpOutcome). seen, when set, is the real-server
+// test that showed it.
 func olderFollowers(since, seen string) []OpHandling {
-	h := UnknownOpOutcome("v0.0.0")
-	h.Below = since
-	if seen != "" {
-		h.Evidence = seen + "; " + h.Evidence
+	crash, halt := UnknownOpOutcome(""), UnknownOpOutcome(v215)
+	out := []OpHandling{crash}
+	if semver.Compare(since, v215) > 0 {
+		halt.Below = since
+		out = append(out, halt)
+	} else {
+		out[0].Below = since
 	}
-	return []OpHandling{h}
+	if seen != "" {
+		out[0].Evidence = seen + "; " + out[0].Evidence
+	}
+	return out
 }
 
 // batchAllowed is a stream whose leader takes atomic batch publishes.

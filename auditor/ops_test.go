@@ -204,3 +204,17 @@ func TestDetectOps(t *testing.T) {
 		}
 	}
 }
+
+// TestOlderFollowersOfALaterOp: an op a release after 2.15.0 brings halts
+// the replicas of 2.15 followers and crashes older ones.
+func TestOlderFollowersOfALaterOp(t *testing.T) {
+	row := ReplicatedOp{Name: "later", Op: 200, Since: "v2.16.0", Older: olderFollowers("v2.16.0", "")}
+	for v, want := range map[string]Outcome{"2.14.10": CrashesOnApply, "2.15.0": HaltsReplica, "2.15.9": HaltsReplica, "2.16.0": Supported} {
+		if got := row.HandlingBy(v).Apply; got != want {
+			t.Errorf("%s: %s, want %s", v, got, want)
+		}
+	}
+	if got := olderFollowers(v214, ""); len(got) != 1 || got[0].Below != v214 || got[0].Apply != CrashesOnApply {
+		t.Errorf("olderFollowers(2.14.0) = %+v", got)
+	}
+}
