@@ -126,3 +126,25 @@ func FlagOn(s Server, name string) bool {
 	d, known := f.DefaultBy(s.Version)
 	return known && d.On
 }
+
+// ConfiguredFlags are the flags server s reports with a value other than
+// its version's default: those its config sets. A flag set to its default
+// cannot be told from one left alone, so a config can hold more than this.
+// A what-if keeps these across a version change, and a server before
+// FeatureFlagsSince refuses to start with any of them.
+func ConfiguredFlags(s Server) map[string]bool {
+	var out map[string]bool
+	for name, on := range s.FeatureFlags {
+		f, ok := FlagByName(name)
+		if !ok {
+			continue // reported, so known to the server: a release after the table
+		}
+		if d, known := f.DefaultBy(s.Version); !known || d.On != on {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[name] = on
+		}
+	}
+	return out
+}

@@ -56,6 +56,19 @@ func TestFeatureFlagDefaults(t *testing.T) {
 	if FlagOn(Server{Version: "2.12.15"}, FlagRaftDeleteRange) || FlagOn(Server{Version: "2.15.3"}, "js_bogus") {
 		t.Error("a flag the server's version does not know is on")
 	}
+	for _, tt := range []struct {
+		s    Server
+		want map[string]bool
+	}{
+		{Server{Version: "2.14.0", FeatureFlags: map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: true}}, map[string]bool{FlagRaftDeleteRange: true}},
+		{Server{Version: "2.15.3", FeatureFlags: map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: true}}, nil},
+		{Server{Version: "2.15.3", FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}, map[string]bool{FlagRaftDeleteRange: false}},
+		{Server{Version: "2.12.15"}, nil},
+	} {
+		if got := ConfiguredFlags(tt.s); !maps.Equal(got, tt.want) {
+			t.Errorf("ConfiguredFlags(%s %v) = %v, want %v", tt.s.Version, tt.s.FeatureFlags, got, tt.want)
+		}
+	}
 }
 
 // TestFeatureFlagsFromStatsz starts a 2.14.0 server that sets
@@ -94,6 +107,13 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 		}
 		if !maps.Equal(s.FeatureFlags, flags) || (flags == nil) != (s.FeatureFlags == nil) {
 			t.Errorf("%s (%s) reports flags %v, want %v", name, s.Version, s.FeatureFlags, flags)
+		}
+		var set map[string]bool
+		if name == optIn.Name {
+			set = optIn.FeatureFlags
+		}
+		if configured := ConfiguredFlags(s); !maps.Equal(configured, set) {
+			t.Errorf("%s (%s): the flags its config sets read as %v, want %v", name, s.Version, configured, set)
 		}
 		// Every flag the config leaves alone is the table's default.
 		for _, f := range FeatureFlags {
