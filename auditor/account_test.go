@@ -36,8 +36,8 @@ func twinsSnapshot(t *testing.T) *Snapshot {
 	m := newMerger()
 	m.add("n1", "", twinsJSZ(t))
 	return &Snapshot{
-		Servers: []Server{{Name: "n1", Cluster: "c1", Version: "2.14.0", JetStream: true, APILevel: 4},
-			{Name: "n3", Cluster: "c1", Version: "2.12.15", JetStream: true, APILevel: 3}},
+		Servers: []Server{{Name: "n1", Cluster: "c1", Version: "2.14.0", Parsed: mustVersion("2.14.0"), JetStream: true, APILevel: 4},
+			{Name: "n3", Cluster: "c1", Version: "2.12.15", Parsed: mustVersion("2.12.15"), JetStream: true, APILevel: 3}},
 		Streams: m.streams(), Consumers: m.consumers(),
 	}
 }

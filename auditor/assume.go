@@ -12,9 +12,8 @@ import (
 type Assumption struct {
 	// Target is a server name, "cluster/NAME" for every server of cluster
 	// NAME, or "*" for every server.
-	Target string `json:"target"`
-	// Version is normalised by ParseVersion.
-	Version string `json:"version"`
+	Target  string  `json:"target"`
+	Version Version `json:"version"`
 }
 
 // clusterPrefix marks an assumption's target as a cluster.
@@ -38,16 +37,17 @@ func ParseAssumption(s string) (Assumption, error) {
 	return Assumption{Target: target, Version: v}, nil
 }
 
-func (a Assumption) String() string { return a.Target + "=" + Display(a.Version) }
+func (a Assumption) String() string { return a.Target + "=" + a.Version.String() }
 
 // AssumedServer is one server whose version a what-if changes.
 type AssumedServer struct {
-	Name      string `json:"name"`
-	Cluster   string `json:"cluster,omitempty"`
-	Domain    string `json:"domain,omitempty"`
-	From      string `json:"from"`
-	To        string `json:"to"`
-	FromLevel int    `json:"from_api_level"`
+	Name    string `json:"name"`
+	Cluster string `json:"cluster,omitempty"`
+	Domain  string `json:"domain,omitempty"`
+	// From is the version as the server reported it.
+	From      string  `json:"from"`
+	To        Version `json:"to"`
+	FromLevel int     `json:"from_api_level"`
 	// ToLevel is LevelUnknown (-1) when neither the servers nor the table
 	// know the level of To.
 	ToLevel int `json:"to_api_level"`
@@ -137,14 +137,15 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 		if !ok {
 			continue
 		}
-		if cur, err := ParseVersion(s.Version); err == nil && cur == v {
+		if s.Parsed == v {
 			continue
 		}
 		level, source := LevelFor(snap, v)
 		w.Assumed = append(w.Assumed, AssumedServer{Name: s.Name, Cluster: s.Cluster, Domain: s.Domain,
-			From: s.Version, To: Display(v), FromLevel: s.APILevel, ToLevel: level, LevelSource: source})
+			From: s.Version, To: v, FromLevel: s.APILevel, ToLevel: level, LevelSource: source})
 		changed[s.Name] = true
-		s.Version, s.APILevel = Display(v), level
+		// The server would report the release as written.
+		s.Version, s.Parsed, s.APILevel = v.String(), v, level
 		if level == LevelUnknown {
 			unknownLevel[s.Name] = true
 			// Evaluate sees no level finding about it; unknownLevelFindings
@@ -221,8 +222,8 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 }
 
 // resolve maps every server an assumption names to its version.
-func resolve(snap *Snapshot, as []Assumption) (map[string]string, error) {
-	want := map[string]string{}
+func resolve(snap *Snapshot, as []Assumption) (map[string]Version, error) {
+	want := map[string]Version{}
 	for _, a := range as {
 		matched := 0
 		for _, s := range snap.Servers {
@@ -360,7 +361,7 @@ func (lc *leaderChooser) resetPeers(peers []string, leader string) []Peer {
 	out := make([]Peer, len(peers))
 	for i, n := range peers {
 		s := lc.servers[n]
-		out[i] = Peer{Name: n, Answered: true, Version: s.Version, APILevel: s.APILevel, Leader: n == leader}
+		out[i] = Peer{Name: n, Answered: true, Version: s.Version, Parsed: s.Parsed, APILevel: s.APILevel, Leader: n == leader}
 	}
 	return out
 }
@@ -476,7 +477,7 @@ func unknownLevelFindings(snap *Snapshot, p Policy, unknown map[string]bool) []F
 					continue
 				}
 				s := byName[n]
-				_, why := LevelOf(s.Version)
+				_, why := LevelOf(s.Parsed)
 				out = append(out, Finding{Code: APILevelUnknown, Severity: SeverityOf(APILevelUnknown),
 					Server: n, Cluster: s.Cluster, Version: s.Version, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer,
 					RequiredLevel: required,

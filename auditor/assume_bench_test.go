@@ -7,7 +7,7 @@ import "testing"
 func BenchmarkAssume100kConsumers(b *testing.B) {
 	snap := syntheticSnapshot(100_000)
 	p := Policy{Floor: DefaultFloor}
-	as := []Assumption{{Target: "cluster/c0", Version: "v2.14.3"}}
+	as := []Assumption{{Target: "cluster/c0", Version: mustVersion("2.14.3")}}
 	for b.Loop() {
 		if _, err := Assume(snap, p, as); err != nil {
 			b.Fatal(err)
@@ -21,7 +21,7 @@ func BenchmarkPlan100kConsumers(b *testing.B) {
 	snap := syntheticSnapshot(100_000)
 	p := Policy{Floor: DefaultFloor}
 	for b.Loop() {
-		if _, err := MakePlan(snap, p, "2.14.3", PlanScope{}); err != nil {
+		if _, err := MakePlan(snap, p, mustVersion("2.14.3"), PlanScope{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,10 +9,10 @@ import (
 
 func TestParseAssumption(t *testing.T) {
 	good := map[string]Assumption{
-		"n2=2.12.15":          {"n2", "v2.12.15"},
-		" n2 = v2.14":         {"n2", "v2.14.0"},
-		"cluster/east=2.15.3": {"cluster/east", "v2.15.3"},
-		"*=2.14.0-fips":       {"*", "v2.14.0"},
+		"n2=2.12.15":          {"n2", mustVersion("2.12.15")},
+		" n2 = v2.14":         {"n2", mustVersion("2.14.0")},
+		"cluster/east=2.15.3": {"cluster/east", mustVersion("2.15.3")},
+		"*=2.14.0-fips":       {"*", mustVersion("2.14.0")},
 	}
 	for in, want := range good {
 		got, err := ParseAssumption(in)
@@ -48,7 +48,7 @@ func assume(t *testing.T, snap *Snapshot, p Policy, as ...string) *WhatIf {
 		}
 		parsed = append(parsed, a)
 	}
-	if p.Floor == "" {
+	if p.Floor.IsZero() {
 		p.Floor = DefaultFloor
 	}
 	w, err := Assume(snap, p, parsed)
@@ -250,7 +250,7 @@ func TestAssumeLeaderDependence(t *testing.T) {
 
 func TestAssumeFailsClosed(t *testing.T) {
 	snap := Snapshot{Servers: cluster(), ExpectedNames: map[string][]string{"n9": {"n1"}}}
-	for _, a := range []Assumption{{"n9", "v2.14.0"}, {"cluster/west", "v2.14.0"}, {"typo", "v2.14.0"}} {
+	for _, a := range []Assumption{{"n9", mustVersion("2.14.0")}, {"cluster/west", mustVersion("2.14.0")}, {"typo", mustVersion("2.14.0")}} {
 		if _, err := Assume(&snap, Policy{Floor: DefaultFloor}, []Assumption{a}); err == nil || !strings.Contains(err.Error(), "answered the audit") {
 			t.Errorf("%s: err %v", a, err)
 		}

@@ -3,8 +3,6 @@ package auditor
 import (
 	"cmp"
 	"slices"
-
-	"golang.org/x/mod/semver"
 )
 
 // FeatureLevel is the part of a feature the capability view needs: its
@@ -15,9 +13,10 @@ type FeatureLevel struct {
 	// Kind is the kind of asset whose config uses it; empty for any.
 	Kind  AssetKind
 	Level int
-	// Since is canonical ("v2.14.0"). A feature can come after its level
-	// (a new value of an older field): a server supports it only from Since.
-	Since string
+	// Since is the first release with it. A feature can come after its
+	// level (a new value of an older field): a server supports it only
+	// from Since.
+	Since Version
 }
 
 // Capabilities is what the system can use now: the lowest JetStream API
@@ -84,7 +83,7 @@ func supports(s Server, f FeatureLevel) int {
 	if s.APILevel < f.Level {
 		return 0
 	}
-	if v, err := ParseVersion(s.Version); err == nil && f.Since != "" && semver.Compare(v, f.Since) < 0 {
+	if !s.Parsed.IsZero() && s.Parsed.Before(f.Since) {
 		return 0
 	}
 	return 1
@@ -186,7 +185,7 @@ func AssetLevels(r *Report, features []FeatureLevel) []AssetLevel {
 }
 
 // sortedAssets orders assets by domain, account, stream and consumer,
-// through pointers: an Asset is many words to move, a pointer one.
+// through pointers: an Asset is a large struct to move.
 func sortedAssets(assets []Asset) []*Asset {
 	out := make([]*Asset, len(assets))
 	for i := range assets {

@@ -8,11 +8,11 @@ import (
 
 // testFeatures stand for rows of the feature table.
 var testFeatures = []FeatureLevel{
-	{Name: "msg_ttl", Kind: KindStream, Level: 1, Since: "v2.11.0"},
-	{Name: "priority_prioritized", Kind: KindConsumer, Level: 1, Since: "v2.12.0"},
-	{Name: "msg_counter", Kind: KindStream, Level: 2, Since: "v2.12.0"},
-	{Name: "ack_flow_control", Kind: KindConsumer, Level: 4, Since: "v2.14.0"},
-	{Name: "fast_batch", Kind: KindStream, Level: 4, Since: "v2.14.0"},
+	{Name: "msg_ttl", Kind: KindStream, Level: 1, Since: mustVersion("2.11.0")},
+	{Name: "priority_prioritized", Kind: KindConsumer, Level: 1, Since: mustVersion("2.12.0")},
+	{Name: "msg_counter", Kind: KindStream, Level: 2, Since: mustVersion("2.12.0")},
+	{Name: "ack_flow_control", Kind: KindConsumer, Level: 4, Since: mustVersion("2.14.0")},
+	{Name: "fast_batch", Kind: KindStream, Level: 4, Since: mustVersion("2.14.0")},
 }
 
 func support(g LevelGroup) []string {
@@ -32,7 +32,7 @@ func TestCapabilities(t *testing.T) {
 		Servers: []Server{
 			srv("n1", "east", "2.14.0", 4), srv("n2", "east", "2.14.0", 4), srv("n3", "east", "2.12.15", 3),
 			srv("w1", "west", "2.11.12", 1), srv("w2", "west", "2.15.3", 5),
-			{Name: "core", Cluster: "west", Version: "2.10.27"}, // no JetStream: left out
+			{Name: "core", Cluster: "west", Version: "2.10.27", Parsed: mustVersion("2.10.27")}, // no JetStream: left out
 			func() Server { s := srv("l1", "", "2.10.27", 0); s.Domain = "edge"; return s }(),
 		},
 		ExpectedCount: 7,

@@ -30,10 +30,9 @@ const concurrency = 16
 const (
 	DefaultTimeout     = 5 * time.Second
 	DefaultJSZPageSize = 1024
-	// DefaultMaxReplyBytes bounds one reply the audit decodes: sized for
-	// the JSZ page of a server that hosts about 100,000 consumers, at the
-	// bytes per consumer that BENCHMARKS.md records for replies with
-	// configs.
+	// DefaultMaxReplyBytes bounds one reply the audit decodes. The largest
+	// is a JSZ page with configs, which grows with the consumers a server
+	// hosts (BENCHMARKS.md has the bytes per consumer).
 	DefaultMaxReplyBytes = 64 << 20
 )
 
@@ -417,8 +416,9 @@ func parseStatsz(data []byte) (*statszReply, Server, error) {
 	}
 	si := msg.Server
 	srv := Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain,
-		Version: si.Version, Tags: si.Tags, JetStream: si.jetStreamEnabled(), ActiveServers: msg.Stats.ActiveServers,
+		Tags: si.Tags, JetStream: si.jetStreamEnabled(), ActiveServers: msg.Stats.ActiveServers,
 		FeatureFlags: si.FeatureFlags}
+	srv.SetVersion(si.Version)
 	if si.ID == "" || si.Name == "" {
 		return nil, srv, errors.New("reply names no server")
 	}

@@ -23,7 +23,7 @@
 //   - codes.go: the registry of finding codes (severity, owner under
 //     --scope server, description); finding.go: Finding and Severity.
 //   - evaluate.go: Evaluate and its rules (SERVER_MISSING's is in
-//     expected.go); version.go: versions and the floor; report.go: the
+//     expected.go); version.go: Version and the verdict against the floor; report.go: the
 //     Report it returns; scope.go: a report narrowed to one server.
 //   - reset.go: what $JS.API.CONSUMER.RESET does to a consumer; index.go:
 //     the consumer index that answers it per consumer.

@@ -10,8 +10,8 @@ import (
 
 // Policy is what Evaluate holds a snapshot against.
 type Policy struct {
-	// Floor is the oldest acceptable version, normalised by ParseVersion.
-	Floor string
+	// Floor is the oldest acceptable version.
+	Floor Version
 	// Accounts, Streams and Consumers are glob patterns (path.Match syntax)
 	// that narrow the asset findings; empty means all. An account pattern
 	// matches an account's id or its name. Server, cluster, leafnode and
@@ -24,14 +24,13 @@ type Policy struct {
 // Evaluate holds a snapshot against a policy. It is pure: the same snapshot
 // and policy always give the same report.
 func Evaluate(snap *Snapshot, p Policy) *Report {
-	e := evaluation{p: p, byName: make(map[string]*ServerReport, len(snap.Servers)), resets: make(map[string]bool, len(snap.Servers))}
-	r := &Report{Floor: Display(p.Floor), Snapshot: snap}
+	e := evaluation{p: p, byName: make(map[string]*ServerReport, len(snap.Servers))}
+	r := &Report{Floor: p.Floor, Snapshot: snap}
 
 	r.Servers = make([]ServerReport, len(snap.Servers))
 	for i, s := range snap.Servers {
-		r.Servers[i] = ServerReport{Server: s, Verdict: CompareToFloor(s.Version, p.Floor)}
+		r.Servers[i] = ServerReport{Server: s, Verdict: CompareToFloor(s.Parsed, p.Floor)}
 		e.byName[s.Name] = &r.Servers[i]
-		e.resets[s.Name] = answersReset(s.Version)
 	}
 	slices.SortFunc(r.Servers, func(a, b ServerReport) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
@@ -87,9 +86,6 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 type evaluation struct {
 	p      Policy
 	byName map[string]*ServerReport
-	// resets says, by server name, whether the server answers RESET: a
-	// version parsed once per server, not once per asset it hosts.
-	resets map[string]bool
 	// findings are added in chunks that never move: a growing slice of
 	// thousands of findings was copied each time it grew, every pointer of
 	// them through the write barrier while the collector ran, which it
@@ -105,8 +101,6 @@ type evaluation struct {
 	lastCode     Code
 	lastSeverity Severity
 }
-
-func (e *evaluation) floor() string { return Display(e.p.Floor) }
 
 // findingChunk is how many findings a chunk holds.
 const findingChunk = 512
@@ -130,7 +124,7 @@ func (e *evaluation) servers(servers []ServerReport) {
 		switch s.Verdict {
 		case VerdictBelow:
 			e.add(Finding{Code: ServerBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
-				Message: fmt.Sprintf("server %s runs %s, below the floor %s", s.Name, s.Version, e.floor())})
+				Message: fmt.Sprintf("server %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
 		case VerdictUnparseable:
 			e.add(Finding{Code: VersionUnparseable, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 				Message: fmt.Sprintf("server %s reports version %q, which is not a version", s.Name, s.Version)})
@@ -171,7 +165,7 @@ func (e *evaluation) meta(m MetaGroup) {
 	}
 	if s, ok := e.byName[m.Leader]; ok && s.Verdict == VerdictBelow {
 		e.add(Finding{Code: MetaLeaderBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
-			Message: fmt.Sprintf("JetStream meta leader %s runs %s, below the floor %s", s.Name, s.Version, e.floor())})
+			Message: fmt.Sprintf("JetStream meta leader %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
 	}
 }
 
@@ -226,8 +220,8 @@ func (e *evaluation) assetLeader(a *Asset, leader *ServerReport) {
 	case leader != nil && leader.Verdict == VerdictBelow && a.Kind == KindConsumer:
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
-		if e.resets[leader.Name] {
-			f.Message = "consumer " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.floor()
+		if answersReset(leader.Parsed) {
+			f.Message = "consumer " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.p.Floor.String()
 		} else {
 			f.Message = "consumer " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ": RESET (first in 2.14.0) to it goes unanswered"
 		}
@@ -235,7 +229,7 @@ func (e *evaluation) assetLeader(a *Asset, leader *ServerReport) {
 	case leader != nil && leader.Verdict == VerdictBelow:
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version = StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
-		f.Message = "stream " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.floor()
+		f.Message = "stream " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.p.Floor.String()
 		e.add(f)
 	case a.Kind == KindConsumer && a.Leader == "" && a.Replicas > 1:
 		f := assetFinding(a)
@@ -251,13 +245,13 @@ func (e *evaluation) consumerFollower(a *Asset, leader, s *ServerReport) {
 	// A follower is at risk while its leader would accept a RESET; a leader
 	// that does not know RESET never replicates one. A leaderless consumer
 	// may get a new leader that does.
-	if s.Verdict != VerdictBelow || (leader != nil && !e.resets[leader.Name]) {
+	if s.Verdict != VerdictBelow || (leader != nil && !answersReset(leader.Parsed)) {
 		return
 	}
 	f := assetFinding(a)
 	f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
-	if e.resets[s.Name] {
-		f.Message = "consumer " + a.name() + " has follower " + s.Name + " running " + s.Version + ", below the floor " + e.floor()
+	if answersReset(s.Parsed) {
+		f.Message = "consumer " + a.name() + " has follower " + s.Name + " running " + s.Version + ", below the floor " + e.p.Floor.String()
 	} else {
 		f.Message = "consumer " + a.name() + " has follower " + s.Name + " running " + s.Version + ": a RESET answered by a leader at 2.14.0 or later crashes it"
 	}

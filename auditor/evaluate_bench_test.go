@@ -16,8 +16,10 @@ func syntheticSnapshot(consumers int) *Snapshot {
 			if i == 0 {
 				v, level = "2.12.15", 3
 			}
-			snap.Servers = append(snap.Servers, Server{ID: fmt.Sprintf("ID%d-%d", c, i), Name: fmt.Sprintf("c%d-n%d", c, i),
-				Cluster: fmt.Sprintf("c%d", c), Version: v, JetStream: true, APILevel: level})
+			s := Server{ID: fmt.Sprintf("ID%d-%d", c, i), Name: fmt.Sprintf("c%d-n%d", c, i),
+				Cluster: fmt.Sprintf("c%d", c), JetStream: true, APILevel: level}
+			s.SetVersion(v)
+			snap.Servers = append(snap.Servers, s)
 		}
 	}
 	for i := range consumers {

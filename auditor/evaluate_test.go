@@ -13,7 +13,9 @@ import (
 )
 
 func srv(name, cluster, version string, level int) Server {
-	return Server{ID: "ID-" + name, Name: name, Cluster: cluster, Version: version, JetStream: true, APILevel: level}
+	s := Server{ID: "ID-" + name, Name: name, Cluster: cluster, JetStream: true, APILevel: level}
+	s.SetVersion(version)
+	return s
 }
 
 func consumer(stream, name, leader string, peers ...string) Asset {
@@ -227,7 +229,7 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name: "meta group of another domain counts its own servers",
-			snap: Snapshot{Servers: append(cluster(), Server{ID: "L", Name: "leaf", Domain: "edge", Version: "2.14.0", JetStream: true, APILevel: 4}),
+			snap: Snapshot{Servers: append(cluster(), Server{ID: "L", Name: "leaf", Domain: "edge", Version: "2.14.0", Parsed: mustVersion("2.14.0"), JetStream: true, APILevel: 4}),
 				ExpectedCount: 4,
 				Meta:          []MetaGroup{{Cluster: "c1", Size: 3}, {Domain: "edge", Size: 1}}},
 			want:   nil,
@@ -313,7 +315,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.policy.Floor == "" {
+			if tt.policy.Floor.IsZero() {
 				tt.policy.Floor = DefaultFloor
 			}
 			r := Evaluate(&tt.snap, tt.policy)
@@ -357,7 +359,7 @@ func TestEvaluateCountsLeadershipAndExpected(t *testing.T) {
 	if r := Evaluate(snap, Policy{Floor: DefaultFloor}); r.ServersExpected != 5 {
 		t.Errorf("ServersExpected %d with west's two servers named, want 5", r.ServersExpected)
 	}
-	if r.Floor != "2.14.0" {
+	if r.Floor.String() != "2.14.0" {
 		t.Errorf("Floor %q, want 2.14.0", r.Floor)
 	}
 }
@@ -405,7 +407,7 @@ func TestEvaluateMissingServerAsLastSeen(t *testing.T) {
 // the words must follow that even when the floor is higher.
 func TestEvaluateResetWords(t *testing.T) {
 	servers := []Server{srv("new", "c1", "2.15.3", 5), srv("mid", "c1", "2.14.0", 4), srv("old", "c1", "2.12.15", 3)}
-	messages := func(floor string, leader string) map[Code]string {
+	messages := func(floor Version, leader string) map[Code]string {
 		snap := &Snapshot{Servers: servers, Consumers: []Asset{consumer("S", "C", leader, "new", "mid", "old")}}
 		out := map[Code]string{}
 		for _, f := range Evaluate(snap, Policy{Floor: floor}).Findings {
@@ -413,7 +415,7 @@ func TestEvaluateResetWords(t *testing.T) {
 		}
 		return out
 	}
-	m := messages("v2.15.0", "mid")
+	m := messages(mustVersion("2.15.0"), "mid")
 	if got := m[ConsumerLeaderBelowFloor]; strings.Contains(got, "unanswered") || !strings.Contains(got, "below the floor 2.15.0") {
 		t.Errorf("a 2.14 leader answers RESET: %q", got)
 	}
@@ -422,14 +424,14 @@ func TestEvaluateResetWords(t *testing.T) {
 	if got := m[ConsumerReplicaBelowFloor]; !strings.Contains(got, "follower old running 2.12.15: a RESET answered by a leader at 2.14.0 or later crashes it") {
 		t.Errorf("replica finding %q", got)
 	}
-	m = messages("v2.14.0", "old")
+	m = messages(mustVersion("2.14.0"), "old")
 	if got := m[ConsumerLeaderBelowFloor]; !strings.Contains(got, "RESET (first in 2.14.0) to it goes unanswered") || strings.Contains(got, "UNPIN") {
 		t.Errorf("a 2.12 leader: %q", got)
 	}
 	if got := m[ConsumerReplicaBelowFloor]; got != "" {
 		t.Errorf("a leader that does not know RESET replicates none, yet: %q", got)
 	}
-	m = messages("v2.15.0", "new")
+	m = messages(mustVersion("2.15.0"), "new")
 	if got := m[ConsumerReplicaBelowFloor]; !strings.Contains(got, "follower mid running 2.14.0, below the floor 2.15.0") {
 		t.Errorf("a 2.14 follower below a 2.15 floor: %q", got)
 	}
@@ -440,7 +442,7 @@ func TestEvaluateAPILevelWords(t *testing.T) {
 	snap := &Snapshot{Servers: []Server{srv("new", "c1", "2.15.3", 5), srv("old", "c1", "2.12.15", 3), srv("ancient", "c1", "2.10.27", 0)},
 		Streams: []Asset{s}}
 	got := map[string]string{}
-	for _, f := range Evaluate(snap, Policy{Floor: "v2.10.0"}).Findings {
+	for _, f := range Evaluate(snap, Policy{Floor: mustVersion("2.10.0")}).Findings {
 		if f.Code == AssetAPILevelUnsupported {
 			got[f.Server] = f.Message
 		}
@@ -462,7 +464,7 @@ func TestEvaluateUnreadableLevel(t *testing.T) {
 	s := Asset{Kind: KindStream, Account: "APP", Stream: "ODD", Leader: "new", Peers: []string{"new", "ancient"}, RequiredLevel: LevelUnreadable}
 	snap := &Snapshot{Servers: []Server{srv("new", "c1", "2.15.3", 5), srv("ancient", "c1", "2.10.27", 0)}, Streams: []Asset{s}}
 	var got []string
-	for _, f := range Evaluate(snap, Policy{Floor: "v2.10.0"}).Findings {
+	for _, f := range Evaluate(snap, Policy{Floor: mustVersion("2.10.0")}).Findings {
 		if f.Code == AssetAPILevelUnsupported {
 			got = append(got, f.Server+": "+f.Message)
 		}
@@ -531,7 +533,7 @@ func TestEvaluateNarrowedToNothing(t *testing.T) {
 // TestEvaluateFailedAudit: an audit that could not run is UNKNOWN with its
 // one reason, not also "no server answered".
 func TestEvaluateFailedAudit(t *testing.T) {
-	r := Failed(errors.New("audit: permissions violation: ..."), "2.14.0", time.Now(), 0)
+	r := Failed(errors.New("audit: permissions violation: ..."), DefaultFloor, "", time.Now(), 0)
 	if r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "audit: permissions violation: ..." {
 		t.Errorf("status %s, findings %+v", r.Status, r.Findings)
 	}

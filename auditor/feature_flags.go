@@ -1,21 +1,17 @@
 package auditor
 
-import (
-	"fmt"
-
-	"golang.org/x/mod/semver"
-)
+import "fmt"
 
 // FeatureFlagsSince is the first release that reads a feature_flags block
 // in its config (server/feature_flags.go; 2.14.0 opts.go:1826-1848) and
 // reports its flags in STATSZ. An older server refuses to start with the
 // block (unknown field "feature_flags": 2.12.15 opts.go:1803-1811, seen on
 // 2.10.27, 2.11.12 and 2.12.15), so it must go before a downgrade below it.
-const FeatureFlagsSince = v214
+var FeatureFlagsSince = v214
 
 // v215 is where js_raft_delete_range turned on by default, and where an
 // op a follower has no case for stopped crashing it (ops.go).
-const v215 = "v2.15.0"
+var v215 = mustVersion("2.15.0")
 
 // The feature flags the table knows, as a server's config and STATSZ name
 // them.
@@ -29,7 +25,7 @@ const (
 // FlagDefault is a flag's default in the releases [From, Below); an empty
 // Below is every later release.
 type FlagDefault struct {
-	From, Below string
+	From, Below Version
 	On          bool
 	Evidence    string
 }
@@ -94,9 +90,8 @@ func FlagByName(name string) (FeatureFlag, bool) {
 // for a version before the flag's first, which has no such flag (it is off
 // there). A version that is not one gets the flag on if any range has it
 // on: the audit cannot tell, and on is the hazard.
-func (f FeatureFlag) DefaultBy(version string) (d FlagDefault, known bool) {
-	v, err := ParseVersion(version)
-	if err != nil {
+func (f FeatureFlag) DefaultBy(v Version) (d FlagDefault, known bool) {
+	if v.IsZero() {
 		for _, d := range f.Defaults {
 			if d.On {
 				return FlagDefault{On: true, Evidence: "version unreadable: on in some release"}, true
@@ -105,11 +100,11 @@ func (f FeatureFlag) DefaultBy(version string) (d FlagDefault, known bool) {
 		return FlagDefault{Evidence: "version unreadable: off in every release"}, true
 	}
 	for _, d := range f.Defaults {
-		if semver.Compare(v, d.From) >= 0 && (d.Below == "" || semver.Compare(v, d.Below) < 0) {
+		if v.AtLeast(d.From) && (d.Below.IsZero() || v.Before(d.Below)) {
 			return d, true
 		}
 	}
-	return FlagDefault{Evidence: fmt.Sprintf("%s has no flag %s", Display(v), f.Name)}, false
+	return FlagDefault{Evidence: fmt.Sprintf("%s has no flag %s", v, f.Name)}, false
 }
 
 // FlagOn reports whether the named flag is on in server s: as the server
@@ -123,7 +118,7 @@ func FlagOn(s Server, name string) bool {
 	if !ok {
 		return false
 	}
-	d, known := f.DefaultBy(s.Version)
+	d, known := f.DefaultBy(s.Parsed)
 	return known && d.On
 }
 
@@ -139,7 +134,7 @@ func ConfiguredFlags(s Server) map[string]bool {
 		if !ok {
 			continue // reported, so known to the server: a release after the table
 		}
-		if d, known := f.DefaultBy(s.Version); !known || d.On != on {
+		if d, known := f.DefaultBy(s.Parsed); !known || d.On != on {
 			if out == nil {
 				out = map[string]bool{}
 			}

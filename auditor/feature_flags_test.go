@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"golang.org/x/mod/semver"
 
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
@@ -41,29 +40,29 @@ func TestFeatureFlagDefaults(t *testing.T) {
 		if !ok {
 			t.Fatalf("no flag %s", tt.flag)
 		}
-		d, known := f.DefaultBy(tt.version)
+		d, known := f.DefaultBy(parsed(tt.version))
 		if d.On != tt.on || known != tt.known || d.Evidence == "" {
 			t.Errorf("%s in %s: %t (known %t, %q), want %t (known %t)", tt.flag, tt.version, d.On, known, d.Evidence, tt.on, tt.known)
 		}
 	}
 	// What a server reports wins; else its version's default.
-	if FlagOn(Server{Version: "2.15.3", FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}, FlagRaftDeleteRange) {
+	if FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}, FlagRaftDeleteRange) {
 		t.Error("a 2.15.3 server reporting the flag off has it on")
 	}
-	if !FlagOn(Server{Version: "2.15.3"}, FlagRaftDeleteRange) {
+	if !FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3")}, FlagRaftDeleteRange) {
 		t.Error("a 2.15.3 server reporting no flags has the default off")
 	}
-	if FlagOn(Server{Version: "2.12.15"}, FlagRaftDeleteRange) || FlagOn(Server{Version: "2.15.3"}, "js_bogus") {
+	if FlagOn(Server{Version: "2.12.15", Parsed: parsed("2.12.15")}, FlagRaftDeleteRange) || FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3")}, "js_bogus") {
 		t.Error("a flag the server's version does not know is on")
 	}
 	for _, tt := range []struct {
 		s    Server
 		want map[string]bool
 	}{
-		{Server{Version: "2.14.0", FeatureFlags: map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: true}}, map[string]bool{FlagRaftDeleteRange: true}},
-		{Server{Version: "2.15.3", FeatureFlags: map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: true}}, nil},
-		{Server{Version: "2.15.3", FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}, map[string]bool{FlagRaftDeleteRange: false}},
-		{Server{Version: "2.12.15"}, nil},
+		{Server{Version: "2.14.0", Parsed: parsed("2.14.0"), FeatureFlags: map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: true}}, map[string]bool{FlagRaftDeleteRange: true}},
+		{Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: true}}, nil},
+		{Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}, map[string]bool{FlagRaftDeleteRange: false}},
+		{Server{Version: "2.12.15", Parsed: parsed("2.12.15")}, nil},
 	} {
 		if got := ConfiguredFlags(tt.s); !maps.Equal(got, tt.want) {
 			t.Errorf("ConfiguredFlags(%s %v) = %v, want %v", tt.s.Version, tt.s.FeatureFlags, got, tt.want)
@@ -117,7 +116,7 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 		}
 		// Every flag the config leaves alone is the table's default.
 		for _, f := range FeatureFlags {
-			d, known := f.DefaultBy(s.Version)
+			d, known := f.DefaultBy(s.Parsed)
 			on, reported := s.FeatureFlags[f.Name]
 			if reported != known {
 				t.Errorf("%s (%s) reports %s: %t; the table says the version knows it: %t", name, s.Version, f.Name, reported, known)
@@ -162,7 +161,7 @@ func TestFactFeatureFlagsRefusedBeforeSince(t *testing.T) {
 	}
 	for _, v := range natstest.Versions {
 		out, err := exec.Command(natstest.Binary(t, v), "-t", "-c", conf).CombinedOutput()
-		known := semver.Compare(v, FeatureFlagsSince) >= 0
+		known := parsed(v).AtLeast(FeatureFlagsSince)
 		t.Logf("%s -t: %v %s", v, err, bytes.TrimSpace(out))
 		switch {
 		case known && err != nil:

@@ -2,8 +2,6 @@ package auditor
 
 import (
 	"strings"
-
-	"golang.org/x/mod/semver"
 )
 
 // Outcome is what a server does with a stream or consumer whose config uses
@@ -43,9 +41,9 @@ const (
 // Handling is what the servers of one version range do with an asset that
 // uses a feature.
 type Handling struct {
-	// From and Below bound the range [From, Below) in canonical form
-	// ("v2.12.5"); an empty From is every older version.
-	From, Below string
+	// From and Below bound the range [From, Below); a zero From is every
+	// older version.
+	From, Below Version
 	// Asset is what such a server does with an asset that exists (created
 	// through a newer meta leader).
 	Asset Outcome
@@ -71,8 +69,8 @@ type Feature struct {
 	// the server records in the asset's _nats.req.level may be lower (see
 	// DurableSourcing).
 	Level int
-	// Since is the first release with the feature, canonical ("v2.14.0").
-	Since string
+	// Since is the first release with the feature.
+	Since Version
 	// Uses reports whether a config of the feature's Kind uses it.
 	Uses func(*AssetConfig) bool
 	// Source cites the server source that defines the feature.
@@ -123,21 +121,21 @@ type StreamSource struct {
 
 // Version ranges the handling rows use, each where the server's decoders
 // changed.
-const (
+var (
 	// v2.11.0: API levels, TTLs, pause, priority groups. Assignments are
 	// still decoded leniently (2.11.8 jetstream_cluster.go:7269, :7695).
-	v211 = "v2.11.0"
+	v211 = mustVersion("2.11.0")
 	// v2.11.9: assignments decoded strictly; an unknown field makes the
 	// asset unsupported (held offline) (2.11.12 jetstream_cluster.go:7717,
 	// :177-190; absent in 2.11.8).
-	v2119 = "v2.11.9"
-	v212  = "v2.12.0"
+	v2119 = mustVersion("2.11.9")
+	v212  = mustVersion("2.12.0")
 	// v2.12.5: the asynchronous meta snapshot re-decodes the log's
 	// assignments and panics on one it cannot decode (2.12.15
 	// jetstream_cluster.go:2326-2355, called from :1765 every minute
 	// (:1580); absent in 2.12.4).
-	v2125 = "v2.12.5"
-	v214  = "v2.14.0"
+	v2125 = mustVersion("2.12.5")
+	v214  = mustVersion("2.14.0")
 )
 
 // Create-path handling, from the API request decoders: 2.10.27 decodes
@@ -159,7 +157,7 @@ const (
 // fieldFeature is the handling of a feature that adds a config field: older
 // servers drop an unknown field (2.10, and 2.11 before 2.11.9) or hold the
 // asset offline (2.11.9 on).
-func fieldFeature(since string, evidence ...string) []Handling {
+func fieldFeature(since Version, evidence ...string) []Handling {
 	ev := func(i int) string {
 		if i < len(evidence) {
 			return evidence[i]
@@ -167,16 +165,16 @@ func fieldFeature(since string, evidence ...string) []Handling {
 		return ""
 	}
 	var out []Handling
-	add := func(from, below string, asset, create Outcome, e string) {
-		if semver.Compare(from, since) >= 0 && from != "" {
+	add := func(from, below Version, asset, create Outcome, e string) {
+		if from.AtLeast(since) {
 			return
 		}
-		if semver.Compare(below, since) > 0 {
+		if below.Compare(since) > 0 {
 			below = since
 		}
 		out = append(out, Handling{From: from, Below: below, Asset: asset, Create: create, Evidence: e})
 	}
-	add("", v211, IgnoredOnline, IgnoredOnline, ev(0))
+	add(Version{}, v211, IgnoredOnline, IgnoredOnline, ev(0))
 	add(v211, v2119, IgnoredOnline, IgnoredOnline, "2.11.8 jetstream_cluster.go:7269 (lenient stream decode, no unsupported state); "+createLenient)
 	add(v2119, v212, HeldOffline, IgnoredOnline, ev(1))
 	add(v212, since, HeldOffline, CreateRefused, ev(2))
@@ -358,12 +356,11 @@ func DetectFeatures(kind AssetKind, c *AssetConfig) FeatureSet {
 }
 
 // HandlingBy returns what a server of the given version does with an asset
-// using the feature. A version at or above Since supports it; a version
-// that is not one gets the worst outcome of any older range, since the
-// audit cannot tell.
-func (f Feature) HandlingBy(version string) Handling {
-	v, err := ParseVersion(version)
-	if err != nil {
+// using the feature. A version at or above Since supports it; the zero
+// Version (a report that is no version) gets the worst outcome of any
+// older range, since the audit cannot tell.
+func (f Feature) HandlingBy(v Version) Handling {
+	if v.IsZero() {
 		worst := Handling{Asset: Supported, Create: Supported, Evidence: "version unreadable: the worst of every older range"}
 		for _, h := range f.Older {
 			if outcomeRank(h.Asset) > outcomeRank(worst.Asset) {
@@ -375,12 +372,12 @@ func (f Feature) HandlingBy(version string) Handling {
 		}
 		return worst
 	}
-	if semver.Compare(v, f.Since) >= 0 {
+	if v.AtLeast(f.Since) {
 		return Handling{From: f.Since, Asset: Supported, Create: Supported, Evidence: f.Source}
 	}
 	// A pre-release sorts below its release: 2.14.0-RC.2 counts as older.
 	for _, h := range f.Older {
-		if (h.From == "" || semver.Compare(v, h.From) >= 0) && semver.Compare(v, h.Below) < 0 {
+		if !v.Before(h.From) && v.Before(h.Below) {
 			return h
 		}
 	}

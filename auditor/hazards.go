@@ -33,7 +33,7 @@ func DecodeCrashes(a *Asset, servers []Server, lastSeen map[string]Server) []Dec
 			return
 		}
 		for _, f := range features {
-			if f.HandlingBy(s.Version).Asset == CrashesOnDecode {
+			if f.HandlingBy(s.Parsed).Asset == CrashesOnDecode {
 				out = append(out, DecodeCrash{Server: s, Feature: f, Missing: missing})
 				return
 			}
@@ -136,10 +136,10 @@ func crashFindings(a *Asset, servers []Server, lastSeen map[string]Server) []Fin
 			Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer, Feature: f.Name}
 		if c.Missing {
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s, not answering and last seen running %s, cannot decode it; each time it restarts it fails to decode it again and can panic at its next meta snapshot, whether it hosts the %s or not, until it is upgraded or the %s is removed",
-				a.Kind, a.name(), f.Title, Display(f.Since), s.Name, s.Version, a.Kind, a.Kind)
+				a.Kind, a.name(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
 		} else {
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s running %s cannot decode it and panics at its next meta snapshot (about a minute after it starts), whether it hosts the %s or not; after every restart it fails to decode it again and can panic again, until it is upgraded or the %s is removed",
-				a.Kind, a.name(), f.Title, Display(f.Since), s.Name, s.Version, a.Kind, a.Kind)
+				a.Kind, a.name(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
 		}
 		out = append(out, fd)
 	}
@@ -155,7 +155,7 @@ func sourcingFindings(a *Asset, sourcers []Sourcer, byName map[string]Server) []
 	// without a leader may get a leader that does.
 	var senders []Sourcer
 	for _, s := range sourcers {
-		if ls, ok := byName[s.Leader]; s.Leader == "" || (ok && answersReset(ls.Version)) {
+		if ls, ok := byName[s.Leader]; s.Leader == "" || (ok && answersReset(ls.Parsed)) {
 			senders = append(senders, s)
 		}
 	}
@@ -169,7 +169,7 @@ func sourcingFindings(a *Asset, sourcers []Sourcer, byName map[string]Server) []
 	}
 	leader, hasLeader := byName[a.Leader]
 	var out []Finding
-	if hasLeader && !answersReset(leader.Version) {
+	if hasLeader && !answersReset(leader.Parsed) {
 		f := base
 		f.Code, f.Server, f.Cluster, f.Version = SourcingResetUnanswered, leader.Name, leader.Cluster, leader.Version
 		f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself; its leader %s runs %s and leaves the RESET unanswered: the %s stalls, with no error",
@@ -181,25 +181,25 @@ func sourcingFindings(a *Asset, sourcers []Sourcer, byName map[string]Server) []
 	// one of the peers that could lead takes over.
 	newPeer := ""
 	for _, p := range a.Peers {
-		if s, ok := byName[p]; ok && answersReset(s.Version) {
+		if s, ok := byName[p]; ok && answersReset(s.Parsed) {
 			newPeer = p
 			break
 		}
 	}
 	for _, p := range a.Peers {
 		s, ok := byName[p]
-		if !ok || p == a.Leader || answersReset(s.Version) {
+		if !ok || p == a.Leader || answersReset(s.Parsed) {
 			continue
 		}
 		f := base
 		f.Code, f.Server, f.Cluster, f.Version, f.Peer = SourcingResetCrashesFollower, s.Name, s.Cluster, s.Version, a.Leader
 		switch {
-		case hasLeader && answersReset(leader.Version), !hasLeader:
+		case hasLeader && answersReset(leader.Parsed), !hasLeader:
 			f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself at setup and after each of its leader changes; follower %s runs %s and panics on the replicated reset (Unknown group entry op type: 18), and again on every restart: a crash loop",
 				a.name(), who, s.Name, s.Version)
 		case newPeer != "":
 			f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself; once %s or another server at %s or later leads it, follower %s (running %s) panics on the replicated reset (Unknown group entry op type: 18), and again on every restart: a crash loop",
-				a.name(), who, newPeer, Display(ResetVersion), s.Name, s.Version)
+				a.name(), who, newPeer, ResetVersion, s.Name, s.Version)
 		default:
 			continue // every peer is old: nobody answers, nothing replicates
 		}
@@ -212,7 +212,7 @@ func sourcingFindings(a *Asset, sourcers []Sourcer, byName map[string]Server) []
 // ResetVersion, does when it comes back if it crashed on a replicated
 // RESET: the words SERVER_MISSING adds, or "".
 func missingAfterReset(name string, last Server, snap *Snapshot, sourcers map[ConsumerKey][]Sourcer, byName map[string]Server) string {
-	if answersReset(last.Version) {
+	if answersReset(last.Parsed) {
 		return ""
 	}
 	var reset, sourced []string
@@ -221,7 +221,7 @@ func missingAfterReset(name string, last Server, snap *Snapshot, sourcers map[Co
 		if !slices.Contains(a.Peers, name) || a.Leader == name {
 			continue
 		}
-		if ls, ok := byName[a.Leader]; !ok || !answersReset(ls.Version) {
+		if ls, ok := byName[a.Leader]; !ok || !answersReset(ls.Parsed) {
 			continue
 		}
 		k := ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}
@@ -234,7 +234,7 @@ func missingAfterReset(name string, last Server, snap *Snapshot, sourcers map[Co
 	switch {
 	case len(sourced) > 0:
 		return fmt.Sprintf("; it follows %s, whose leader answers RESET and which durable sourcing RESETs by itself: a server below %s that crashed on a replicated RESET crashes again on every restart until it is upgraded",
-			strings.Join(sourced, ", "), Display(ResetVersion))
+			strings.Join(sourced, ", "), ResetVersion)
 	case len(reset) > 0:
 		return fmt.Sprintf("; it follows consumers whose leader answers RESET (%s): if it crashed on a replicated RESET, it crashes again on every restart until it is upgraded",
 			strings.Join(reset, ", "))

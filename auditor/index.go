@@ -216,7 +216,7 @@ func (x *Index) view(i int, k ConsumerKey) ConsumerView {
 	for j, n := range names {
 		p := Peer{Name: n, Leader: n == a.Leader, Incomplete: x.problems[n]}
 		if s, ok := x.servers[n]; ok {
-			p.Answered, p.Version, p.APILevel = true, s.Version, s.APILevel
+			p.Answered, p.Version, p.Parsed, p.APILevel = true, s.Version, s.Parsed, s.APILevel
 		}
 		v.Peers[j] = p
 	}

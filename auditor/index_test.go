@@ -11,10 +11,10 @@ import (
 func TestIndexConsumer(t *testing.T) {
 	snap := &Snapshot{
 		Servers: []Server{
-			{Name: "n1", Version: "2.15.3", APILevel: 5},
-			{Name: "n2", Version: "2.14.0", APILevel: 4},
-			{Name: "n3", Version: "2.12.15", APILevel: 3},
-			{Name: "leaf", Domain: "edge", Version: "2.14.0", APILevel: 4},
+			{Name: "n1", Version: "2.15.3", Parsed: mustVersion("2.15.3"), APILevel: 5},
+			{Name: "n2", Version: "2.14.0", Parsed: mustVersion("2.14.0"), APILevel: 4},
+			{Name: "n3", Version: "2.12.15", Parsed: mustVersion("2.12.15"), APILevel: 3},
+			{Name: "leaf", Domain: "edge", Version: "2.14.0", Parsed: mustVersion("2.14.0"), APILevel: 4},
 		},
 		Consumers: []Asset{
 			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "led-by-old", Leader: "n3", Peers: []string{"n1", "n2", "n3"}, Replicas: 3},
@@ -109,7 +109,7 @@ func TestIndexConsumer(t *testing.T) {
 }
 
 func TestIndexOfFailedAudit(t *testing.T) {
-	x := NewIndex(Failed(errors.New("not connected"), "2.14.0", time.Now(), 0).Snapshot)
+	x := NewIndex(Failed(errors.New("not connected"), DefaultFloor, "", time.Now(), 0).Snapshot)
 	if v, found := x.Consumer(ConsumerKey{"", "APP", "S", "C"}); found || v.Reset != ResetUnknown {
 		t.Errorf("a failed audit found %v with %s", found, v.Reset)
 	}

@@ -3,8 +3,6 @@ package auditor
 import (
 	"fmt"
 	"strings"
-
-	"golang.org/x/mod/semver"
 )
 
 // LevelUnknown is the API level of a version LevelOf does not know. It is
@@ -12,13 +10,26 @@ import (
 const LevelUnknown = -1
 
 // levelRange is a run of nats-server releases that report the same
-// JetStream API level: every release from First (empty: any before Last) to
+// JetStream API level: every release from First (zero: any before Last) to
 // Last, both included.
 type levelRange struct {
-	First, Last string
+	First, Last Version
 	Level       int
-	// Checked are the tags whose source the level was read from.
-	Checked []string
+	// Checked are the releases whose source (at their tags) the level was
+	// read from.
+	Checked []Version
+}
+
+// levelRow is a levelRange as the table writes it.
+func levelRow(first, last string, level int, checked ...string) levelRange {
+	r := levelRange{Last: mustVersion(last), Level: level}
+	if first != "" {
+		r.First = mustVersion(first)
+	}
+	for _, c := range checked {
+		r.Checked = append(r.Checked, mustVersion(c))
+	}
+	return r
 }
 
 // levelRanges map released nats-server versions to the JetStream API level
@@ -31,25 +42,25 @@ type levelRange struct {
 // no jetstream_versioning.go and no JetStreamAPIStats.Level
 // (server/jetstream.go): they report none, which the audit reads as 0.
 var levelRanges = []levelRange{
-	{"", "v2.10.29", 0, []string{"v2.10.27", "v2.10.29"}},
-	{"v2.11.0", "v2.11.17", 1, []string{"v2.11.0", "v2.11.12", "v2.11.17"}},
-	{"v2.12.0", "v2.12.4", 2, []string{"v2.12.0", "v2.12.1", "v2.12.4"}},
-	{"v2.12.5", "v2.12.15", 3, []string{"v2.12.5", "v2.12.7", "v2.12.15"}},
-	{"v2.14.0", "v2.14.10", 4, []string{"v2.14.0", "v2.14.10"}},
-	{"v2.15.0", "v2.15.3", 5, []string{"v2.15.0", "v2.15.2", "v2.15.3"}},
+	levelRow("", "2.10.29", 0, "2.10.27", "2.10.29"),
+	levelRow("2.11.0", "2.11.17", 1, "2.11.0", "2.11.12", "2.11.17"),
+	levelRow("2.12.0", "2.12.4", 2, "2.12.0", "2.12.1", "2.12.4"),
+	levelRow("2.12.5", "2.12.15", 3, "2.12.5", "2.12.7", "2.12.15"),
+	levelRow("2.14.0", "2.14.10", 4, "2.14.0", "2.14.10"),
+	levelRow("2.15.0", "2.15.3", 5, "2.15.0", "2.15.2", "2.15.3"),
 }
 
 func (r levelRange) source() string {
 	if r.Level == 0 {
-		return "no JetStream API levels before 2.11.0 (nats-server source at " + joinDisplay(r.Checked) + ")"
+		return "no JetStream API levels before 2.11.0 (nats-server source at " + joinVersions(r.Checked) + ")"
 	}
-	return fmt.Sprintf("JSApiLevel = %d in server/jetstream_versioning.go at %s", r.Level, joinDisplay(r.Checked))
+	return fmt.Sprintf("JSApiLevel = %d in server/jetstream_versioning.go at %s", r.Level, joinVersions(r.Checked))
 }
 
-func joinDisplay(vs []string) string {
+func joinVersions(vs []Version) string {
 	out := make([]string, len(vs))
 	for i, v := range vs {
-		out[i] = Display(v)
+		out[i] = v.String()
 	}
 	return strings.Join(out, ", ")
 }
@@ -57,36 +68,34 @@ func joinDisplay(vs []string) string {
 // LevelOf returns the JetStream API level a released nats-server version
 // reports, and the source of that level. A version the table does not list
 // (a release after the last one known, a pre-release, anything that is not
-// a version) is LevelUnknown, with the reason. A FIPS build is its release.
-func LevelOf(version string) (int, string) {
-	v, err := ParseVersion(version)
-	if err != nil {
-		return LevelUnknown, err.Error()
+// the zero Version) is LevelUnknown, with the reason. A FIPS build is its
+// release.
+func LevelOf(v Version) (int, string) {
+	if v.IsZero() {
+		return LevelUnknown, "no version"
 	}
-	if semver.Prerelease(v) != "" {
-		return LevelUnknown, fmt.Sprintf("%s is a pre-release: the level table lists releases only", Display(v))
+	if v.IsPrerelease() {
+		return LevelUnknown, fmt.Sprintf("%s is a pre-release: the level table lists releases only", v)
 	}
 	for _, r := range levelRanges {
-		if (r.First == "" || semver.Compare(v, r.First) >= 0) && semver.Compare(v, r.Last) <= 0 {
+		if !v.Before(r.First) && v.Compare(r.Last) <= 0 {
 			return r.Level, r.source()
 		}
 	}
-	return LevelUnknown, fmt.Sprintf("the level table does not list %s", Display(v))
+	return LevelUnknown, fmt.Sprintf("the level table does not list %s", v)
 }
 
 // LevelFor is LevelOf, except that a version some server of the snapshot
 // already runs takes the level those servers report: what servers say wins
 // over the table. When servers of that version report different levels (they
 // cannot, unless a build was changed), the table decides.
-func LevelFor(snap *Snapshot, version string) (int, string) {
-	v, err := ParseVersion(version)
-	if err != nil {
-		return LevelUnknown, err.Error()
+func LevelFor(snap *Snapshot, v Version) (int, string) {
+	if v.IsZero() {
+		return LevelOf(v)
 	}
 	reported, by, agree := LevelUnknown, "", true
 	for _, s := range snap.Servers {
-		sv, err := ParseVersion(s.Version)
-		if err != nil || sv != v || !s.JetStream {
+		if s.Parsed != v || !s.JetStream {
 			continue
 		}
 		if reported == LevelUnknown {
@@ -96,7 +105,7 @@ func LevelFor(snap *Snapshot, version string) (int, string) {
 		}
 	}
 	if reported != LevelUnknown && agree {
-		return reported, fmt.Sprintf("reported by %s, which runs %s", by, Display(v))
+		return reported, fmt.Sprintf("reported by %s, which runs %s", by, v)
 	}
-	return LevelOf(version)
+	return LevelOf(v)
 }

@@ -25,10 +25,14 @@ func TestLevelTableAgainstRealServers(t *testing.T) {
 			t.Fatalf("%s: %d servers answered, want 1", sp.Name, len(snap.Servers))
 		}
 		s := snap.Servers[0]
-		if got, _ := auditor.ParseVersion(s.Version); got != sp.Version {
+		tag, err := auditor.ParseVersion(sp.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Parsed != tag {
 			t.Fatalf("%s reports version %s", sp.Name, s.Version)
 		}
-		want, why := auditor.LevelOf(sp.Version)
+		want, why := auditor.LevelOf(tag)
 		if s.APILevel != want {
 			t.Errorf("%s reports API level %d; the table says %d (%s)", sp.Version, s.APILevel, want, why)
 		}

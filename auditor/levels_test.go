@@ -45,7 +45,7 @@ func TestLevelOf(t *testing.T) {
 		{"banana", LevelUnknown},
 	}
 	for _, tt := range tests {
-		got, why := LevelOf(tt.version)
+		got, why := LevelOf(parsed(tt.version))
 		if got != tt.want {
 			t.Errorf("LevelOf(%q) = %d (%s), want %d", tt.version, got, why, tt.want)
 		}
@@ -59,7 +59,7 @@ func TestLevelForPrefersWhatServersReport(t *testing.T) {
 	snap := &Snapshot{Servers: []Server{
 		srv("n1", "c1", "2.16.0", 6), // a release after the table
 		srv("n2", "c1", "2.14.0", 4),
-		{Name: "n3", Version: "2.15.3", APILevel: 0}, // JetStream off: reports no level
+		{Name: "n3", Version: "2.15.3", Parsed: mustVersion("2.15.3"), APILevel: 0}, // JetStream off: reports no level
 	}}
 	tests := []struct {
 		version string
@@ -72,13 +72,13 @@ func TestLevelForPrefersWhatServersReport(t *testing.T) {
 		{"2.16.1", LevelUnknown},
 	}
 	for _, tt := range tests {
-		if got, why := LevelFor(snap, tt.version); got != tt.want {
+		if got, why := LevelFor(snap, parsed(tt.version)); got != tt.want {
 			t.Errorf("LevelFor(%q) = %d (%s), want %d", tt.version, got, why, tt.want)
 		}
 	}
 	// Servers that disagree: the table decides, and knows nothing of 2.16.
 	snap.Servers = append(snap.Servers, srv("n4", "c1", "2.16.0", 7))
-	if got, _ := LevelFor(snap, "2.16.0"); got != LevelUnknown {
+	if got, _ := LevelFor(snap, mustVersion("2.16.0")); got != LevelUnknown {
 		t.Errorf("LevelFor with disagreeing servers = %d, want unknown", got)
 	}
 }
@@ -92,12 +92,13 @@ func TestLevelTableAgainstSource(t *testing.T) {
 	}
 	level := regexp.MustCompile(`JSApiLevel\s+int\s*=\s*(\d+)`)
 	for _, r := range levelRanges {
-		for _, end := range []string{r.First, r.Last} {
-			if end != "" && !slices.Contains(r.Checked, end) {
+		for _, end := range []Version{r.First, r.Last} {
+			if !end.IsZero() && !slices.Contains(r.Checked, end) {
 				t.Errorf("range %s..%s: its end %s was not read", r.First, r.Last, end)
 			}
 		}
-		for _, tag := range r.Checked {
+		for _, release := range r.Checked {
+			tag := "v" + release.String()
 			dir := moduleSource(t, tag)
 			src, err := os.ReadFile(filepath.Join(dir, "server", "jetstream_versioning.go"))
 			if r.Level == 0 {
@@ -116,7 +117,7 @@ func TestLevelTableAgainstSource(t *testing.T) {
 			if got, _ := strconv.Atoi(string(m[1])); got != r.Level {
 				t.Errorf("%s: JSApiLevel = %d, the table says %d", tag, got, r.Level)
 			}
-			if got, _ := LevelOf(tag); got != r.Level {
+			if got, _ := LevelOf(release); got != r.Level {
 				t.Errorf("LevelOf(%s) = %d, the table says %d", tag, got, r.Level)
 			}
 		}

@@ -1,10 +1,6 @@
 package auditor
 
-import (
-	"fmt"
-
-	"golang.org/x/mod/semver"
-)
+import "fmt"
 
 // The second axis of what each server version does: the replicated
 // operations a stream's or consumer's RAFT leader proposes to its
@@ -52,9 +48,9 @@ const (
 
 // OpHandling is what the followers of one version range do with an op.
 type OpHandling struct {
-	// From and Below bound the range [From, Below) in canonical form; an
-	// empty From is every older version.
-	From, Below string
+	// From and Below bound the range [From, Below); a zero From is every
+	// older version.
+	From, Below Version
 	Apply       Outcome
 	// Evidence is the real-server test or the server source lines the row
 	// rests on.
@@ -81,7 +77,7 @@ const (
 // Proposal is one way a leader comes to propose an op.
 type Proposal struct {
 	// Since is the first release whose leaders propose it.
-	Since string
+	Since Version
 	// Flag, when set, is the feature flag (FeatureFlags) of the leader's
 	// server that must be on.
 	Flag string
@@ -114,7 +110,7 @@ type ReplicatedOp struct {
 	// propose the op at all; nil is every asset of Kind.
 	Admits func(c *AssetConfig) bool
 	// Since is the first release whose followers apply it as a RAFT entry.
-	Since string
+	Since Version
 	// Source cites the case that applies it, at Since and at the newest
 	// release read.
 	Source string
@@ -140,9 +136,8 @@ const (
 // with an error instead of a panic (the default branches of
 // applyStreamEntries and applyConsumerMsgOpLocked: 2.15.0
 // jetstream_cluster.go:5441, :8430).
-func UnknownOpOutcome(version string) OpHandling {
-	v, err := ParseVersion(version)
-	if err != nil || semver.Compare(v, v215) < 0 {
+func UnknownOpOutcome(v Version) OpHandling {
+	if !v.AtLeast(v215) {
 		return OpHandling{Below: v215, Apply: CrashesOnApply, Evidence: unknownOpPanics}
 	}
 	return OpHandling{From: v215, Apply: HaltsReplica, Evidence: unknownOpErrors}
@@ -152,10 +147,10 @@ func UnknownOpOutcome(version string) OpHandling {
 // it: they have no case for it, and the default branch of their apply
 // switch decides (UnknownOpOutcome). seen, when set, is the real-server
 // test that showed it.
-func olderFollowers(since, seen string) []OpHandling {
-	crash, halt := UnknownOpOutcome(""), UnknownOpOutcome(v215)
+func olderFollowers(since Version, seen string) []OpHandling {
+	crash, halt := UnknownOpOutcome(Version{}), UnknownOpOutcome(v215)
 	out := []OpHandling{crash}
-	if semver.Compare(since, v215) > 0 {
+	if since.Compare(v215) > 0 {
 		halt.Below = since
 		out = append(out, halt)
 	} else {
@@ -253,17 +248,16 @@ func OpByValue(op EntryOp) (ReplicatedOp, bool) {
 // HandlingBy returns what a follower of the given version does with the
 // op. A version that is not one gets the worst outcome of every older
 // range, as Feature.HandlingBy does.
-func (o ReplicatedOp) HandlingBy(version string) OpHandling {
-	v, err := ParseVersion(version)
-	if err != nil {
+func (o ReplicatedOp) HandlingBy(v Version) OpHandling {
+	if v.IsZero() {
 		return OpHandling{Apply: CrashesOnApply, Evidence: "version unreadable: the worst of every older range"}
 	}
-	if semver.Compare(v, o.Since) >= 0 {
+	if v.AtLeast(o.Since) {
 		return OpHandling{From: o.Since, Apply: Supported, Evidence: o.Source}
 	}
 	// A pre-release sorts below its release: 2.14.0-RC.2 counts as older.
 	for _, h := range o.Older {
-		if (h.From == "" || semver.Compare(v, h.From) >= 0) && semver.Compare(v, h.Below) < 0 {
+		if !v.Before(h.From) && v.Before(h.Below) {
 			return h
 		}
 	}
@@ -272,7 +266,7 @@ func (o ReplicatedOp) HandlingBy(version string) OpHandling {
 
 // OpOutcome is what a follower of the given version does with op. An op
 // the table has no row for is one every release applies.
-func OpOutcome(op EntryOp, followerVersion string) OpHandling {
+func OpOutcome(op EntryOp, followerVersion Version) OpHandling {
 	if r, ok := OpByValue(op); ok {
 		return r.HandlingBy(followerVersion)
 	}
@@ -320,13 +314,13 @@ func (o ReplicatedOp) Proposes(leader Server, ops OpSet, replicas int, sourced b
 	if !ops.Has(o.Op) {
 		return NotProposed, fmt.Sprintf("its config admits no %s", o.GoName)
 	}
-	v, err := ParseVersion(leader.Version)
-	if err != nil {
+	v := leader.Parsed
+	if v.IsZero() {
 		return ProposedByItself, fmt.Sprintf("%s reports version %q, which is not a version: it may propose %s", leader.Name, leader.Version, o.GoName)
 	}
 	best, why := NotProposed, fmt.Sprintf("%s (%s) does not propose %s for it", leader.Name, leader.Version, o.GoName)
 	for _, p := range o.Proposed {
-		if semver.Compare(v, p.Since) < 0 || (p.Sourced && !sourced) {
+		if v.Before(p.Since) || (p.Sourced && !sourced) {
 			continue
 		}
 		if p.Flag != "" && !FlagOn(leader, p.Flag) {
@@ -371,7 +365,7 @@ func RunsReplica(o Outcome) bool {
 // FollowerOutcome is what a follower of the given version does with the op
 // on an asset that uses features: the worst first-axis outcome of the
 // features if one keeps it from running the replica, else the op's own.
-func (o ReplicatedOp) FollowerOutcome(followerVersion string, features FeatureSet) (Outcome, string) {
+func (o ReplicatedOp) FollowerOutcome(followerVersion Version, features FeatureSet) (Outcome, string) {
 	for _, f := range features.Features() {
 		if h := f.HandlingBy(followerVersion); !RunsReplica(h.Asset) {
 			return h.Asset, fmt.Sprintf("%s: %s (%s), so it never applies %s", f.Name, h.Asset, h.Evidence, o.GoName)
@@ -395,6 +389,6 @@ func flagOrigin(s Server, name string) string {
 		return fmt.Sprintf("%t as the server reports it", on)
 	}
 	f, _ := FlagByName(name)
-	d, _ := f.DefaultBy(s.Version)
+	d, _ := f.DefaultBy(s.Parsed)
 	return fmt.Sprintf("%t by default in %s", d.On, s.Version)
 }

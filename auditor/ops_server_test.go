@@ -66,7 +66,7 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 			}
 			how, why := row.Proposes(byName[m.Leader], cfg, m.Replicas, false)
 			proposers, _ := row.Proposers(peers, cfg, m.Replicas, false)
-			follower, because := row.FollowerOutcome(byName["n3"].Version, m.Features)
+			follower, because := row.FollowerOutcome(byName["n3"].Parsed, m.Features)
 			t.Logf("leader %s: %s (%s); proposers %v; n3: %s (%s)", m.Leader, how, why, proposers, follower, because)
 			if m.Leader != "n2" || follower != auditor.CrashesOnApply {
 				t.Fatalf("M led by %s; the table says n3 does %s with a delete range, want led by n2 and %s", m.Leader, follower, auditor.CrashesOnApply)
@@ -253,7 +253,7 @@ func TestOpAtomicBatchOnALenientFollower(t *testing.T) {
 	byName, s, cfg := auditStream(t, sysConn, "S")
 	row, _ := auditor.OpByValue(auditor.OpBatchMsg)
 	how, why := row.Proposes(byName[s.Leader], cfg, s.Replicas, false)
-	follower, because := row.FollowerOutcome(byName["n3"].Version, s.Features)
+	follower, because := row.FollowerOutcome(byName["n3"].Parsed, s.Features)
 	t.Logf("leader %s: %s (%s); n3: %s (%s)", s.Leader, how, why, follower, because)
 	if s.Leader != "n1" || how != auditor.ProposedOnRequest || follower != auditor.CrashesOnApply {
 		t.Fatalf("S led by %s, which the table says proposes op 16 %s, and n3 does %s with it; want n1, %s, %s",
@@ -322,7 +322,7 @@ func TestPrioritizedConsumerNotLoadedByAnOldPeer(t *testing.T) {
 	for _, p := range c.Peers {
 		running[p] = true
 		for _, f := range c.Features.Features() {
-			if h := f.HandlingBy(byName[p].Version); !auditor.RunsReplica(h.Asset) {
+			if h := f.HandlingBy(byName[p].Parsed); !auditor.RunsReplica(h.Asset) {
 				running[p] = false
 				t.Logf("%s (%s): %s %s (%s)", p, byName[p].Version, f.Name, h.Asset, h.Evidence)
 			}

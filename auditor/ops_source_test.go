@@ -49,7 +49,7 @@ type enumValue struct {
 	Feature string
 	Note    string
 	// Removed is the first release that no longer accepts the value.
-	Removed string
+	Removed Version
 }
 
 // configEnum is a config field whose type nats-server decodes with its own
@@ -60,8 +60,8 @@ type configEnum struct {
 	Type  string // the Go type in nats-server's server package
 	Field string // its JSON name in StreamConfig or ConsumerConfig
 	Kind  AssetKind
-	// Since is the first release with the type; empty: 2.10 or earlier.
-	Since  string
+	// Since is the first release with the type; zero: 2.10 or earlier.
+	Since  Version
 	Values map[string]enumValue
 }
 
@@ -120,7 +120,7 @@ var configStructs = []struct {
 // config holding it); otherwise Note says why no peer is hurt by it.
 type configField struct {
 	Type, Field    string
-	Since, Removed string
+	Since, Removed Version
 	Feature        string
 	Kind           AssetKind
 	Sample         string
@@ -217,10 +217,10 @@ func TestOpTablesAgainstSource(t *testing.T) {
 // the tags the level table was read at.
 func tablesTags() []string {
 	var tags []string
-	add := func(vs ...string) {
+	add := func(vs ...Version) {
 		for _, v := range vs {
-			if v != "" {
-				tags = append(tags, v)
+			if !v.IsZero() {
+				tags = append(tags, "v"+v.String())
 			}
 		}
 	}
@@ -340,7 +340,7 @@ func checkOps(t *testing.T, tag, dir string) {
 		}
 	}
 	for _, g := range []AssetKind{KindStream, KindConsumer} {
-		want := UnknownOpOutcome(tag).Apply
+		want := UnknownOpOutcome(mustVersion(tag)).Apply
 		got := map[string]Outcome{"panic": CrashesOnApply, "error": HaltsReplica}[groups[string(g)].unknown]
 		if got != want {
 			t.Errorf("%s: the %s apply switch's default %q; the table says an unknown op %s", tag, g, groups[string(g)].unknown, want)
@@ -362,7 +362,7 @@ func checkOps(t *testing.T, tag, dir string) {
 		}
 	}
 	for _, row := range ReplicatedOps {
-		h := row.HandlingBy(tag)
+		h := row.HandlingBy(mustVersion(tag))
 		g := groups[string(row.Kind)]
 		applied := g.handled[row.GoName]
 		switch {
@@ -370,7 +370,7 @@ func checkOps(t *testing.T, tag, dir string) {
 			t.Errorf("%s applies %s in the %s group; the table says %s (%s)", tag, row.GoName, row.Kind, h.Apply, h.Evidence)
 		case !applied && h.Apply == Supported:
 			t.Errorf("%s does not apply %s in the %s group; the table says it does (%s)", tag, row.GoName, row.Kind, h.Evidence)
-		case !applied && h.Apply != UnknownOpOutcome(tag).Apply:
+		case !applied && h.Apply != UnknownOpOutcome(mustVersion(tag)).Apply:
 			t.Errorf("%s: %s reaches the default branch (%s), the table says %s", tag, row.GoName, g.unknown, h.Apply)
 		}
 	}
@@ -473,7 +473,7 @@ func checkFlags(t *testing.T, tag, dir string) {
 		t.Fatal(err)
 	}
 	reads := strings.Contains(string(opts), `case "feature_flags"`)
-	if want := semver.Compare(tag, FeatureFlagsSince) >= 0; reads != want {
+	if want := mustVersion(tag).AtLeast(FeatureFlagsSince); reads != want {
 		t.Errorf("%s: opts.go reads feature_flags: %t; FeatureFlagsSince %s says %t", tag, reads, FeatureFlagsSince, want)
 	}
 	f := parseServerFile(t, dir, "feature_flags.go")
@@ -513,12 +513,12 @@ func checkFlags(t *testing.T, tag, dir string) {
 			t.Errorf("%s brings feature flag %s (default %t), which the flag table does not judge", tag, name, on)
 			continue
 		}
-		if d, known := flag.DefaultBy(tag); !known || d.On != on {
+		if d, known := flag.DefaultBy(mustVersion(tag)); !known || d.On != on {
 			t.Errorf("%s: flag %s defaults to %t; the table says %t (known: %t, %s)", tag, name, on, d.On, known, d.Evidence)
 		}
 	}
 	for _, flag := range FeatureFlags {
-		if _, known := flag.DefaultBy(tag); known {
+		if _, known := flag.DefaultBy(mustVersion(tag)); known {
 			if _, ok := src[flag.Name]; !ok {
 				t.Errorf("%s has no flag %s; the table says it has", tag, flag.Name)
 			}
@@ -539,7 +539,7 @@ func checkEnums(t *testing.T, tag, dir string) {
 	}
 	for _, e := range configEnums {
 		values, ok := unmarshalCases(files, e.Type, consts)
-		exists := e.Since == "" || semver.Compare(tag, e.Since) >= 0
+		exists := mustVersion(tag).AtLeast(e.Since)
 		if ok != exists {
 			t.Errorf("%s: %s.UnmarshalJSON found: %t; the table says the type exists from %q", tag, e.Type, ok, e.Since)
 			continue
@@ -550,7 +550,7 @@ func checkEnums(t *testing.T, tag, dir string) {
 				t.Errorf("%s brings %s value %q (%s), which the tables do not judge", tag, e.Field, v, e.Type)
 				continue
 			}
-			if j.Removed != "" && semver.Compare(tag, j.Removed) >= 0 {
+			if !j.Removed.IsZero() && mustVersion(tag).AtLeast(j.Removed) {
 				t.Errorf("%s accepts %s %q; the table says %s removed it", tag, e.Field, v, j.Removed)
 			}
 		}
@@ -559,10 +559,10 @@ func checkEnums(t *testing.T, tag, dir string) {
 		}
 		for v, j := range e.Values {
 			present := slices.Contains(values, v)
-			want := j.Removed == "" || semver.Compare(tag, j.Removed) < 0
+			want := j.Removed.IsZero() || mustVersion(tag).Before(j.Removed)
 			if j.Feature != "" {
 				f := featureByName(t, j.Feature)
-				want = semver.Compare(tag, f.Since) >= 0
+				want = mustVersion(tag).AtLeast(f.Since)
 			}
 			if present != want {
 				t.Errorf("%s: %s %q accepted: %t; the table says %t", tag, e.Field, v, present, want)
@@ -595,13 +595,13 @@ func checkConfigFields(t *testing.T, tag, dir string) {
 				t.Errorf("%s brings %s field %q, which the tables do not judge", tag, cs.Type, name)
 				continue
 			}
-			if f := configFields[i]; f.Since != "" && semver.Compare(tag, f.Since) < 0 {
+			if f := configFields[i]; mustVersion(tag).Before(f.Since) {
 				t.Errorf("%s has %s %q; the table says it came in %s", tag, cs.Type, name, f.Since)
 			}
 		}
 		for _, name := range cs.Base {
 			i := slices.IndexFunc(configFields, func(f configField) bool { return f.Type == cs.Type && f.Field == name })
-			removed := i >= 0 && semver.Compare(tag, configFields[i].Removed) >= 0
+			removed := i >= 0 && !configFields[i].Removed.IsZero() && mustVersion(tag).AtLeast(configFields[i].Removed)
 			if present := slices.Contains(fields, name); present == removed {
 				t.Errorf("%s: %s %q present: %t; the tables say removed: %t", tag, cs.Type, name, present, removed)
 			}

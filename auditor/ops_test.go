@@ -30,7 +30,7 @@ func TestOpOutcome(t *testing.T) {
 		{4, "2.10.27", Supported},              // streamMsgOp: every release
 	}
 	for _, tt := range tests {
-		h := OpOutcome(tt.op, tt.version)
+		h := OpOutcome(tt.op, parsed(tt.version))
 		if h.Apply != tt.want {
 			t.Errorf("OpOutcome(%s, %s) = %s (%s), want %s", tt.op, tt.version, h.Apply, h.Evidence, tt.want)
 		}
@@ -38,10 +38,10 @@ func TestOpOutcome(t *testing.T) {
 			t.Errorf("OpOutcome(%s, %s) cites nothing", tt.op, tt.version)
 		}
 	}
-	if got := UnknownOpOutcome("2.14.10").Apply; got != CrashesOnApply {
+	if got := UnknownOpOutcome(parsed("2.14.10")).Apply; got != CrashesOnApply {
 		t.Errorf("an unknown op on 2.14.10: %s, want %s", got, CrashesOnApply)
 	}
-	if got := UnknownOpOutcome("2.15.0").Apply; got != HaltsReplica {
+	if got := UnknownOpOutcome(parsed("2.15.0")).Apply; got != HaltsReplica {
 		t.Errorf("an unknown op on 2.15.0: %s, want %s", got, HaltsReplica)
 	}
 }
@@ -59,7 +59,7 @@ func TestOpTableShape(t *testing.T) {
 			t.Errorf("op %d has two rows", o.Op)
 		}
 		seen[o.Op] = true
-		if len(o.Older) == 0 || o.Older[0].From != "" || o.Older[len(o.Older)-1].Below != o.Since {
+		if len(o.Older) == 0 || !o.Older[0].From.IsZero() || o.Older[len(o.Older)-1].Below != o.Since {
 			t.Errorf("%s: the older ranges do not cover every version below %s", o.Name, o.Since)
 		}
 		for i := 1; i < len(o.Older); i++ {
@@ -100,8 +100,8 @@ func TestResetReadsItsOpRow(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"2.10.27", "2.12.15", "2.14.0-RC.1", "2.14.0", "2.15.3", "x"} {
-		if got, want := answersReset(v), OpOutcome(OpResetSeq, v).Apply == Supported; got != want {
-			t.Errorf("answersReset(%s) = %t, the row says %t", v, got, want)
+		if got, want := answersReset(parsed(v)), parsed(v).AtLeast(ResetVersion); got != want {
+			t.Errorf("answersReset(%s) = %t (the consumer_reset row), want %t (RESET is answered from %s)", v, got, want, ResetVersion)
 		}
 	}
 }
@@ -115,7 +115,7 @@ func TestOpProposes(t *testing.T) {
 	consumer := DetectOps(KindConsumer, &AssetConfig{})
 	atomic := DetectOps(KindStream, &AssetConfig{AllowAtomicPublish: true})
 	leader := func(version string, flags map[string]bool) Server {
-		return Server{Name: "n1", Version: version, FeatureFlags: flags}
+		return Server{Name: "n1", Version: version, Parsed: parsed(version), FeatureFlags: flags}
 	}
 	tests := []struct {
 		name     string
@@ -150,7 +150,7 @@ func TestOpProposes(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s with %q", tt.name, got, why, tt.want, tt.why)
 		}
 	}
-	peers := []Server{leader("2.12.15", nil), {Name: "n2", Version: "2.15.3"}, {Name: "n3", Version: "2.14.0", FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}}
+	peers := []Server{leader("2.12.15", nil), {Name: "n2", Version: "2.15.3", Parsed: parsed("2.15.3")}, {Name: "n3", Version: "2.14.0", Parsed: parsed("2.14.0"), FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}}
 	if names, how := deleteRange.Proposers(peers, mirror, 3, false); len(names) != 1 || names[0] != "n2" || how != ProposedByItself {
 		t.Errorf("Proposers = %v %s, want [n2] by itself", names, how)
 	}
@@ -176,7 +176,7 @@ func TestOpFollowerOutcome(t *testing.T) {
 		{deleteRange, "2.14.0", 0, Supported},
 	}
 	for _, tt := range tests {
-		if got, why := tt.op.FollowerOutcome(tt.version, tt.features); got != tt.want {
+		if got, why := tt.op.FollowerOutcome(parsed(tt.version), tt.features); got != tt.want {
 			t.Errorf("%s on %s: %s (%s), want %s", tt.op.Name, tt.version, got, why, tt.want)
 		}
 	}
@@ -208,9 +208,9 @@ func TestDetectOps(t *testing.T) {
 // TestOlderFollowersOfALaterOp: an op a release after 2.15.0 brings halts
 // the replicas of 2.15 followers and crashes older ones.
 func TestOlderFollowersOfALaterOp(t *testing.T) {
-	row := ReplicatedOp{Name: "later", Op: 200, Since: "v2.16.0", Older: olderFollowers("v2.16.0", "")}
+	row := ReplicatedOp{Name: "later", Op: 200, Since: parsed("2.16.0"), Older: olderFollowers(parsed("2.16.0"), "")}
 	for v, want := range map[string]Outcome{"2.14.10": CrashesOnApply, "2.15.0": HaltsReplica, "2.15.9": HaltsReplica, "2.16.0": Supported} {
-		if got := row.HandlingBy(v).Apply; got != want {
+		if got := row.HandlingBy(parsed(v)).Apply; got != want {
 			t.Errorf("%s: %s, want %s", v, got, want)
 		}
 	}

@@ -2,11 +2,10 @@ package auditor
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-
-	"golang.org/x/mod/semver"
 )
 
 // PlanScope narrows a plan to some servers: each list that is not empty
@@ -19,11 +18,11 @@ type PlanScope struct {
 // scope that do not run To, with what each step does, judged on the
 // placement the audit saw.
 type Plan struct {
-	To string `json:"to"`
+	To Version `json:"to"`
 	// ToLevel is To's API level (LevelUnknown when it is not known).
-	ToLevel     int    `json:"to_api_level"`
-	LevelSource string `json:"level_source"`
-	Floor       string `json:"floor"`
+	ToLevel     int     `json:"to_api_level"`
+	LevelSource string  `json:"level_source"`
+	Floor       Version `json:"floor"`
 	// Status is the worst step's.
 	Status Severity   `json:"status"`
 	Steps  []PlanStep `json:"steps"`
@@ -39,13 +38,14 @@ type Plan struct {
 
 // PlanStep is one server's restart on To.
 type PlanStep struct {
-	Step      int    `json:"step"`
-	Server    string `json:"server"`
-	Cluster   string `json:"cluster,omitempty"`
-	Domain    string `json:"domain,omitempty"`
-	From      string `json:"from"`
-	To        string `json:"to"`
-	Direction string `json:"direction"`
+	Step    int    `json:"step"`
+	Server  string `json:"server"`
+	Cluster string `json:"cluster,omitempty"`
+	Domain  string `json:"domain,omitempty"`
+	// From is the version as the server reported it.
+	From      string  `json:"from"`
+	To        Version `json:"to"`
+	Direction string  `json:"direction"`
 	// Why says why the server comes at this place in the order.
 	Why string `json:"why"`
 	// Status is the worst of the report after the step and of what the
@@ -101,17 +101,16 @@ type ResetRisk struct {
 // JetStream meta leader of each domain last. Each step is Assume of every
 // step so far. It fails when the scope names a server or cluster or domain
 // that did not answer.
-func MakePlan(snap *Snapshot, p Policy, to string, scope PlanScope) (*Plan, error) {
-	v, err := ParseRelease(to)
-	if err != nil {
-		return nil, fmt.Errorf("--to: %w", err)
+func MakePlan(snap *Snapshot, p Policy, v Version, scope PlanScope) (*Plan, error) {
+	if v.IsZero() {
+		return nil, errors.New("no version to plan to")
 	}
 	if err := scope.check(snap); err != nil {
 		return nil, err
 	}
 	before := Evaluate(snap, p)
 	level, source := LevelFor(snap, v)
-	plan := &Plan{To: Display(v), ToLevel: level, LevelSource: source, Floor: before.Floor, Before: before,
+	plan := &Plan{To: v, ToLevel: level, LevelSource: source, Floor: before.Floor, Before: before,
 		Steps: []PlanStep{}, Unchanged: []string{}}
 
 	metaLeaders := map[string]bool{}
@@ -127,7 +126,7 @@ func MakePlan(snap *Snapshot, p Policy, to string, scope PlanScope) (*Plan, erro
 		if !scope.has(s) {
 			continue
 		}
-		if cur, err := ParseVersion(s.Version); err == nil && cur == v {
+		if s.Parsed == v {
 			plan.Unchanged = append(plan.Unchanged, s.Name)
 			continue
 		}
@@ -151,11 +150,11 @@ func MakePlan(snap *Snapshot, p Policy, to string, scope PlanScope) (*Plan, erro
 		if err != nil {
 			return nil, err
 		}
-		st := PlanStep{Step: i + 1, Server: s.Name, Cluster: s.Cluster, Domain: s.Domain, From: s.Version, To: Display(v),
-			Direction: direction(s.Version, v), Why: why(s, metaLeaders[s.Name], led[s.Name]), After: w.After,
+		st := PlanStep{Step: i + 1, Server: s.Name, Cluster: s.Cluster, Domain: s.Domain, From: s.Version, To: v,
+			Direction: direction(s.Parsed, v), Why: why(s, metaLeaders[s.Name], led[s.Name]), After: w.After,
 			Depend: w.Depend, StillOld: []string{}}
 		for _, o := range w.After.Servers {
-			if cur, err := ParseVersion(o.Version); err != nil || cur != v {
+			if o.Parsed != v {
 				st.StillOld = append(st.StillOld, o.Name)
 			}
 		}
@@ -201,12 +200,11 @@ func b2i(b bool) int {
 	return 0
 }
 
-func direction(from, to string) string {
-	f, err := ParseVersion(from)
-	if err != nil {
+func direction(from, to Version) string {
+	if from.IsZero() {
 		return "unknown"
 	}
-	if semver.Compare(f, to) < 0 {
+	if from.Before(to) {
 		return "upgrade"
 	}
 	return "downgrade"

@@ -51,7 +51,7 @@ func TestPlanFollowedOnRealServers(t *testing.T) {
 	}
 
 	snap, _ := auditOf(t, sys, "n1")
-	plan, err := auditor.MakePlan(snap, auditor.Policy{Floor: auditor.DefaultFloor}, natstest.Floor, auditor.PlanScope{})
+	plan, err := auditor.MakePlan(snap, auditor.Policy{Floor: auditor.DefaultFloor}, auditor.DefaultFloor, auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}

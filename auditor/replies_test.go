@@ -71,7 +71,7 @@ func TestReplyProjectionsMatchServerTypes(t *testing.T) {
 			want.APILevel = js.Stats.API.Level
 		}
 		if srv.Name != want.Name || srv.ID != want.ID || srv.Host != want.Host || srv.Cluster != want.Cluster || srv.Domain != want.Domain ||
-			srv.Version != want.Version || !slices.Equal(srv.Tags, want.Tags) || srv.JetStream != want.JetStream ||
+			srv.Version != want.Version || srv.Parsed.IsZero() || srv.Parsed != parsed(si.Version) || !slices.Equal(srv.Tags, want.Tags) || srv.JetStream != want.JetStream ||
 			srv.ActiveServers != want.ActiveServers || srv.Uptime != want.Uptime || srv.APILevel != want.APILevel ||
 			!maps.Equal(srv.FeatureFlags, want.FeatureFlags) {
 			t.Errorf("STATSZ of %s: projection %+v, server types %+v", si.Name, srv, want)

@@ -5,8 +5,12 @@ import "time"
 // Report is the outcome of Evaluate.
 type Report struct {
 	Status Severity
-	// Floor is the policy's floor as operators write it ("2.14.0").
-	Floor string
+	// Floor is the policy's floor.
+	Floor Version
+	// FloorText is the floor as it was given where it is not a version
+	// (Floor is then zero): the document of an audit that could not read
+	// its floor shows it as typed.
+	FloorText string
 	// ServersExpected is how many servers the audit expected: at least those
 	// that answered plus every missing one it could name.
 	ServersExpected int
@@ -47,13 +51,25 @@ func (r *Report) Complete() bool {
 	return true
 }
 
+// FloorShown is the floor as documents show it: the policy's, or the text
+// given for it where that was not a version.
+func (r *Report) FloorShown() string {
+	if !r.Floor.IsZero() {
+		return r.Floor.String()
+	}
+	return r.FloorText
+}
+
 // Failed is the report of an audit that could not run at all: UNKNOWN, err
-// as its one AUDIT_INCOMPLETE finding, nothing seen. floor is the floor as
-// it was given (display form, or as typed when it could not be read; empty
-// when no policy could be read); took is how long the attempt took. Every
-// document of a failed audit, and serve's, is made of it.
-func Failed(err error, floor string, started time.Time, took time.Duration) *Report {
-	return &Report{Status: Unknown, Floor: floor,
+// as its one AUDIT_INCOMPLETE finding, nothing seen. floor is the floor,
+// zero where it could not be read, and floorText then the text given for it
+// (both empty when no policy could be read); took is how long the attempt
+// took. Every document of a failed audit, and serve's, is made of it.
+func Failed(err error, floor Version, floorText string, started time.Time, took time.Duration) *Report {
+	if !floor.IsZero() {
+		floorText = ""
+	}
+	return &Report{Status: Unknown, Floor: floor, FloorText: floorText,
 		Findings: []Finding{{Code: AuditIncomplete, Severity: SeverityOf(AuditIncomplete), Message: err.Error()}},
 		Snapshot: &Snapshot{Started: started, Duration: took, Problems: []Problem{{Request: "audit", Err: err.Error()}}}}
 }

@@ -31,15 +31,19 @@ var ResetVerdicts = []ResetVerdict{ResetSafe, ResetUnanswered, ResetCrashesFollo
 
 // ResetVersion is the first nats-server release that answers
 // $JS.API.CONSUMER.RESET (and the first that knows its replicated entry).
-const ResetVersion = "v2.14.0"
+// A pre-release of it counts as older.
+var ResetVersion = mustVersion("2.14.0")
 
 // Peer is one member of a consumer's RAFT group as the audit saw it.
 type Peer struct {
 	Name string `json:"name"`
 	// Answered is false for a peer some server named but which did not
 	// answer the audit: its version is not known.
-	Answered bool   `json:"answered"`
-	Version  string `json:"version,omitempty"`
+	Answered bool `json:"answered"`
+	// Version is as the peer reported it; Parsed is what it parses as
+	// (Server.Parsed).
+	Version string  `json:"version,omitempty"`
+	Parsed  Version `json:"-"`
 	// APILevel is the highest JetStream API level the peer supports (0 when
 	// it reports none, as 2.10 does).
 	APILevel int  `json:"api_level"`
@@ -72,19 +76,19 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 		if p.Incomplete {
 			return ResetUnknown, fmt.Sprintf("the audit could not read all of peer %s's replies", p.Name)
 		}
-		if _, err := ParseVersion(p.Version); err != nil {
+		if p.Parsed.IsZero() {
 			return ResetUnknown, fmt.Sprintf("peer %s reports version %q, which is not a version", p.Name, p.Version)
 		}
 	}
 	if lead == nil {
 		return ResetUnknown, fmt.Sprintf("leader %s is not among the consumer's peers", leader)
 	}
-	if !answersReset(lead.Version) {
-		return ResetUnanswered, fmt.Sprintf("leader %s runs %s, below %s: it does not answer RESET", lead.Name, lead.Version, Display(ResetVersion))
+	if !answersReset(lead.Parsed) {
+		return ResetUnanswered, fmt.Sprintf("leader %s runs %s, below %s: it does not answer RESET", lead.Name, lead.Version, ResetVersion)
 	}
 	var old []string
 	for _, p := range peers {
-		if !answersReset(p.Version) {
+		if !answersReset(p.Parsed) {
 			old = append(old, p.Name+" ("+p.Version+")")
 		}
 	}
@@ -92,13 +96,13 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 		return ResetCrashesFollower, fmt.Sprintf("leader %s runs %s and answers RESET, but follower %s would crash on the replicated reset",
 			lead.Name, lead.Version, strings.Join(old, ", "))
 	}
-	return ResetSafe, fmt.Sprintf("leader %s and every peer run %s or later", lead.Name, Display(ResetVersion))
+	return ResetSafe, fmt.Sprintf("leader %s and every peer run %s or later", lead.Name, ResetVersion)
 }
 
 // answersReset reports whether a server of version v knows RESET: whether
 // it applies the replicated reset (the consumer_reset row of
 // ReplicatedOps), which the release that first answers RESET brought. A
 // pre-release of ResetVersion counts as below it.
-func answersReset(v string) bool {
+func answersReset(v Version) bool {
 	return OpOutcome(OpResetSeq, v).Apply == Supported
 }

@@ -42,12 +42,19 @@ type Snapshot struct {
 
 // Server is one server that answered the audit.
 type Server struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Host      string   `json:"host,omitempty"`
-	Cluster   string   `json:"cluster,omitempty"`
-	Domain    string   `json:"domain,omitempty"`
-	Version   string   `json:"version"`
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Host    string `json:"host,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	Domain  string `json:"domain,omitempty"`
+	// Version is the version exactly as the server reported it: documents,
+	// messages and the server_version label, which joins other exporters'
+	// series, show it so.
+	Version string `json:"version"`
+	// Parsed is Version read once, where the report entered (SetVersion):
+	// what the audit compares. It is the zero Version when the report is
+	// no version.
+	Parsed    Version  `json:"-"`
 	Tags      []string `json:"tags,omitempty"`
 	JetStream bool     `json:"jetstream"`
 	// APILevel is the highest JetStream API level the server supports
@@ -61,6 +68,13 @@ type Server struct {
 	// (FeatureFlagsSince on): its version's defaults merged with its
 	// config. Nil for a server that reports none.
 	FeatureFlags map[string]bool `json:"feature_flags,omitempty"`
+}
+
+// SetVersion records the version a server reported: the text as it came,
+// and the Version it parses as (zero when it is none).
+func (s *Server) SetVersion(reported string) {
+	s.Version = reported
+	s.Parsed, _ = ParseVersion(reported)
 }
 
 // AssetKind tells streams from consumers.

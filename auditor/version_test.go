@@ -1,17 +1,76 @@
 package auditor
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
 
+// parsed is ParseVersion's Version of s: the zero Version when s is none.
+func parsed(s string) Version {
+	v, _ := ParseVersion(s)
+	return v
+}
+
+func TestParseVersionPrints(t *testing.T) {
+	for in, want := range map[string]string{
+		"2.14.0": "2.14.0", "v2.14.0": "2.14.0", "2.14": "2.14.0", "v2.14": "2.14.0", " 2.14.0 ": "2.14.0",
+		"2.14.3-fips": "2.14.3", "2.14-fips": "2.14.0", "2.14.0-RC.2": "2.14.0-RC.2", "2.14.0-RC.2-fips": "2.14.0-RC.2",
+		"2.15.0-preview.1": "2.15.0-preview.1", "2.14.0+build": "2.14.0", "2.14.0-fips-fips": "2.14.0",
+	} {
+		v, err := ParseVersion(in)
+		if err != nil || v.String() != want || v.IsZero() {
+			t.Errorf("ParseVersion(%q) = %q, %v; want %s", in, v, err, want)
+		}
+	}
+	for _, in := range []string{"", "  ", "two", "latest", "2.14.0.1", "2.x", "2.14.x", "vv2.14.0", "-fips", "v", "custom-build"} {
+		if v, err := ParseVersion(in); err == nil || !v.IsZero() {
+			t.Errorf("ParseVersion(%q) = %q, %v; want the zero Version and an error", in, v, err)
+		}
+	}
+	if s := (Version{}).String(); s != "" {
+		t.Errorf("the zero Version prints %q", s)
+	}
+}
+
+func TestVersionCompares(t *testing.T) {
+	// Oldest first; the zero Version is older than any.
+	order := []Version{{}, parsed("2.10.27"), parsed("2.12.15"), parsed("2.14.0-RC.2"), parsed("2.14.0"), parsed("2.14.10"), parsed("2.15.0-preview.1"), parsed("3.0.0")}
+	for i, a := range order {
+		for j, b := range order {
+			want := 0
+			switch {
+			case i < j:
+				want = -1
+			case i > j:
+				want = 1
+			}
+			if got := a.Compare(b); got != want {
+				t.Errorf("%q.Compare(%q) = %d, want %d", a, b, got, want)
+			}
+			if got := a.Before(b); got != (i < j) {
+				t.Errorf("%q.Before(%q) = %v", a, b, got)
+			}
+			if got := a.AtLeast(b); got != (i >= j && i > 0) {
+				t.Errorf("%q.AtLeast(%q) = %v", a, b, got)
+			}
+		}
+	}
+	if parsed("2.14.0-fips") != parsed("v2.14.0") {
+		t.Error("a FIPS build is not its release")
+	}
+	if !parsed("2.14.0-RC.2").IsPrerelease() || parsed("2.14.0").IsPrerelease() || parsed("2.14.0-fips").IsPrerelease() {
+		t.Error("IsPrerelease")
+	}
+}
+
 func TestCompareToFloor(t *testing.T) {
-	floor, err := ParseVersion("2.14")
+	floor, err := ParseFloor("2.14")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if floor != DefaultFloor {
-		t.Fatalf("floor 2.14 normalised to %q, want %q", floor, DefaultFloor)
+	if floor != DefaultFloor || DefaultFloor.String() != "2.14.0" {
+		t.Fatalf("floor 2.14 is %q, the default %q", floor, DefaultFloor)
 	}
 	tests := []struct {
 		version string
@@ -37,33 +96,19 @@ func TestCompareToFloor(t *testing.T) {
 		{"-fips", VerdictUnparseable},
 	}
 	for _, tt := range tests {
-		if got := CompareToFloor(tt.version, floor); got != tt.want {
+		if got := CompareToFloor(parsed(tt.version), floor); got != tt.want {
 			t.Errorf("CompareToFloor(%q, %q) = %s, want %s", tt.version, floor, got, tt.want)
-		}
-	}
-}
-
-func TestParseVersionFloorForms(t *testing.T) {
-	for _, in := range []string{"2.14", "2.14.0", "v2.14.0", "v2.14"} {
-		got, err := ParseVersion(in)
-		if err != nil || got != "v2.14.0" {
-			t.Errorf("ParseVersion(%q) = %q, %v; want v2.14.0", in, got, err)
-		}
-	}
-	for _, in := range []string{"", "two", "2.14.0.1", "2.x"} {
-		if got, err := ParseVersion(in); err == nil {
-			t.Errorf("ParseVersion(%q) = %q, want an error", in, got)
 		}
 	}
 }
 
 func TestParseFloor(t *testing.T) {
 	for in, want := range map[string]string{
-		"2.14": "v2.14.0", "2.14.0": "v2.14.0", "v2.14.0": "v2.14.0", "v2.14": "v2.14.0", " 2.14.0 ": "v2.14.0",
-		"2.15.3": "v2.15.3", "2.15.0-RC.1": "v2.15.0-RC.1", "v2.14.0-preview.2": "v2.14.0-preview.2",
-		"2.14.0-fips": "v2.14.0", "0.1": "v0.1.0",
+		"2.14": "2.14.0", "2.14.0": "2.14.0", "v2.14.0": "2.14.0", "v2.14": "2.14.0", " 2.14.0 ": "2.14.0",
+		"2.15.3": "2.15.3", "2.15.0-RC.1": "2.15.0-RC.1", "v2.14.0-preview.2": "2.14.0-preview.2",
+		"2.14.0-fips": "2.14.0", "0.1": "0.1.0",
 	} {
-		if got, err := ParseFloor(in); err != nil || got != want {
+		if got, err := ParseFloor(in); err != nil || got.String() != want {
 			t.Errorf("ParseFloor(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
@@ -72,8 +117,8 @@ func TestParseFloor(t *testing.T) {
 	for _, in := range []string{"14", "2", "v14", "v2", "", " ", "latest", "2.14.x", "2.14.0.1", "2.14-RC.1",
 		"02.14", "2.014", "2.14.00", "2.14.0+build", "vv2.14", "2.", ".14", "2..14", "2.14.", "2.14.0-", "V2.14"} {
 		got, err := ParseFloor(in)
-		if err == nil {
-			t.Errorf("ParseFloor(%q) = %q, want an error", in, got)
+		if err == nil || !got.IsZero() {
+			t.Errorf("ParseFloor(%q) = %q, %v; want an error", in, got, err)
 			continue
 		}
 		want := `is not a floor: want MAJOR.MINOR or MAJOR.MINOR.PATCH, such as 2.14, 2.14.0 or v2.14.0`
@@ -86,8 +131,8 @@ func TestParseFloor(t *testing.T) {
 // plan --to and --assume name versions servers are to run, in the floor's
 // form: one number is no release.
 func TestParseRelease(t *testing.T) {
-	for in, want := range map[string]string{"2.12.15": "v2.12.15", "v2.14.0": "v2.14.0", "2.14": "v2.14.0", "2.15.0-RC.1": "v2.15.0-RC.1"} {
-		if got, err := ParseRelease(in); err != nil || got != want {
+	for in, want := range map[string]string{"2.12.15": "2.12.15", "v2.14.0": "2.14.0", "2.14": "2.14.0", "2.15.0-RC.1": "2.15.0-RC.1"} {
+		if got, err := ParseRelease(in); err != nil || got.String() != want {
 			t.Errorf("ParseRelease(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
@@ -99,4 +144,68 @@ func TestParseRelease(t *testing.T) {
 	if _, err := ParseAssumption("n2=14"); err == nil {
 		t.Error(`--assume n2=14 was taken as a version`)
 	}
+}
+
+// Documents write a Version as operators do, and a policy file's floor
+// reads into one with the floor's message.
+func TestVersionMarshals(t *testing.T) {
+	doc := struct {
+		Floor Version `json:"floor"`
+		To    Version `json:"to"`
+		None  Version `json:"none"`
+	}{Floor: DefaultFloor, To: parsed("2.15.0-RC.1")}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"floor":"2.14.0","to":"2.15.0-RC.1","none":""}`; string(b) != want {
+		t.Fatalf("%s, want %s", b, want)
+	}
+	back := doc
+	back.Floor, back.To, back.None = Version{}, Version{}, parsed("2.12.0")
+	if err := json.Unmarshal(b, &back); err != nil || back != doc {
+		t.Fatalf("read back %+v, %v; want %+v", back, err, doc)
+	}
+	var policy struct{ Floor Version }
+	for in, want := range map[string]string{`{"floor":"2.14"}`: "2.14.0", `{"floor":"v2.15.3"}`: "2.15.3"} {
+		if err := json.Unmarshal([]byte(in), &policy); err != nil || policy.Floor.String() != want {
+			t.Errorf("%s: %q, %v; want %s", in, policy.Floor, err, want)
+		}
+	}
+	err = json.Unmarshal([]byte(`{"floor":"14"}`), &policy)
+	if err == nil || !strings.Contains(err.Error(), `"14" is not a floor: want MAJOR.MINOR`) {
+		t.Errorf("floor 14: %v; want the floor message", err)
+	}
+}
+
+func FuzzParseVersion(f *testing.F) {
+	for _, s := range []string{"2.14.0", "v2.14.0", "2.14", "2.14.0-fips", "2.14.0-RC.2", "2.15.0-preview.1", "", "-fips", "v", "2.14.0+build", "2.14.0-x-fips-fips"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseVersion(s)
+		if err != nil {
+			if !v.IsZero() || CompareToFloor(v, DefaultFloor) != VerdictUnparseable {
+				t.Fatalf("%q does not parse but is judged", s)
+			}
+			return
+		}
+		if v.IsZero() {
+			t.Fatalf("%q parses as no version", s)
+		}
+		// A version parses as what it prints, and reads back from a
+		// document as itself.
+		again, err := ParseVersion(v.String())
+		if err != nil || again != v {
+			t.Fatalf("ParseVersion(%q) = %q, but ParseVersion(%q) = %q, %v", s, v, v.String(), again, err)
+		}
+		b, _ := v.MarshalText()
+		var read Version
+		if err := read.UnmarshalText(b); err != nil || read != v {
+			t.Fatalf("%q written as %s reads back as %q, %v", s, b, read, err)
+		}
+		if CompareToFloor(v, DefaultFloor) != CompareToFloor(again, DefaultFloor) {
+			t.Fatalf("%q and its printed form %q are judged differently", s, v)
+		}
+	})
 }

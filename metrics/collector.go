@@ -165,8 +165,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	// The floor the report was judged against: it can change between audits
 	// (--policy.file), and an audit without a policy has none to show.
-	if r.Floor != "" {
-		gauge(ch, floorDesc, 1, r.Floor)
+	if !r.Floor.IsZero() {
+		gauge(ch, floorDesc, 1, r.Floor.String())
 	}
 	gauge(ch, durationDesc, r.Snapshot.Duration.Seconds())
 

@@ -18,7 +18,9 @@ func BenchmarkCollect(b *testing.B) {
 		if i%10 == 0 {
 			v = "2.12.15"
 		}
-		snap.Servers = append(snap.Servers, auditor.Server{ID: fmt.Sprint(i), Name: fmt.Sprintf("n%d", i), Cluster: fmt.Sprintf("c%d", i/10), Version: v, JetStream: true})
+		s := auditor.Server{ID: fmt.Sprint(i), Name: fmt.Sprintf("n%d", i), Cluster: fmt.Sprintf("c%d", i/10), JetStream: true}
+		s.SetVersion(v)
+		snap.Servers = append(snap.Servers, s)
 	}
 	for i := range 10_000 {
 		snap.Consumers = append(snap.Consumers, auditor.Asset{Kind: auditor.KindConsumer, Account: "A", Stream: fmt.Sprintf("S%d", i/100),

@@ -155,17 +155,21 @@ nats_version_auditor_last_success_timestamp_seconds 0
 // unreadable --policy.file) exports no floor_info; one with a floor
 // exports its own, not one fixed at start.
 func TestCollectorFloorFollowsTheReport(t *testing.T) {
-	for _, floor := range []string{"", "v2.12.0", "v2.15.0"} {
+	for _, text := range []string{"", "2.12.0", "2.15.0"} {
+		var floor auditor.Version
+		if text != "" {
+			floor, _ = auditor.ParseFloor(text)
+		}
 		res := auditor.Result{Report: auditor.Evaluate(&auditor.Snapshot{}, auditor.Policy{Floor: floor})}
 		c := NewCollector(func() auditor.Result { return res }, 0)
 		want := ""
-		if floor != "" {
+		if text != "" {
 			want = "# HELP nats_version_auditor_floor_info The version floor the last audit held the servers against.\n" +
 				"# TYPE nats_version_auditor_floor_info gauge\n" +
-				"nats_version_auditor_floor_info{floor=\"" + auditor.Display(floor) + "\"} 1\n"
+				"nats_version_auditor_floor_info{floor=\"" + text + "\"} 1\n"
 		}
 		if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nats_version_auditor_floor_info"); err != nil {
-			t.Errorf("floor %q: %v", floor, err)
+			t.Errorf("floor %q: %v", text, err)
 		}
 	}
 }

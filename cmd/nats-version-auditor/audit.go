@@ -71,7 +71,7 @@ func (p *pipeline) report(ctx context.Context) *auditor.Report {
 	if err != nil {
 		// Without a policy pol is zero: floor_info is left out rather than
 		// show a floor nobody set.
-		return auditor.Failed(fmt.Errorf("audit: %w", err), auditor.Display(pol.Floor), started, time.Since(started))
+		return auditor.Failed(fmt.Errorf("audit: %w", err), pol.Floor, "", started, time.Since(started))
 	}
 	return r
 }

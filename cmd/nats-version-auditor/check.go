@@ -72,7 +72,7 @@ func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Wr
 // failed prints check's document of an audit that could not run, begun at
 // started; the error is what run reports.
 func (c *checkCommand) failed(stdout io.Writer, err error, started time.Time) {
-	_ = render.WriteCheckFailed(stdout, c.format, err, auditor.Failed(err, c.pol.shownFloor(), started, time.Since(started)))
+	_ = render.WriteCheckFailed(stdout, c.format, err, c.pol.failed(err, started))
 }
 
 // audit checks the flags and runs the audits.

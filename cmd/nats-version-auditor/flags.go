@@ -96,7 +96,7 @@ type policyFlags struct {
 }
 
 func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) *kingpin.FlagClause {
-	f := cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(auditor.Display(auditor.DefaultFloor))
+	f := cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(auditor.DefaultFloor.String())
 	f.StringVar(&p.floor)
 	return f
 }
@@ -109,13 +109,11 @@ func addAssetFilterFlags(cmd *kingpin.CmdClause, p *policyFlags) {
 	cmd.Flag("consumer", "Only report consumer findings of consumers matching this glob (repeatable)").StringsVar(&p.consumers)
 }
 
-// shownFloor is the floor a document of a failed audit shows: --floor in
-// display form, or as typed when it is not a floor.
-func (p *policyFlags) shownFloor() string {
-	if floor, err := auditor.ParseFloor(p.floor); err == nil {
-		return auditor.Display(floor)
-	}
-	return p.floor
+// failed is the report of an audit that could not run, begun at started:
+// its document shows --floor as a version, or as typed where it is none.
+func (p *policyFlags) failed(err error, started time.Time) *auditor.Report {
+	floor, _ := auditor.ParseFloor(p.floor)
+	return auditor.Failed(err, floor, p.floor, started, time.Since(started))
 }
 
 func (p *policyFlags) policy() (auditor.Policy, error) {

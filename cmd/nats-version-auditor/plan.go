@@ -57,7 +57,7 @@ func (c *planCommand) run(ctx context.Context, a auditing, stdout io.Writer) (au
 // failed prints plan's document when no audit could run, begun at started;
 // the error is what run reports.
 func (c *planCommand) failed(stdout io.Writer, err error, started time.Time) {
-	_ = render.WritePlanFailed(stdout, c.format, err, c.to, auditor.Failed(err, c.pol.shownFloor(), started, time.Since(started)))
+	_ = render.WritePlanFailed(stdout, c.format, err, c.to, c.pol.failed(err, started))
 }
 
 // plan checks the flags, audits once and plans.
@@ -66,7 +66,8 @@ func (c *planCommand) plan(ctx context.Context, a auditing) (*auditor.Plan, *aud
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := auditor.ParseRelease(c.to); err != nil {
+	to, err := auditor.ParseRelease(c.to)
+	if err != nil {
 		return nil, nil, fmt.Errorf("--to: %w", err)
 	}
 	c.scope.Servers = splitCommas(c.scope.Servers)
@@ -74,7 +75,7 @@ func (c *planCommand) plan(ctx context.Context, a auditing) (*auditor.Plan, *aud
 	if err != nil {
 		return nil, nil, err
 	}
-	plan, err := auditor.MakePlan(r.Snapshot, pol, c.to, c.scope)
+	plan, err := auditor.MakePlan(r.Snapshot, pol, to, c.scope)
 	return plan, r, err
 }
 

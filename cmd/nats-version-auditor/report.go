@@ -59,5 +59,5 @@ func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (
 // failed prints report's document of an audit that could not run, begun at
 // started; the error is what run reports.
 func (c *reportCommand) failed(stdout io.Writer, err error, started time.Time) {
-	_ = render.WriteReportFailed(stdout, c.format, err, auditor.Failed(err, c.pol.shownFloor(), started, time.Since(started)))
+	_ = render.WriteReportFailed(stdout, c.format, err, c.pol.failed(err, started))
 }

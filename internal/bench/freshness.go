@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -66,7 +65,7 @@ func runFreshness(h *natstest.Program, cfg freshnessConfig) string {
 	// until their orphan sweep), so audits then wait that long.
 	timeout := []string{"--timeout", "5s"}
 	restartOnce := func(graceful bool) (want string, kill, ready time.Time) {
-		want = trim(next())
+		want = reported(next())
 		kill = time.Now()
 		if graceful {
 			if err := sys.Stop("n3", 30*time.Second); err != nil {
@@ -85,7 +84,7 @@ func runFreshness(h *natstest.Program, cfg freshnessConfig) string {
 		base, stop := startServeArgs(h, cfg.auditor, sys.URL("n1"), append(timeout, "--audit.min-interval", "1h")...)
 		defer stop()
 		waitFor(h, base, func(m natstest.Metrics) bool {
-			return m.Value("nats_version_auditor_events_up") == 1 && m.ServerVersion("n3") == trim(version)
+			return m.Value("nats_version_auditor_events_up") == 1 && m.ServerVersion("n3") == reported(version)
 		})
 		var ts []restartTiming
 		for range cfg.restarts {
@@ -132,7 +131,7 @@ func runFreshness(h *natstest.Program, cfg freshnessConfig) string {
 	// minInterval. Restarts are spread over the scrape cycle.
 	fmt.Fprintf(os.Stderr, "   events off: scraped every %s, --audit.min-interval %s\n", cfg.scrapeInterval, cfg.minInterval)
 	base, stop := startServeArgs(h, cfg.auditor, sys.URL("n1"), append(timeout, "--no-audit.events", "--audit.min-interval", cfg.minInterval.String())...)
-	waitFor(h, base, func(m natstest.Metrics) bool { return m.ServerVersion("n3") == trim(version) })
+	waitFor(h, base, func(m natstest.Metrics) bool { return m.ServerVersion("n3") == reported(version) })
 	var before []restartTiming
 	for i := range cfg.restarts {
 		lastScrape := time.Now()
@@ -153,7 +152,9 @@ func runFreshness(h *natstest.Program, cfg freshnessConfig) string {
 	return renderFreshness(cfg, graceful, events, before, flaps)
 }
 
-func trim(v string) string { return auditor.Display(v) }
+// reported is the version a server built from tag reports: the tag without
+// its v.
+func reported(tag string) string { return strings.TrimPrefix(tag, "v") }
 
 func renderFreshness(cfg freshnessConfig, graceful, events, before []restartTiming, flaps []flapResult) string {
 	var b strings.Builder

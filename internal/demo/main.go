@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -40,7 +40,7 @@ func demo(h *natstest.Program, auditorBin string) int {
 	err := natstest.ResetConsumer(app, "ORDERS", "worker", 2*time.Second)
 	switch {
 	case errors.Is(err, nats.ErrTimeout):
-		fmt.Printf("  $JS.API.CONSUMER.RESET.ORDERS.worker -> timed out after 2s: its leader n3 runs %s\n", auditor.Display(natstest.Old))
+		fmt.Printf("  $JS.API.CONSUMER.RESET.ORDERS.worker -> timed out after 2s: its leader n3 runs %s\n", strings.TrimPrefix(natstest.Old, "v"))
 	default:
 		fmt.Printf("  $JS.API.CONSUMER.RESET.ORDERS.worker -> %v\n", err)
 	}

@@ -20,9 +20,12 @@ import (
 // TestAPIDomains covers how a JetStream domain is named, on an audit of two
 // domains that both hold APP > ORDERS > worker.
 func TestAPIDomains(t *testing.T) {
+	servers := []auditor.Server{{Name: "hub1", Domain: "hub", APILevel: 4}, {Name: "leaf1", Domain: "leaf", APILevel: 3}}
+	servers[0].SetVersion("2.14.0")
+	servers[1].SetVersion("2.12.15")
 	snap := &auditor.Snapshot{
 		Started: time.Now(),
-		Servers: []auditor.Server{{Name: "hub1", Domain: "hub", Version: "2.14.0", APILevel: 4}, {Name: "leaf1", Domain: "leaf", Version: "2.12.15", APILevel: 3}},
+		Servers: servers,
 		Consumers: []auditor.Asset{
 			{Kind: auditor.KindConsumer, Domain: "hub", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "hub1", Peers: []string{"hub1"}, Replicas: 1},
 			{Kind: auditor.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},

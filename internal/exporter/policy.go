@@ -63,8 +63,8 @@ type PolicyFile struct {
 	logger *slog.Logger
 
 	mu      sync.Mutex
-	floor   string // the floor last read, to log each change once
-	lastErr string // the last error logged, to log each once
+	floor   auditor.Version // the floor last read, to log each change once
+	lastErr string          // the last error logged, to log each once
 }
 
 // NewPolicyFile returns the policy of the file at path.
@@ -91,10 +91,10 @@ func (s *PolicyFile) Current() (auditor.Policy, error) {
 		s.lastErr = ""
 	}
 	switch {
-	case s.floor == "":
-		s.logger.Info("policy read", "file", s.file, "floor", auditor.Display(pol.Floor))
+	case s.floor.IsZero():
+		s.logger.Info("policy read", "file", s.file, "floor", pol.Floor)
 	case pol.Floor != s.floor:
-		s.logger.Info("policy floor changed", "file", s.file, "from", auditor.Display(s.floor), "to", auditor.Display(pol.Floor))
+		s.logger.Info("policy floor changed", "file", s.file, "from", s.floor, "to", pol.Floor)
 	}
 	s.floor = pol.Floor
 	return pol, nil

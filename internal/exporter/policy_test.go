@@ -51,7 +51,7 @@ func TestReadPolicyFile(t *testing.T) {
 			}
 			pol, err := readPolicyFile(path)
 			if tc.want == nil {
-				if err != nil || pol.Floor != tc.floor {
+				if err != nil || "v"+pol.Floor.String() != tc.floor {
 					t.Fatalf("%q: floor %q, %v; want %q", tc.content, pol.Floor, err, tc.floor)
 				}
 				return

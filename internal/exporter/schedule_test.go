@@ -54,7 +54,7 @@ func TestSchedulerAfterIntervalAndOnCancel(t *testing.T) {
 		if audits.Add(1) == 2 {
 			<-block
 		}
-		return auditor.Failed(context.DeadlineExceeded, "2.14.0", time.Now(), 0)
+		return auditor.Failed(context.DeadlineExceeded, auditor.DefaultFloor, "", time.Now(), 0)
 	}
 	s := NewScheduler(context.Background(), audit, time.Hour, nil)
 	now := time.Now()
@@ -64,7 +64,7 @@ func TestSchedulerAfterIntervalAndOnCancel(t *testing.T) {
 	if first.Report.Complete() || !first.LastSuccess.IsZero() {
 		t.Fatalf("a failed audit counted as a success: %+v", first)
 	}
-	if first.Report.Floor != "2.14.0" || first.Report.Status != auditor.Unknown {
+	if first.Report.Floor.String() != "2.14.0" || first.Report.Status != auditor.Unknown {
 		t.Fatalf("failed report floor %q status %s", first.Report.Floor, first.Report.Status)
 	}
 

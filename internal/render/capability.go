@@ -44,7 +44,7 @@ func capabilityOf(r *auditor.Report) (APILevels, []Feature) {
 	levels := APILevels{Clusters: c.Clusters, Domains: c.Domains}
 	out := []Feature{}
 	for _, f := range features {
-		out = append(out, Feature{Feature: f.Name, Title: f.Title, APILevel: f.Level, Since: auditor.Display(f.Since),
+		out = append(out, Feature{Feature: f.Name, Title: f.Title, APILevel: f.Level, Since: f.Since.String(),
 			Clusters: supportOf(c.Clusters, f.Name), Domains: supportOf(c.Domains, f.Name)})
 	}
 	return levels, out

@@ -27,7 +27,7 @@ type Check struct {
 // CheckOf is check's document of r, the would-be report of w under --assume.
 func CheckOf(r *auditor.Report, w *auditor.WhatIf) Check {
 	levels, features := capabilityOf(r)
-	return Check{Status: r.Status, Floor: r.Floor, Findings: NonNil(r.Findings), Servers: NonNil(r.Servers),
+	return Check{Status: r.Status, Floor: r.FloorShown(), Findings: NonNil(r.Findings), Servers: NonNil(r.Servers),
 		APILevels: levels, Features: features, WhatIf: whatIfOf(w), Audit: AuditOf(r)}
 }
 

@@ -11,7 +11,7 @@ import (
 // BenchmarkCheckJSON writes the JSON of a check with as many findings as a
 // large mixed cluster gives.
 func BenchmarkCheckJSON(b *testing.B) {
-	snap := &auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "n1", Version: "2.12.15"}, {ID: "B", Name: "n2", Version: "2.14.0"}}}
+	snap := &auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "n1", Version: "2.12.15", Parsed: mustRelease(b, "2.12.15")}, {ID: "B", Name: "n2", Version: "2.14.0", Parsed: mustRelease(b, "2.14.0")}}}
 	for i := range 11000 {
 		snap.Consumers = append(snap.Consumers, auditor.Asset{Kind: auditor.KindConsumer, Account: "APP", Stream: fmt.Sprint("S", i/300),
 			Consumer: fmt.Sprint("C", i), Leader: "n1", Peers: []string{"n1", "n2"}})

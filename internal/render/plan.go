@@ -8,8 +8,14 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
-// Plan is the documented JSON of `plan --format json`.
+// Plan is the documented JSON of `plan --format json`. Its head is the
+// plan's own, with --to and the floor as text: a plan that could not be
+// made shows them as they were given.
 type Plan struct {
+	To          string `json:"to"`
+	ToLevel     int    `json:"to_api_level"`
+	LevelSource string `json:"level_source"`
+	Floor       string `json:"floor"`
 	*auditor.Plan
 	Audit Audit `json:"audit"`
 	// Error is set when no plan could be made (status UNKNOWN).
@@ -20,7 +26,8 @@ type Plan struct {
 // text or JSON.
 func WritePlan(out io.Writer, format string, p *auditor.Plan, r *auditor.Report) error {
 	if format == FormatJSON {
-		return writeError(WriteJSON(out, Plan{Plan: p, Audit: AuditOf(r)}))
+		return writeError(WriteJSON(out, Plan{To: p.To.String(), ToLevel: p.ToLevel, LevelSource: p.LevelSource, Floor: p.Floor.String(),
+			Plan: p, Audit: AuditOf(r)}))
 	}
 	return writeError(writePlanText(out, p))
 }
@@ -33,8 +40,8 @@ func WritePlanFailed(out io.Writer, format string, err error, to string, r *audi
 	if format != FormatJSON {
 		return nil
 	}
-	doc := Plan{Plan: &auditor.Plan{To: to, ToLevel: auditor.LevelUnknown, Floor: r.Floor, Status: auditor.Unknown,
-		Steps: []auditor.PlanStep{}, Unchanged: []string{}}, Audit: AuditOf(r), Error: err.Error()}
+	doc := Plan{To: to, ToLevel: auditor.LevelUnknown, Floor: r.FloorShown(),
+		Plan: &auditor.Plan{Status: auditor.Unknown, Steps: []auditor.PlanStep{}, Unchanged: []string{}}, Audit: AuditOf(r), Error: err.Error()}
 	return writeError(WriteJSON(out, doc))
 }
 
@@ -44,11 +51,11 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 	if p.ToLevel == auditor.LevelUnknown {
 		level = "unknown: " + p.LevelSource
 	}
-	met := "the floor " + p.Floor + " is never met"
+	met := "the floor " + p.Floor.String() + " is never met"
 	switch {
 	case p.FloorMetAt == nil:
 	case *p.FloorMetAt == 0:
-		met = "every server already runs the floor " + p.Floor + " or later"
+		met = "every server already runs the floor " + p.Floor.String() + " or later"
 	default:
 		met = fmt.Sprintf("the floor %s is first met after step %d", p.Floor, *p.FloorMetAt)
 	}

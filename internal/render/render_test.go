@@ -31,15 +31,15 @@ func TestOutputsAreGolden(t *testing.T) {
 	r := fixture.Report()
 	pol := auditor.Policy{Floor: auditor.DefaultFloor}
 	// --assume n2=2.12.15 on the fixture: a downgrade.
-	what, err := auditor.Assume(r.Snapshot, pol, []auditor.Assumption{{Target: "n2", Version: "v2.12.15"}})
+	what, err := auditor.Assume(r.Snapshot, pol, []auditor.Assumption{{Target: "n2", Version: mustRelease(t, "2.12.15")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := auditor.MakePlan(r.Snapshot, pol, "2.14.0", auditor.PlanScope{})
+	up, err := auditor.MakePlan(r.Snapshot, pol, mustRelease(t, "2.14.0"), auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	down, err := auditor.MakePlan(r.Snapshot, pol, "2.12.15", auditor.PlanScope{})
+	down, err := auditor.MakePlan(r.Snapshot, pol, mustRelease(t, "2.12.15"), auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,13 +56,13 @@ func TestOutputsAreGolden(t *testing.T) {
 		opSnap.Leafnodes[i].Account = operatorKey
 	}
 	op := auditor.Evaluate(opSnap, pol)
-	opPlan, err := auditor.MakePlan(opSnap, pol, "2.14.0", auditor.PlanScope{})
+	opPlan, err := auditor.MakePlan(opSnap, pol, mustRelease(t, "2.14.0"), auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An audit that could not run: every list of its documents is one.
 	unreachable := errors.New("cannot reach NATS at nats://127.0.0.1:1: nats: no servers available for connection")
-	failed := auditor.Failed(unreachable, "2.14.0", r.Snapshot.Started, time.Millisecond)
+	failed := auditor.Failed(unreachable, auditor.DefaultFloor, "", r.Snapshot.Started, time.Millisecond)
 	for _, tt := range []struct {
 		file  string
 		write func(io.Writer) error
@@ -125,7 +125,7 @@ func TestOutputsAreGolden(t *testing.T) {
 }
 
 func TestSummaryCountsInWords(t *testing.T) {
-	r := &auditor.Report{Status: auditor.Unknown, Floor: "2.14.0", ServersExpected: 1, Snapshot: &auditor.Snapshot{},
+	r := &auditor.Report{Status: auditor.Unknown, Floor: auditor.DefaultFloor, ServersExpected: 1, Snapshot: &auditor.Snapshot{},
 		Findings: []auditor.Finding{{Code: auditor.AuditIncomplete, Severity: auditor.Unknown, Message: "m"}}}
 	if got, want := summary(r), "0 of 1 expected servers answered, floor 2.14.0; 1 finding (0 critical, 1 unknown, 0 warning)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
@@ -134,4 +134,14 @@ func TestSummaryCountsInWords(t *testing.T) {
 	if err := writeCheckNagios(&b, r, nil); err != nil || !strings.HasPrefix(b.String(), "NATS VERSIONS UNKNOWN - 1 finding: m | ") {
 		t.Errorf("nagios %q, %v", b.String(), err)
 	}
+}
+
+// mustRelease is the Version of a release the test names.
+func mustRelease(t testing.TB, s string) auditor.Version {
+	t.Helper()
+	v, err := auditor.ParseRelease(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

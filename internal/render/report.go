@@ -46,7 +46,7 @@ func ReportOf(r *auditor.Report, w *auditor.WhatIf) Report {
 		audited[s.Name] = true
 	}
 	levels, features := capabilityOf(r)
-	out := Report{Status: r.Status, Floor: r.Floor, Servers: NonNil(r.Servers), Clusters: NonNil(r.Clusters),
+	out := Report{Status: r.Status, Floor: r.FloorShown(), Servers: NonNil(r.Servers), Clusters: NonNil(r.Clusters),
 		Leafnodes: []Leafnode{}, Findings: NonNil(r.Findings), APILevels: levels, Features: features,
 		AssetLevels: auditor.AssetLevels(r, auditor.FeatureLevels()), WhatIf: whatIfOf(w), Audit: AuditOf(r)}
 	names := auditor.AccountNames(r.Snapshot)
