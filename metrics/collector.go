@@ -34,6 +34,7 @@ var (
 	serverInfoDesc  = desc("server_info", "A server that answered the last audit.",
 		"server_name", "server_id", "server_cluster", "server_domain", "server_version", "api_level")
 	serverBelowDesc   = desc("server_below_floor", "1 if the server runs a version below the floor, else 0.", "server_name", "server_cluster")
+	serverFlagDesc    = desc("server_feature_flag_enabled", "1 if the server's feature flag is on, else 0, as the server reports it in STATSZ (2.14.0 on; older servers have none): its config's value, else its release's default. js_raft_delete_range on makes a replicated mirror's leader propose deleteRangeOp, which a follower before 2.14.0 panics on; it is on by default from 2.15.0.", "server_name", "server_cluster", "flag")
 	serverMissingDesc = desc("server_missing", "Expected servers that did not answer the last audit; server_name is empty for those no server could name.", "server_name")
 	clusterVerDesc    = desc("cluster_versions", "Number of distinct server versions in the cluster.", "server_cluster")
 	clusterLevelDesc  = desc("cluster_min_api_level", "Lowest JetStream API level the cluster's JetStream servers report: JSApiLevel of nats-server's jetstream_versioning.go, 1 from 2.11.0, 2 from 2.12.0, 3 from 2.12.5, 4 from 2.14.0, 5 from 2.15.0; 0 before 2.11, which has no levels. An asset needing a higher level is held offline, or on 2.10 run online and diverging.", "server_cluster")
@@ -109,7 +110,7 @@ func NewCollector(latest func() auditor.Result, maxAssetSeries int) *Collector {
 // Describe sends the descriptors of every metric the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upDesc, lastSuccessDesc, lastAuditDesc, durationDesc, auditsDesc, floorDesc,
-		statusDesc, findingsDesc, serverInfoDesc, serverBelowDesc, serverMissingDesc, clusterVerDesc, clusterLevelDesc, consumerLedDesc,
+		statusDesc, findingsDesc, serverInfoDesc, serverBelowDesc, serverFlagDesc, serverMissingDesc, clusterVerDesc, clusterLevelDesc, consumerLedDesc,
 		streamLedDesc, leafDesc, droppedDesc} {
 		ch <- d
 	}
@@ -177,6 +178,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			below = 1
 		}
 		gauge(ch, serverBelowDesc, below, s.Name, s.Cluster)
+		for flag, on := range s.FeatureFlags {
+			enabled := 0.0
+			if on {
+				enabled = 1
+			}
+			gauge(ch, serverFlagDesc, enabled, s.Name, s.Cluster, flag)
+		}
 		if s.JetStream {
 			gauge(ch, consumerLedDesc, float64(s.ConsumersLed), s.Name)
 			gauge(ch, streamLedDesc, float64(s.StreamsLed), s.Name)

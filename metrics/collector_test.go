@@ -207,3 +207,23 @@ func lint(t *testing.T, c prometheus.Collector) {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 }
+
+// TestCollectorFeatureFlags: one series per server and flag it reports,
+// none for a server before 2.14.0, which reports no flags.
+func TestCollectorFeatureFlags(t *testing.T) {
+	r := &auditor.Report{Snapshot: &auditor.Snapshot{}, Servers: []auditor.ServerReport{
+		{Server: auditor.Server{Name: "n1", Cluster: "c1", FeatureFlags: map[string]bool{"js_ack_fc_v2": false, "js_raft_delete_range": true}}},
+		{Server: auditor.Server{Name: "n2", Cluster: "c1"}},
+	}}
+	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
+	want := `
+# HELP nats_version_auditor_server_feature_flag_enabled 1 if the server's feature flag is on, else 0, as the server reports it in STATSZ (2.14.0 on; older servers have none): its config's value, else its release's default. js_raft_delete_range on makes a replicated mirror's leader propose deleteRangeOp, which a follower before 2.14.0 panics on; it is on by default from 2.15.0.
+# TYPE nats_version_auditor_server_feature_flag_enabled gauge
+nats_version_auditor_server_feature_flag_enabled{flag="js_ack_fc_v2",server_cluster="c1",server_name="n1"} 0
+nats_version_auditor_server_feature_flag_enabled{flag="js_raft_delete_range",server_cluster="c1",server_name="n1"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nats_version_auditor_server_feature_flag_enabled"); err != nil {
+		t.Fatal(err)
+	}
+	lint(t, c)
+}

@@ -145,3 +145,37 @@ func mustRelease(t testing.TB, s string) auditor.Version {
 	}
 	return v
 }
+
+// TestReportListsFeatureFlags: the report's text lists each server's flags
+// that are on, and those its config sets, as the feature-flag table tells
+// them from its release's defaults; a server before 2.14.0 reports none and
+// is left out.
+func TestReportListsFeatureFlags(t *testing.T) {
+	server := func(name, version string, flags map[string]bool) auditor.ServerReport {
+		s := auditor.ServerReport{Server: auditor.Server{Name: name, Cluster: "c1", FeatureFlags: flags}}
+		s.SetVersion(version)
+		return s
+	}
+	r := &auditor.Report{Status: auditor.OK, Floor: mustRelease(t, "2.12.0"), ServersExpected: 4, Snapshot: &auditor.Snapshot{},
+		Servers: []auditor.ServerReport{
+			server("n1", "2.14.0", map[string]bool{"js_ack_fc_v2": false, "js_raft_delete_range": true}),
+			server("n2", "2.15.3", map[string]bool{"js_ack_fc_v2": false, "js_api_reply_v2": false, "js_raft_delete_range": true, "js_snapshot_sources": false}),
+			server("n3", "2.15.3", map[string]bool{"js_ack_fc_v2": false, "js_api_reply_v2": false, "js_raft_delete_range": false, "js_snapshot_sources": false}),
+			server("n4", "2.12.15", nil),
+		}}
+	var b strings.Builder
+	if err := WriteReport(&b, FormatText, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(b.String(), "SERVER  FEATURE FLAGS\n")
+	if !ok {
+		t.Fatalf("no feature flags section:\n%s", b.String())
+	}
+	section, _, _ = strings.Cut(section, "\n\n")
+	want := "n1      js_raft_delete_range (its config)\n" +
+		"n2      js_raft_delete_range\n" +
+		"n3      js_raft_delete_range off (its config)"
+	if section != want {
+		t.Errorf("feature flags section:\n%s\nwant:\n%s", section, want)
+	}
+}

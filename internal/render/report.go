@@ -2,6 +2,8 @@ package render
 
 import (
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -86,6 +88,7 @@ func writeReportText(w io.Writer, out Report, r *auditor.Report, what *auditor.W
 	for _, s := range out.Servers {
 		ew.printf("%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", s.Name, dash(s.Cluster), dash(s.Domain), s.Version, levelText(s.APILevel), s.Verdict, s.StreamsLed, s.ConsumersLed)
 	}
+	writeFeatureFlagsText(ew, out.Servers)
 	if len(out.Clusters) > 0 {
 		ew.printf("\nCLUSTER\tSERVERS\tVERSIONS\n")
 		for _, c := range out.Clusters {
@@ -111,4 +114,38 @@ func writeReportText(w io.Writer, out Report, r *auditor.Report, what *auditor.W
 	writeFindings(ew, out.Findings)
 	writeWhatIfText(ew, what)
 	return ew.err
+}
+
+// writeFeatureFlagsText lists, for each server that reports feature flags
+// (2.14.0 on), the flags it has on and those its config turns off, marking
+// what its config sets rather than its release's default. A system with no
+// such server has no section.
+func writeFeatureFlagsText(ew *errWriter, servers []auditor.ServerReport) {
+	reported := false
+	for _, s := range servers {
+		reported = reported || len(s.FeatureFlags) > 0
+	}
+	if !reported {
+		return
+	}
+	ew.printf("\nSERVER\tFEATURE FLAGS\n")
+	for _, s := range servers {
+		if len(s.FeatureFlags) == 0 {
+			continue
+		}
+		configured := auditor.ConfiguredFlags(s.Server)
+		var shown []string
+		for _, name := range slices.Sorted(maps.Keys(s.FeatureFlags)) {
+			_, set := configured[name]
+			switch {
+			case s.FeatureFlags[name] && set:
+				shown = append(shown, name+" (its config)")
+			case s.FeatureFlags[name]:
+				shown = append(shown, name)
+			case set:
+				shown = append(shown, name+" off (its config)")
+			}
+		}
+		ew.printf("%s\t%s\n", s.Name, dashList(shown))
+	}
 }
