@@ -27,6 +27,12 @@ const (
 	VersionUnparseable           Code = "VERSION_UNPARSEABLE"
 	AuditIncomplete              Code = "AUDIT_INCOMPLETE"
 	APILevelUnknown              Code = "API_LEVEL_UNKNOWN"
+	// ConsumerPulledByNobody: a consumer with a priority policy has a
+	// backlog and nobody pulls it (shards.go).
+	ConsumerPulledByNobody Code = "CONSUMER_PULLED_BY_NOBODY"
+	// ConsumerStalePin: a pinned_client consumer's pin is renewed by a
+	// holder that takes nothing, while other pulls wait (shards.go).
+	ConsumerStalePin Code = "CONSUMER_STALE_PIN"
 )
 
 // CodeInfo registers a finding code: all there is to know of it but the
@@ -89,6 +95,10 @@ var (
 		Help: "1 for a stream or consumer (consumer empty for a stream) that a server (server_name) of its JetStream domain cannot decode: that server panics at its next meta snapshot, whether it hosts the asset or not."}
 	sourcingGauge = &AssetGauge{Name: "sourcing_reset",
 		Help: "1 for an origin consumer that a mirror or source RESETs by itself (durable sourcing): verdict unanswered, its leader (server_name) is before 2.14.0 and the mirror stalls; crashes_follower, its follower (server_name) is before 2.14.0 and crashes on the replicated reset, again on every restart."}
+	unpulledGauge = &AssetGauge{Name: "consumer_pulled_by_nobody",
+		Help: "1 for a consumer with a priority policy whose leader (server_name) has a backlog, no pull waiting and no delivery or ack for longer than the policy's threshold: a shard nobody owns."}
+	stalePinGauge = &AssetGauge{Name: "consumer_stale_pin",
+		Help: "1 for a pinned_client consumer whose leader (server_name) keeps a pin older than priority_timeout and delivers nothing, with messages pending and pulls waiting: a holder renews its pin and takes nothing."}
 )
 
 // Codes registers every finding code, in the order a report lists findings
@@ -128,6 +138,10 @@ var Codes = []CodeInfo{
 		Description: "a request failed, or a reply was too large or could not be understood"},
 	{Code: APILevelUnknown, Severity: Unknown, Level: true,
 		Description: "only under --assume: a server would run a version whose JetStream API level the level table does not know, so whether it runs an asset that needs a level cannot be told"},
+	{Code: ConsumerPulledByNobody, Severity: Warning, Gauge: unpulledGauge,
+		Description: "a consumer with a priority policy (a shard) has a backlog, no pull waiting on its leader and no delivery or ack for longer than the threshold: nobody owns it"},
+	{Code: ConsumerStalePin, Severity: Warning, Gauge: stalePinGauge,
+		Description: "a pinned_client consumer's leader keeps a pin older than priority_timeout and delivers nothing, with messages pending and pulls waiting: only standby pulls wait, behind a holder that renews its pin and takes nothing"},
 }
 
 // Info returns the registration of code c, and false for a code that is

@@ -68,6 +68,32 @@ type jszConsumer struct {
 	Config  consumerConfig `json:"config"`
 }
 
+// UnmarshalJSON is the reflective decoders' way to the same projection
+// decodeJSZReply makes: the record is read only for a consumer whose
+// config has a priority policy.
+func (c *jszConsumer) UnmarshalJSON(b []byte) error {
+	type fields jszConsumer // without this method
+	if err := json.Unmarshal(b, (*fields)(c)); err != nil {
+		return err
+	}
+	return c.readPull(b)
+}
+
+// readPull reads who pulls a consumer with a priority policy from its
+// object b, into the pull state its config began; of any other consumer,
+// whose config has none, nothing.
+func (c *jszConsumer) readPull(b []byte) error {
+	if c.Config.pull == nil {
+		return nil
+	}
+	var rec pullRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return err
+	}
+	rec.fill(c.Config.pull)
+	return nil
+}
+
 // configSummary is what the audit keeps of one report's config, read as the
 // reply is decoded. A decoded config is larger than all else the projection
 // keeps of a report, and there is one per report: most of what a decoded
@@ -91,7 +117,13 @@ type streamConfig struct {
 	DurableSources []DurableSource
 }
 
-type consumerConfig struct{ configSummary }
+type consumerConfig struct {
+	configSummary
+	// pull is who pulls a consumer with a priority policy: its config,
+	// and the record of the report the config came in (readPull); nil
+	// for a consumer without one, which is most of them.
+	pull *PullState
+}
 
 // set keeps the summary of a stream's config.
 func (c *streamConfig) set(cfg *jszConfig) {
@@ -99,7 +131,9 @@ func (c *streamConfig) set(cfg *jszConfig) {
 }
 
 // set keeps the summary of a consumer's config.
-func (c *consumerConfig) set(cfg *jszConfig) { c.configSummary = summarize(KindConsumer, cfg) }
+func (c *consumerConfig) set(cfg *jszConfig) {
+	c.configSummary, c.pull = summarize(KindConsumer, cfg), cfg.pullConfig()
+}
 
 func (c *streamConfig) UnmarshalJSON(b []byte) error {
 	cfg, err := unmarshalConfig(b)
@@ -137,6 +171,9 @@ type jszConfig struct {
 	Metadata struct {
 		RequiredLevel string `json:"_nats.req.level"`
 	} `json:"metadata"`
+	// MaxAckPending is a consumer's limit of messages out unacked: a
+	// consumer at it delivers nothing, whoever pulls.
+	MaxAckPending int `json:"max_ack_pending"`
 	AssetConfig
 }
 

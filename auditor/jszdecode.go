@@ -24,7 +24,7 @@ import (
 // projection keeps of them), and TestDecodeConfigMatchesUnmarshal every
 // config field by field.
 func decodeJSZReply(data []byte) (*jszReply, error) {
-	d := jszDecoder{Scanner: jsonscan.New(data), room: len(data) / minConsumerBytes}
+	d := jszDecoder{Scanner: jsonscan.New(data), text: data, room: len(data) / minConsumerBytes}
 	var r jszReply
 	err := d.Object(func(key []byte) error {
 		switch string(key) {
@@ -62,6 +62,9 @@ func decodeJSZReply(data []byte) (*jszReply, error) {
 // reads, into what, and where its structs come from.
 type jszDecoder struct {
 	jsonscan.Scanner
+	// text is what the scanner walks: a priority consumer's record is
+	// read again from its object (jszConsumer.readPull).
+	text []byte
 	// room is how many consumers the streams' counts may still reserve
 	// room for: a reply cannot list more than it has bytes for, whatever
 	// its counts say.
@@ -185,7 +188,8 @@ func (d *jszDecoder) stream(s *jszStream) error {
 }
 
 func (d *jszDecoder) consumer(c *jszConsumer) error {
-	return d.Object(func(key []byte) error {
+	start := d.Offset()
+	err := d.Object(func(key []byte) error {
 		switch string(key) {
 		case "name":
 			return d.Text(&c.Name)
@@ -200,6 +204,15 @@ func (d *jszDecoder) consumer(c *jszConsumer) error {
 		}
 		return d.Skip()
 	})
+	if err != nil {
+		return err
+	}
+	// Few consumers have a priority policy: only theirs is read again,
+	// the object the scanner has checked, for the fields of who pulls.
+	if err := c.readPull(d.text[start:d.Offset()]); err != nil {
+		return fmt.Errorf("invalid consumer record at offset %d: %w", start, err)
+	}
+	return nil
 }
 
 func (d *jszDecoder) cluster(p **clusterInfo) error {
@@ -255,6 +268,8 @@ func (d *jszDecoder) config() (*jszConfig, error) {
 		switch string(key) {
 		case "num_replicas":
 			return d.Int(&cfg.Replicas)
+		case "max_ack_pending":
+			return d.Int(&cfg.MaxAckPending)
 		case "metadata":
 			if d.Null() {
 				return nil

@@ -194,21 +194,32 @@ func decodeInputs(t *testing.T) map[string][]byte {
 		"config null after": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","config":{"num_replicas":2},"config":null}]}]}]}}`,
 		"config twice":      `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","config":{"ack_policy":"flow_control","num_replicas":3},"config":{"num_replicas":1}}]}]}]}}`,
 		"duplicate key":     `{"data":{"total":1,"total":2}}`,
-		"not an object":     `[]`,
-		"bad total":         `{"data":{"total":1.5}}`,
-		"string total":      `{"data":{"total":"1"}}`,
-		"number name":       `{"data":{"account_details":[{"name":5}]}}`,
-		"truncated":         `{"data":{"account_details":[{"name":"A"`,
-		"trailing":          `{} x`,
-		"bad escape":        `{"a":"\x"}`,
-		"control char":      "{\"a\":\"\x01\"}",
-		"bad number":        `{"a":01}`,
-		"bad literal":       `{"a":tru}`,
-		"lone minus":        `{"a":-}`,
-		"missing colon":     `{"a" 1}`,
-		"trailing comma":    `{"a":1,}`,
-		"big err_code":      `{"error":{"err_code":70000}}`,
-		"empty":             ``,
+		"pull record": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","created":"2026-01-01T00:00:00Z",` +
+			`"config":{"priority_groups":["g","h"],"priority_policy":"pinned_client","priority_timeout":120000000000,"max_ack_pending":1000},` +
+			`"delivered":{"consumer_seq":5,"stream_seq":5,"last_active":"2026-01-01T00:01:00.5Z"},"ack_floor":{"consumer_seq":3,"stream_seq":3},` +
+			`"num_ack_pending":2,"num_redelivered":0,"num_waiting":1,"num_pending":7,"ts":"2026-01-01T00:05:00Z",` +
+			`"priority_groups":[{"group":"g","pinned_client_id":"PIN","pinned_ts":"2026-01-01T00:00:30Z"}]},` +
+			`{"name":"D","config":{"priority_groups":["g"],"priority_policy":"overflow"},"priority_groups":[{"group":"g","pinned_ts":"0001-01-01T00:00:00Z"}]},` +
+			`{"name":"E","num_pending":"x","config":{"ack_policy":"explicit"}}]}]}]}}`,
+		"bad pull record": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","num_pending":"x",` +
+			`"config":{"priority_groups":["g"],"priority_policy":"pinned_client"}}]}]}]}}`,
+		"bad pull time": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C",` +
+			`"config":{"priority_policy":"overflow"},"ts":"yesterday"}]}]}]}}`,
+		"not an object":  `[]`,
+		"bad total":      `{"data":{"total":1.5}}`,
+		"string total":   `{"data":{"total":"1"}}`,
+		"number name":    `{"data":{"account_details":[{"name":5}]}}`,
+		"truncated":      `{"data":{"account_details":[{"name":"A"`,
+		"trailing":       `{} x`,
+		"bad escape":     `{"a":"\x"}`,
+		"control char":   "{\"a\":\"\x01\"}",
+		"bad number":     `{"a":01}`,
+		"bad literal":    `{"a":tru}`,
+		"lone minus":     `{"a":-}`,
+		"missing colon":  `{"a" 1}`,
+		"trailing comma": `{"a":1,}`,
+		"big err_code":   `{"error":{"err_code":70000}}`,
+		"empty":          ``,
 	} {
 		inputs[name] = []byte(s)
 	}

@@ -56,6 +56,9 @@ type mergedConsumer struct {
 	stream *streamAssets
 	name   string
 	state  replicaState
+	// pull is the leader's record of who pulls it, for a consumer with a
+	// priority policy.
+	pull *PullState
 }
 
 // replicaState is what the replicas' reports of one asset add up to.
@@ -93,6 +96,9 @@ func (m *merger) add(reporter, domain string, js *jszData) []string {
 				ci := &sd.Consumers[j]
 				c := m.consumer(sa, ci.Name)
 				m.merge(&c.state, reporter, ci.Cluster, &ci.Config.configSummary)
+				if p := ci.Config.pull; p != nil {
+					c.keepPull(reporter, ci.Cluster, p)
+				}
 				named.addCluster(ci.Cluster)
 			}
 		}
@@ -229,6 +235,21 @@ func (m *merger) merge(a *replicaState, reporter string, ci *clusterInfo, cfg *c
 	}
 }
 
+// keepPull keeps a priority consumer's pull state from the record of its
+// leader, the only one that holds its queue of pulls and its pin; of a
+// follower's record, the config only, until the leader's comes.
+func (c *mergedConsumer) keepPull(reporter string, ci *clusterInfo, p *PullState) {
+	if ci == nil || ci.Leader == reporter {
+		p.FromLeader = true
+		c.pull = p
+		return
+	}
+	if c.pull == nil {
+		p.configOnly()
+		c.pull = p
+	}
+}
+
 // addPeer adds a peer name once; a RAFT group has a handful of peers, so a
 // slice beats a map.
 func (a *replicaState) addPeer(name string) {
@@ -298,7 +319,7 @@ func (m *merger) consumers() []Asset {
 	for i, c := range m.consumerList {
 		s := &c.stream.stream
 		out[i] = Asset{Kind: KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
-			Stream: s.Stream, Consumer: c.name}
+			Stream: s.Stream, Consumer: c.name, Pull: c.pull}
 		m.fill(&c.state, &out[i])
 	}
 	return out

@@ -23,7 +23,7 @@ func page(account, stream string, consumer string, r report) *jszData {
 	cfg := configSummary{Replicas: r.configured}
 	sd := jszStream{Name: stream, Cluster: ci, Config: streamConfig{configSummary: cfg}}
 	if consumer != "" {
-		sd = jszStream{Name: stream, Consumers: []jszConsumer{{Name: consumer, Cluster: ci, Config: consumerConfig{cfg}}}}
+		sd = jszStream{Name: stream, Consumers: []jszConsumer{{Name: consumer, Cluster: ci, Config: consumerConfig{configSummary: cfg}}}}
 	}
 	return &jszData{AccountDetails: []jszAccount{{Name: account, Streams: []jszStream{sd}}}}
 }
@@ -81,7 +81,7 @@ func TestMergeConsumerOwnsItsFields(t *testing.T) {
 	m := newMerger()
 	stream := page("APP", "S", "", report{"n1", "n1", []string{"n2", "n3"}, 3})
 	stream.AccountDetails[0].Streams[0].Config.RequiredLevel = 4
-	stream.AccountDetails[0].Streams[0].Consumers = []jszConsumer{{Name: "C", Config: consumerConfig{configSummary{Replicas: 1}}, Cluster: &clusterInfo{Leader: "n2"}}}
+	stream.AccountDetails[0].Streams[0].Consumers = []jszConsumer{{Name: "C", Config: consumerConfig{configSummary: configSummary{Replicas: 1}}, Cluster: &clusterInfo{Leader: "n2"}}}
 	m.add("n2", "hub", stream)
 	c := m.consumers()
 	want := Asset{Kind: KindConsumer, Domain: "hub", Account: "APP", Stream: "S", Consumer: "C", Leader: "n2", Peers: []string{"n2"}, Replicas: 1}

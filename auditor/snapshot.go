@@ -117,6 +117,10 @@ type Asset struct {
 	// mirrors or sources through (durable sourcing, 2.14): a 2.14 server
 	// leading the stream sends $JS.API.CONSUMER.RESET to each by itself.
 	DurableSources []DurableSource
+	// Pull is who pulls a consumer with a priority policy, as its leader
+	// reports it (see PullState); nil for a stream and for any other
+	// consumer.
+	Pull *PullState
 }
 
 // DurableSource is an origin consumer a mirror or source reads through.

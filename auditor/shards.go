@@ -1,0 +1,264 @@
+package auditor
+
+import (
+	"fmt"
+	"time"
+)
+
+// Applications that shard their work over NATS make each shard a durable
+// pull consumer with a priority group, and decide which process owns which
+// shard themselves. While their processes disagree (a rollout that changes
+// the shard count), a shard can be pulled by nobody. The servers see it:
+// the consumer's leader holds its backlog, the pulls waiting on it and its
+// pin. This file reads that from JSZ and judges it.
+
+// PullState is what a consumer with a priority policy (overflow,
+// pinned_client, prioritized) reports of who pulls it: its priority
+// config, and the record of its leader. The fields are JSZ's
+// consumer_detail, the same ConsumerInfo that CONSUMER.INFO answers
+// (nats-server consumer.go: 2.11.12 :55-86, 2.15.3 :56-87).
+type PullState struct {
+	// Policy is the config's priority_policy.
+	Policy string `json:"priority_policy"`
+	// Group is the first priority group, the only one the servers report
+	// a pin for (2.15.3 consumer.go:3672-3680).
+	Group string `json:"priority_group,omitempty"`
+	// Timeout is the config's priority_timeout: how long a pin lives
+	// without a pull that carries it (2m when a pinned_client consumer is
+	// created without one, 2.15.3 consumer.go:612, :721-722).
+	Timeout time.Duration `json:"priority_timeout,omitempty"`
+	// MaxAckPending is the config's max_ack_pending: at it the consumer
+	// delivers nothing, whoever pulls.
+	MaxAckPending int `json:"max_ack_pending,omitempty"`
+
+	// FromLeader: the fields below are the record of the consumer's
+	// leader. A follower's record is never read: its queue of pulls is
+	// always empty, and before 2.12.5 a former leader keeps reporting the
+	// pin it held. Without the leader's record the audit knows the config
+	// only.
+	FromLeader bool `json:"from_leader"`
+	// At is the leader's clock when it made the record (ConsumerInfo.ts):
+	// the ages below are measured on that one clock, not the auditor's.
+	At      time.Time `json:"at,omitzero"`
+	Created time.Time `json:"created,omitzero"`
+	// Pending is num_pending, the messages not yet delivered; AckPending
+	// num_ack_pending, delivered and not yet acked.
+	Pending    uint64 `json:"num_pending"`
+	AckPending int    `json:"num_ack_pending"`
+	// Waiting is num_waiting, the pull requests queued on the leader.
+	Waiting int  `json:"num_waiting"`
+	Paused  bool `json:"paused,omitempty"`
+	// LastDelivery and LastAck are delivered.last_active and
+	// ack_floor.last_active: the leader's last delivery and last ack (not
+	// its last pull), zero when it made none since it became leader or
+	// since a RESET.
+	LastDelivery time.Time `json:"last_delivery,omitzero"`
+	LastAck      time.Time `json:"last_ack,omitzero"`
+	// PinnedID is the pin's holder (pinned_client_id), empty when the
+	// group has no pin; PinnedAt is when the pin was given.
+	PinnedID string    `json:"pinned_client_id,omitempty"`
+	PinnedAt time.Time `json:"pinned_ts,omitzero"`
+}
+
+// Backlog is what waits for a puller: the messages not yet delivered and
+// those delivered and not acked, which nobody redelivers to while nobody
+// pulls.
+func (p *PullState) Backlog() uint64 { return p.Pending + uint64(max(p.AckPending, 0)) }
+
+// PinAge is how long the pin had been held when the leader made its
+// record; 0 without a pin.
+func (p *PullState) PinAge() time.Duration {
+	if p.PinnedID == "" || p.PinnedAt.IsZero() {
+		return 0
+	}
+	return p.since(p.PinnedAt)
+}
+
+// Idle is how long the leader had gone without a delivery or an ack when
+// it made its record: since the later of the two, or since the consumer
+// was created when it knows neither.
+func (p *PullState) Idle() time.Duration { return p.sinceLatest(p.LastDelivery, p.LastAck) }
+
+// undelivered is how long the leader had gone without a delivery: a pin
+// is given in the act of a delivery, so a pinned consumer's last one is no
+// older than its pin.
+func (p *PullState) undelivered() time.Duration { return p.sinceLatest(p.LastDelivery, p.PinnedAt) }
+
+// sinceLatest is how long before the record the later of a and b was, or
+// the consumer's creation when both are zero.
+func (p *PullState) sinceLatest(a, b time.Time) time.Duration {
+	if b.After(a) {
+		a = b
+	}
+	if a.IsZero() {
+		a = p.Created
+	}
+	return p.since(a)
+}
+
+func (p *PullState) since(t time.Time) time.Duration {
+	if p.At.IsZero() || t.IsZero() || t.After(p.At) {
+		return 0
+	}
+	return p.At.Sub(t)
+}
+
+// PriorityPinnedClient is the priority policy that pins a group to one
+// client at a time.
+const PriorityPinnedClient = "pinned_client"
+
+// pullConfig is the pull state a config with a priority policy begins,
+// nil for none: most consumers have none, and keep nothing of it.
+func (c *jszConfig) pullConfig() *PullState {
+	if c.PriorityPolicy == "" || c.PriorityPolicy == "none" {
+		return nil
+	}
+	p := &PullState{Policy: c.PriorityPolicy, Timeout: time.Duration(c.PinnedTTL), MaxAckPending: c.MaxAckPending}
+	if len(c.PriorityGroups) > 0 {
+		p.Group = c.PriorityGroups[0]
+	}
+	return p
+}
+
+// pullRecord is what PullState reads of a consumer's JSZ record.
+type pullRecord struct {
+	Created   time.Time `json:"created"`
+	Delivered struct {
+		Last *time.Time `json:"last_active"`
+	} `json:"delivered"`
+	AckFloor struct {
+		Last *time.Time `json:"last_active"`
+	} `json:"ack_floor"`
+	NumAckPending  int       `json:"num_ack_pending"`
+	NumWaiting     int       `json:"num_waiting"`
+	NumPending     uint64    `json:"num_pending"`
+	Paused         bool      `json:"paused"`
+	TS             time.Time `json:"ts"`
+	PriorityGroups []struct {
+		Group          string    `json:"group"`
+		PinnedClientID string    `json:"pinned_client_id"`
+		PinnedTS       time.Time `json:"pinned_ts"`
+	} `json:"priority_groups"`
+}
+
+// fill sets p's record fields from r.
+func (r *pullRecord) fill(p *PullState) {
+	p.configOnly()
+	p.At, p.Created, p.Pending, p.AckPending, p.Waiting, p.Paused = r.TS, r.Created, r.NumPending, r.NumAckPending, r.NumWaiting, r.Paused
+	if r.Delivered.Last != nil {
+		p.LastDelivery = *r.Delivered.Last
+	}
+	if r.AckFloor.Last != nil {
+		p.LastAck = *r.AckFloor.Last
+	}
+	if len(r.PriorityGroups) > 0 {
+		// An unpinned group reports the zero time, not no time.
+		g := r.PriorityGroups[0]
+		p.PinnedID, p.PinnedAt = g.PinnedClientID, g.PinnedTS
+	}
+}
+
+// configOnly is the state without a leader's record.
+func (p *PullState) configOnly() {
+	*p = PullState{Policy: p.Policy, Group: p.Group, Timeout: p.Timeout, MaxAckPending: p.MaxAckPending}
+}
+
+// ShardPolicy holds what judges who pulls the consumers with a priority
+// policy.
+type ShardPolicy struct {
+	// UnpulledAfter is how long a consumer with a priority policy may go
+	// with a backlog, no pull waiting on its leader and no delivery or ack
+	// before it is CONSUMER_PULLED_BY_NOBODY. Zero is
+	// DefaultUnpulledAfter; a negative value turns the finding off.
+	UnpulledAfter time.Duration
+}
+
+// DefaultUnpulledAfter is the servers' own default priority_timeout
+// (JsDefaultPinnedTTL, 2.15.3 consumer.go:612): the grace a pinned_client
+// consumer's leader gives its holder to pull again before it gives the pin
+// to another. A live owner on nats.go's jetstream package keeps a pull
+// waiting at all times (Consume and Messages ask again before the last
+// pull expires, DefaultExpires 30s), so an empty queue with a backlog for
+// this long is not a pause between two pulls.
+const DefaultUnpulledAfter = 2 * time.Minute
+
+func (p ShardPolicy) unpulledAfter() time.Duration {
+	if p.UnpulledAfter == 0 {
+		return DefaultUnpulledAfter
+	}
+	return p.UnpulledAfter
+}
+
+// shards judges who pulls each consumer with a priority policy, on its
+// leader's record.
+func (e *evaluation) shards(snap *Snapshot, p ShardPolicy) {
+	after := p.unpulledAfter()
+	for i := range snap.Consumers {
+		a := &snap.Consumers[i]
+		ps := a.Pull
+		if ps == nil || !ps.FromLeader || ps.Paused || !e.selected(*a) {
+			continue
+		}
+		switch {
+		case after > 0 && pulledByNobody(ps, after):
+			f := e.pullFinding(a, ConsumerPulledByNobody)
+			f.Message = fmt.Sprintf("consumer %s (%s%s) is pulled by nobody: %d messages pending and %d delivered unacked, no pull waiting on its leader %s, %s",
+				a.name(), ps.Policy, groupLabel(ps), ps.Pending, ps.AckPending, a.Leader, idleLabel(ps))
+			e.add(f)
+		case stuckBehindPin(ps):
+			f := e.pullFinding(a, ConsumerStalePin)
+			f.Message = fmt.Sprintf("consumer %s (%s%s) is stuck behind a stale pin: %s holds it for %s (priority_timeout %s) and renews it, "+
+				"yet its leader %s has delivered nothing for %s with %d messages pending and %d pulls waiting: only pulls without the pin wait",
+				a.name(), ps.Policy, groupLabel(ps), ps.PinnedID, ps.PinAge().Round(time.Second), ps.Timeout,
+				a.Leader, ps.undelivered().Round(time.Second), ps.Pending, ps.Waiting)
+			e.add(f)
+		}
+	}
+}
+
+func (e *evaluation) pullFinding(a *Asset, code Code) Finding {
+	f := assetFinding(a)
+	f.Code, f.Server = code, a.Leader
+	if s, ok := e.byName[a.Leader]; ok {
+		f.Cluster, f.Version = s.Cluster, s.Version
+	}
+	return f
+}
+
+// pulledByNobody: its leader has a backlog, no pull waiting, and has
+// delivered nothing and had no ack for longer than after. Unacked messages
+// count: an owner that stopped holding them leaves them to nobody.
+func pulledByNobody(p *PullState, after time.Duration) bool {
+	return p.Waiting == 0 && p.Backlog() > 0 && p.Idle() > after
+}
+
+// stuckBehindPin: a pinned_client consumer's leader keeps a pin older
+// than priority_timeout and has delivered nothing for longer than that,
+// with messages pending, pulls waiting and room under max_ack_pending.
+// The leader delivers to a waiting pull that carries the pin
+// (2.15.3 consumer.go:4571-4574) and passes over pulls without one
+// (:4575-4581); a pin lapses priority_timeout after the last pull that
+// carried it (setPinnedTimer :4494-4510, renewed only at :4873-4875). So
+// the holder still pulls, yet none of the waiting pulls is its own with
+// interest: they are standby pulls held back by a pin that takes nothing.
+func stuckBehindPin(p *PullState) bool {
+	return p.Policy == PriorityPinnedClient && p.PinnedID != "" && p.Timeout > 0 &&
+		p.PinAge() > p.Timeout && p.undelivered() > p.Timeout &&
+		p.Pending > 0 && p.Waiting > 0 && (p.MaxAckPending <= 0 || p.AckPending < p.MaxAckPending)
+}
+
+func groupLabel(p *PullState) string {
+	if p.Group == "" {
+		return ""
+	}
+	return ", group " + p.Group
+}
+
+func idleLabel(p *PullState) string {
+	idle := p.Idle().Round(time.Second).String()
+	if p.LastDelivery.IsZero() && p.LastAck.IsZero() {
+		// The times are the leader's own: a new leader knows none.
+		return "which has made no delivery or ack since the consumer was created " + idle + " ago or since it took the lead"
+	}
+	return "which has made no delivery or ack for " + idle
+}
