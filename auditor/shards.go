@@ -208,7 +208,7 @@ func (e *evaluation) shards(snap *Snapshot, p ShardPolicy) {
 		case stuckBehindPin(ps):
 			f := e.pullFinding(a, ConsumerStalePin)
 			f.Message = fmt.Sprintf("consumer %s (%s%s) is stuck behind a stale pin: %s holds it for %s (priority_timeout %s) and renews it, "+
-				"yet its leader %s has delivered nothing for %s with %d messages pending and %d pulls waiting: only pulls without the pin wait",
+				"yet its leader %s has delivered nothing for %s with %d messages pending and %d waiting pull requests: only pulls without the pin wait",
 				a.name(), ps.Policy, groupLabel(ps), ps.PinnedID, ps.PinAge().Round(time.Second), ps.Timeout,
 				a.Leader, ps.undelivered().Round(time.Second), ps.Pending, ps.Waiting)
 			e.add(f)

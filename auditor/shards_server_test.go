@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -113,6 +115,8 @@ func TestShardOwnershipMove(t *testing.T) {
 			return nil
 		})
 
+	followersKnowNoPulls(t, sysConn, stage1)
+
 	// b dies; c takes over shard 4, and shard 6 that nobody owned. b's
 	// pin on shard 4 lapses after priority_timeout, and c's pulls, which
 	// waited behind it, take it.
@@ -134,6 +138,118 @@ func TestShardOwnershipMove(t *testing.T) {
 			}
 			return nil
 		})
+
+	// A holder that renews its pin and takes nothing: z takes shard 7's
+	// pin with one pull, then keeps pulling with the pin's id to a reply
+	// subject nobody listens on. d's pulls, without the pin, wait behind
+	// it.
+	z := owner("z", "n2")
+	zombie := holdPin(t, z.nc, "shard-7", pinTimeout/6)
+	d := owner("d", "n3")
+	d.own(t, "shard-7")
+	shardStage(t, sysConn, js, policy, "a holder renews its pin and takes nothing",
+		map[string]Code{"shard-5": ConsumerPulledByNobody, "shard-7": ConsumerStalePin},
+		func(infos map[string]*jetstream.ConsumerInfo) error {
+			if i := infos["shard-7"]; pinOf(i) != zombie.pin || i.NumPending == 0 || i.NumWaiting == 0 {
+				return fmt.Errorf("shard-7: pin %q (z's %q), %d pending, %d waiting", pinOf(i), zombie.pin, i.NumPending, i.NumWaiting)
+			}
+			return nil
+		})
+
+	// z stops: its pin lapses after priority_timeout, d takes it and
+	// drains the shard.
+	zombie.stop()
+	shardStage(t, sysConn, js, policy, "the stale pin lapses",
+		map[string]Code{"shard-5": ConsumerPulledByNobody},
+		func(infos map[string]*jetstream.ConsumerInfo) error {
+			if i := infos["shard-7"]; pinOf(i) == "" || pinOf(i) == zombie.pin || i.NumPending != 0 {
+				return fmt.Errorf("shard-7: pin %q (z's was %q), %d pending", pinOf(i), zombie.pin, i.NumPending)
+			}
+			return nil
+		})
+}
+
+// pinHolder is a client that holds a consumer's pin without taking
+// messages.
+type pinHolder struct {
+	pin  string
+	stop func()
+}
+
+// holdPin takes the pin of shard's group g with a pull of one message,
+// which it does not ack, then renews the pin every interval with pulls
+// whose replies nobody receives.
+func holdPin(t *testing.T, nc *nats.Conn, shard string, interval time.Duration) *pinHolder {
+	t.Helper()
+	subject := "$JS.API.CONSUMER.MSG.NEXT.WORK." + shard
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pull := func(id, reply string) {
+		req := fmt.Sprintf(`{"batch":1,"expires":%d,"group":"g","id":%q}`, interval.Nanoseconds(), id)
+		if err := nc.PublishRequest(subject, reply, []byte(req)); err != nil {
+			t.Error(err)
+		}
+	}
+	pull("", inbox)
+	m, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sub.Unsubscribe()
+	h := &pinHolder{pin: m.Header.Get("Nats-Pin-Id")}
+	if h.pin == "" {
+		t.Fatalf("%s: the pull was not given a pin: %v", shard, m.Header)
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			pull(h.pin, nc.NewRespInbox())
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	h.stop = sync.OnceFunc(func() { close(done); <-stopped })
+	t.Cleanup(h.stop)
+	return h
+}
+
+// followersKnowNoPulls holds the followers' own JSZ records of the pulled
+// shards to what the merge assumes of them: no pull waiting and no pin,
+// while their leaders hold both (as CONSUMER.INFO said).
+func followersKnowNoPulls(t *testing.T, sysConn *nats.Conn, infos map[string]*jetstream.ConsumerInfo) {
+	t.Helper()
+	replies, err := natstest.JSZ(sysConn, server.JSzOptions{Accounts: true, Streams: true, Consumer: true}, 3, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for name, r := range replies {
+		for _, acc := range r.Data.AccountDetails {
+			for _, sd := range acc.Streams {
+				for _, ci := range sd.Consumer {
+					if ci.Cluster == nil || ci.Cluster.Leader == name || pinOf(infos[ci.Name]) == "" {
+						continue
+					}
+					n++
+					if ci.NumWaiting != 0 || (len(ci.PriorityGroups) > 0 && ci.PriorityGroups[0].PinnedClientID != "") {
+						t.Errorf("%s, a follower of %s (%s), reports %d waiting and %+v", name, ci.Name, r.Server.Version, ci.NumWaiting, ci.PriorityGroups)
+					}
+				}
+			}
+		}
+	}
+	if n != 12 {
+		t.Errorf("%d follower records of the 6 pulled shards, want 12", n)
+	}
 }
 
 func pinOf(ci *jetstream.ConsumerInfo) string {
