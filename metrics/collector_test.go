@@ -227,3 +227,25 @@ nats_version_auditor_server_feature_flag_enabled{flag="js_raft_delete_range",ser
 	}
 	lint(t, c)
 }
+
+// TestCollectorShards: the findings about who pulls a shard each set the
+// gauge their registration names, labelled by the consumer and its leader.
+func TestCollectorShards(t *testing.T) {
+	r := &auditor.Report{Snapshot: &auditor.Snapshot{}, Findings: []auditor.Finding{
+		{Code: auditor.ConsumerPulledByNobody, Account: "APP", Stream: "WORK", Consumer: "shard-5", Server: "n3"},
+		{Code: auditor.ConsumerStalePin, Account: "APP", Stream: "WORK", Consumer: "shard-7", Server: "n1"},
+	}}
+	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
+	want := `
+# HELP nats_version_auditor_consumer_pulled_by_nobody 1 for a consumer with a priority policy whose leader (server_name) has a backlog, no pull waiting and no delivery or ack for longer than the policy's threshold: a shard nobody owns. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
+# TYPE nats_version_auditor_consumer_pulled_by_nobody gauge
+nats_version_auditor_consumer_pulled_by_nobody{account="APP",account_name="",consumer="shard-5",server_name="n3",stream="WORK"} 1
+# HELP nats_version_auditor_consumer_stale_pin 1 for a pinned_client consumer whose leader (server_name) keeps a pin older than priority_timeout and delivers nothing, with messages pending and pulls waiting: a holder renews its pin and takes nothing. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
+# TYPE nats_version_auditor_consumer_stale_pin gauge
+nats_version_auditor_consumer_stale_pin{account="APP",account_name="",consumer="shard-7",server_name="n1",stream="WORK"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nats_version_auditor_consumer_pulled_by_nobody", "nats_version_auditor_consumer_stale_pin"); err != nil {
+		t.Fatal(err)
+	}
+	lint(t, c)
+}
