@@ -32,10 +32,12 @@ type PullState struct {
 	MaxAckPending int `json:"max_ack_pending,omitempty"`
 
 	// FromLeader: the fields below are the record of the consumer's
-	// leader. A follower's record is never read: its queue of pulls is
-	// always empty, and before 2.12.5 a former leader keeps reporting the
-	// pin it held. Without the leader's record the audit knows the config
-	// only.
+	// leader. A follower's record is never read: a step-down empties the
+	// queue of pulls, and from 2.12.5 drops the pin (setLeader, 2.12.5
+	// consumer.go:1690-1696, 2.15.3 :1759-1765); 2.12.4 drops it only
+	// when it times out (:3918), so a former leader before 2.12.5 reports
+	// the pin it held. Without the leader's record the audit knows the
+	// config only.
 	FromLeader bool `json:"from_leader"`
 	// At is the leader's clock when it made the record (ConsumerInfo.ts):
 	// the ages below are measured on that one clock, not the auditor's.
