@@ -2,7 +2,9 @@ package auditor
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"time"
 
 	json "github.com/segmentio/encoding/json"
 
@@ -189,28 +191,147 @@ func (d *jszDecoder) stream(s *jszStream) error {
 
 func (d *jszDecoder) consumer(c *jszConsumer) error {
 	start := d.Offset()
+	// The servers write a consumer's config before its record (but for
+	// created, kept until the end): the record is read as it comes only
+	// when the config has a priority policy, and stepped over otherwise.
+	// A record key met before the config, or a second config, sends it to
+	// the reflective decoder instead, which reads the record from the
+	// whole object after.
+	var recordSeen, reread bool
+	var created []byte
 	err := d.Object(func(key []byte) error {
-		switch string(key) {
+		switch k := string(key); k {
 		case "name":
 			return d.Text(&c.Name)
 		case "cluster":
 			return d.cluster(&c.Cluster)
 		case "config":
+			reread = reread || recordSeen
 			cfg, err := d.config()
 			if cfg != nil {
 				c.Config.set(cfg)
 			}
 			return err
+		case "created":
+			var err error
+			created, err = d.Raw()
+			return err
+		case "delivered", "ack_floor", "num_ack_pending", "num_waiting", "num_pending", "paused", "ts", "priority_groups":
+			recordSeen = true
+			if p := c.Config.pull; p != nil && !reread {
+				return d.pullField(p, k)
+			}
 		}
 		return d.Skip()
 	})
+	p := c.Config.pull
+	switch {
+	case err != nil || p == nil:
+		return err
+	case reread:
+		if err := c.readPull(d.text[start:d.Offset()]); err != nil {
+			return fmt.Errorf("invalid consumer record at offset %d: %w", start, err)
+		}
+	case created != nil:
+		if err := p.Created.UnmarshalJSON(created); err != nil {
+			return fmt.Errorf("invalid consumer record at offset %d: %w", start, err)
+		}
+	}
+	return nil
+}
+
+// pullField decodes the record field key of a priority consumer into p,
+// as pullRecord reads it.
+func (d *jszDecoder) pullField(p *PullState, key string) error {
+	switch key {
+	case "delivered":
+		return d.lastActive(&p.LastDelivery)
+	case "ack_floor":
+		return d.lastActive(&p.LastAck)
+	case "num_ack_pending":
+		return d.Int(&p.AckPending)
+	case "num_waiting":
+		return d.Int(&p.Waiting)
+	case "num_pending":
+		n, err := d.bounded(0, math.MaxInt64, "num_pending")
+		p.Pending = uint64(n)
+		return err
+	case "paused":
+		return d.Bool(&p.Paused)
+	case "ts":
+		return d.time(&p.At)
+	}
+	// priority_groups: the first group's pin; an empty list has none.
+	p.PinnedID, p.PinnedAt = "", time.Time{}
+	if d.Null() {
+		return nil
+	}
+	first := true
+	return d.Array(func() error {
+		var id string
+		var at time.Time
+		if d.Null() {
+			first = false
+			return nil
+		}
+		err := d.Object(func(key []byte) error {
+			switch string(key) {
+			case "group":
+				var g string
+				return d.Text(&g)
+			case "pinned_client_id":
+				return d.Text(&id)
+			case "pinned_ts":
+				return d.time(&at)
+			}
+			return d.Skip()
+		})
+		if first {
+			p.PinnedID, p.PinnedAt, first = id, at, false
+		}
+		return err
+	})
+}
+
+// bounded decodes an integer, which must be from lo to hi (what names
+// it); 0 when it is not. Null is 0.
+func (d *jszDecoder) bounded(lo, hi int64, what string) (int64, error) {
+	var n int64
+	if err := d.Int64(&n); err != nil {
+		return 0, err
+	}
+	if n < lo || n > hi {
+		return 0, d.Fail(what + " out of range")
+	}
+	return n, nil
+}
+
+// lastActive decodes a SequenceInfo's last_active into t.
+func (d *jszDecoder) lastActive(t *time.Time) error {
+	if d.Null() {
+		return nil
+	}
+	return d.Object(func(key []byte) error {
+		if string(key) == "last_active" {
+			if d.Null() {
+				*t = time.Time{}
+				return nil
+			}
+			return d.time(t)
+		}
+		return d.Skip()
+	})
+}
+
+// time decodes a time as encoding/json does, by time.Time's own
+// UnmarshalJSON (null leaves *t as it is).
+func (d *jszDecoder) time(t *time.Time) error {
+	raw, err := d.Raw()
 	if err != nil {
 		return err
 	}
-	// Few consumers have a priority policy: only theirs is read again,
-	// the object the scanner has checked, for the fields of who pulls.
-	if err := c.readPull(d.text[start:d.Offset()]); err != nil {
-		return fmt.Errorf("invalid consumer record at offset %d: %w", start, err)
+	if err := t.UnmarshalJSON(raw); err != nil {
+		return fmt.Errorf("invalid JSON at offset %d: %w", d.Offset()-len(raw), err)
 	}
 	return nil
 }
@@ -350,15 +471,9 @@ func (d *jszDecoder) apiError(e *apiError) error {
 		case "code":
 			return d.Int(&e.Code)
 		case "err_code":
-			var n int
-			if err := d.Int(&n); err != nil {
-				return err
-			}
-			if n < 0 || n > 0xffff {
-				return d.Fail("err_code out of range")
-			}
+			n, err := d.bounded(0, 0xffff, "err_code")
 			e.ErrCode = uint16(n)
-			return nil
+			return err
 		case "description":
 			return d.Text(&e.Description)
 		}

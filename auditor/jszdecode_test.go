@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"bytes"
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
@@ -201,6 +202,18 @@ func decodeInputs(t *testing.T) map[string][]byte {
 			`"priority_groups":[{"group":"g","pinned_client_id":"PIN","pinned_ts":"2026-01-01T00:00:30Z"}]},` +
 			`{"name":"D","config":{"priority_groups":["g"],"priority_policy":"overflow"},"priority_groups":[{"group":"g","pinned_ts":"0001-01-01T00:00:00Z"}]},` +
 			`{"name":"E","num_pending":"x","config":{"ack_policy":"explicit"}}]}]}]}}`,
+		"pull record before config": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","num_pending":3,"ts":"2026-01-01T00:05:00Z",` +
+			`"priority_groups":[{"group":"g","pinned_client_id":"PIN","pinned_ts":"2026-01-01T00:00:30Z"}],"config":{"priority_policy":"overflow","priority_groups":["g"]}}]}]}]}}`,
+		"pull record, two configs": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","config":{"priority_policy":"pinned_client"},` +
+			`"num_waiting":2,"config":{"priority_policy":"overflow","max_ack_pending":5},"num_pending":1}]}]}]}}`,
+		"pull record edges": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","config":{"priority_policy":"pinned_client"},` +
+			`"delivered":null,"ack_floor":{"last_active":null,"x":[1]},"paused":true,"priority_groups":[{"group":"g","pinned_client_id":"P"}],"priority_groups":[],"created":null},` +
+			`{"name":"D","config":{"priority_policy":"pinned_client"},"priority_groups":[null,{"group":"h","pinned_client_id":"X","pinned_ts":null}],"delivered":{"last_active":"2026-01-01T00:00:00.123456789+02:00"}},` +
+			`{"name":"E","config":{"priority_policy":"pinned_client"},"priority_groups":null,"ts":"2026-01-01T00:05:00Z","created":"2026-01-01T00:00:00Z"}]}]}]}}`,
+		"bad pull created": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","created":"x","config":{"priority_policy":"overflow"}}]}]}]}}`,
+		"bad pull group":   `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","config":{"priority_policy":"overflow"},"priority_groups":[{"group":1}]}]}]}]}}`,
+		"bad pull pending": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","config":{"priority_policy":"overflow"},"num_pending":-1}]}]}]}}`,
+		"bad pull paused":  `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","config":{"priority_policy":"overflow"},"paused":"no"}]}]}]}}`,
 		"bad pull record": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C","num_pending":"x",` +
 			`"config":{"priority_groups":["g"],"priority_policy":"pinned_client"}}]}]}]}}`,
 		"bad pull time": `{"data":{"account_details":[{"name":"A","stream_detail":[{"name":"S","consumer_detail":[{"name":"C",` +
@@ -325,6 +338,22 @@ func BenchmarkDecodeJSZ(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/consumer")
 		})
 	}
+}
+
+// BenchmarkDecodeJSZPinned decodes the reply of BenchmarkDecodeJSZ with
+// every consumer a pinned_client one: the most the record of who pulls
+// (PullState) can cost a reply.
+func BenchmarkDecodeJSZPinned(b *testing.B) {
+	data := jszFixture(b, 10_000)
+	data = bytes.ReplaceAll(data, []byte(`"ack_policy":"explicit"`),
+		[]byte(`"ack_policy":"explicit","priority_policy":"pinned_client","priority_groups":["g"],"priority_timeout":120000000000`))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := decodeJSZReply(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/consumer")
 }
 
 // BenchmarkMerge merges three servers' JSZ replies of 10,000 consumers each
