@@ -200,7 +200,7 @@ func (d *jszDecoder) consumer(c *jszConsumer) error {
 	var recordSeen, reread bool
 	var created []byte
 	err := d.Object(func(key []byte) error {
-		switch k := string(key); k {
+		switch string(key) {
 		case "name":
 			return d.Text(&c.Name)
 		case "cluster":
@@ -219,7 +219,7 @@ func (d *jszDecoder) consumer(c *jszConsumer) error {
 		case "delivered", "ack_floor", "num_ack_pending", "num_waiting", "num_pending", "paused", "ts", "priority_groups":
 			recordSeen = true
 			if p := c.Config.pull; p != nil && !reread {
-				return d.pullField(p, k)
+				return d.pullField(p, key)
 			}
 		}
 		return d.Skip()
@@ -242,8 +242,8 @@ func (d *jszDecoder) consumer(c *jszConsumer) error {
 
 // pullField decodes the record field key of a priority consumer into p,
 // as pullRecord reads it.
-func (d *jszDecoder) pullField(p *PullState, key string) error {
-	switch key {
+func (d *jszDecoder) pullField(p *PullState, key []byte) error {
+	switch string(key) {
 	case "delivered":
 		return d.lastActive(&p.LastDelivery)
 	case "ack_floor":
