@@ -19,6 +19,8 @@ type Policy struct {
 	Accounts  []string
 	Streams   []string
 	Consumers []string
+	// ShardPolicy says when a priority consumer counts as pulled by nobody.
+	ShardPolicy
 }
 
 // Evaluate holds a snapshot against a policy. It is pure: the same snapshot
@@ -58,6 +60,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	for i := range snap.Consumers {
 		e.asset(&snap.Consumers[i])
 	}
+	e.shards(snap, p.ShardPolicy)
 	e.hazards(snap)
 	e.leafnodes(snap.Leafnodes, AccountNames(snap))
 	for _, f := range unmatched(snap, p) {

@@ -335,16 +335,14 @@ func shardStage(t *testing.T, sysConn *nats.Conn, js jetstream.JetStream, policy
 	return infos
 }
 
-// judgeShards is the evaluation's shard rule alone on a snapshot.
+// judgeShards is what Evaluate finds about who pulls the snapshot's
+// consumers: its findings of the shard codes.
 func judgeShards(snap *Snapshot, p ShardPolicy) []Finding {
-	e := evaluation{byName: map[string]*ServerReport{}}
-	for _, s := range snap.Servers {
-		e.byName[s.Name] = &ServerReport{Server: s}
-	}
-	e.shards(snap, p)
 	var out []Finding
-	for _, chunk := range e.findings {
-		out = append(out, chunk...)
+	for _, f := range Evaluate(snap, Policy{Floor: DefaultFloor, ShardPolicy: p}).Findings {
+		if f.Code == ConsumerPulledByNobody || f.Code == ConsumerStalePin {
+			out = append(out, f)
+		}
 	}
 	return out
 }

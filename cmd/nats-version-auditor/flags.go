@@ -93,6 +93,13 @@ func addMinIntervalFlag(cmd *kingpin.CmdClause, def time.Duration, d *time.Durat
 type policyFlags struct {
 	floor                        string
 	accounts, streams, consumers []string
+	unpulledAfter                time.Duration
+}
+
+// addUnpulledAfterFlag adds the threshold of CONSUMER_PULLED_BY_NOBODY.
+func addUnpulledAfterFlag(cmd *kingpin.CmdClause, p *policyFlags) {
+	cmd.Flag("unpulled-after", "A priority consumer (overflow, pinned_client, prioritized) whose leader has a backlog, no pull waiting and no delivery or ack for this long is CONSUMER_PULLED_BY_NOBODY; the default is the servers' default priority_timeout; 0: never").
+		Default(auditor.DefaultUnpulledAfter.String()).DurationVar(&p.unpulledAfter)
 }
 
 func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) *kingpin.FlagClause {
@@ -133,7 +140,18 @@ func (p *policyFlags) policy() (auditor.Policy, error) {
 			}
 		}
 	}
-	return auditor.Policy{Floor: floor, Accounts: p.accounts, Streams: p.streams, Consumers: p.consumers}, nil
+	return auditor.Policy{Floor: floor, Accounts: p.accounts, Streams: p.streams, Consumers: p.consumers,
+		ShardPolicy: p.shardPolicy()}, nil
+}
+
+// shardPolicy is --unpulled-after as the shard rule reads it: 0 (or less)
+// on the command line turns the finding off, which the rule spells with a
+// negative threshold (its zero is the default).
+func (p *policyFlags) shardPolicy() auditor.ShardPolicy {
+	if p.unpulledAfter <= 0 {
+		return auditor.ShardPolicy{UnpulledAfter: -1}
+	}
+	return auditor.ShardPolicy{UnpulledAfter: p.unpulledAfter}
 }
 
 // assumeFlags is --assume SERVER=VERSION, repeatable: check and report

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
 // The renamed audit flags read the same under their old spellings, which
@@ -99,5 +101,30 @@ func TestBadEnvironmentValueNamesTheVariable(t *testing.T) {
 	want := `NATS_TIMEOUT=abc (--timeout): time: invalid duration "abc"`
 	if code := run(t.Context(), []string{"check"}, &stderr, &stderr); code != exitUnknown || !strings.Contains(stderr.String(), want) {
 		t.Errorf("exit %d, %q; want exit %d with %q", code, stderr.String(), exitUnknown, want)
+	}
+}
+
+// TestUnpulledAfterReachesThePolicy: --unpulled-after is the threshold of
+// CONSUMER_PULLED_BY_NOBODY in the policy a command evaluates with, the
+// rule's own default when it is not given, off (negative) at 0; a value that is not a duration
+// is refused with the flag named.
+func TestUnpulledAfterReachesThePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{{nil, auditor.DefaultUnpulledAfter}, {[]string{"--unpulled-after", "5s"}, 5 * time.Second}, {[]string{"--unpulled-after", "0"}, -1}} {
+		app := kingpin.New(appName, "")
+		c := addCheckCommand(app)
+		if _, err := app.Parse(append([]string{"check"}, tc.args...)); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		pol, err := c.pol.policy()
+		if err != nil || pol.UnpulledAfter != tc.want {
+			t.Errorf("%v: UnpulledAfter %s, %v; want %s", tc.args, pol.UnpulledAfter, err, tc.want)
+		}
+	}
+	res := runCmd(t, "check", "--format", "json", "--unpulled-after", "soon")
+	if res.code != exitUnknown || !strings.Contains(res.stderr, "--unpulled-after soon") || !strings.Contains(res.stdout, `"status":"UNKNOWN"`) {
+		t.Errorf("exit %d, stderr %q, stdout %q", res.code, res.stderr, res.stdout)
 	}
 }

@@ -25,6 +25,7 @@ func addPlanCommand(app *kingpin.Application) *planCommand {
 	c := &planCommand{}
 	c.cmd = app.Command("plan", "Plan restarting every server that does not run --to onto it, one at a time (followers first, the meta leader last), and say what each step does; exit with the worst step's status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
 	addFloorFlag(c.cmd, &c.pol)
+	addUnpulledAfterFlag(c.cmd, &c.pol)
 	c.cmd.Flag("to", "Version to restart the servers on, an upgrade or a downgrade (2.14.0)").Required().StringVar(&c.to)
 	c.cmd.Flag("cluster", "Only restart servers of this cluster (repeatable)").StringsVar(&c.scope.Clusters)
 	c.cmd.Flag("domain", "Only restart servers of this JetStream domain (repeatable)").StringsVar(&c.scope.Domains)

@@ -49,6 +49,7 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 	c := &serveCommand{}
 	c.cmd = app.Command("serve", "Run as a Prometheus exporter: audit on scrape, at most once per --audit.min-interval.")
 	addFloorFlag(c.cmd, &c.pol).IsSetByUser(&c.floorSet)
+	addUnpulledAfterFlag(c.cmd, &c.pol)
 	c.cmd.Flag("policy.file", `YAML or JSON file with the floor as a string (floor: "2.14.0"), read again before every audit; excludes --floor`).
 		PlaceHolder("FILE").StringVar(&c.policyFile)
 	c.web = kingpinflag.AddFlags(c.cmd, ":7779")
@@ -153,5 +154,12 @@ func (c *serveCommand) policy(logger *slog.Logger) (func() (auditor.Policy, erro
 	if c.floorSet {
 		return nil, fmt.Errorf("--floor and --policy.file both set: give the floor in one place (the file, to change it without a restart)")
 	}
-	return exporter.NewPolicyFile(c.policyFile, logger).Current, nil
+	// The file holds the floor; --unpulled-after holds as given.
+	file := exporter.NewPolicyFile(c.policyFile, logger)
+	shards := c.pol.shardPolicy()
+	return func() (auditor.Policy, error) {
+		pol, err := file.Current()
+		pol.ShardPolicy = shards
+		return pol, err
+	}, nil
 }
