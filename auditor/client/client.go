@@ -237,7 +237,57 @@ type Consumer struct {
 	// Crashes are the servers that cannot decode the consumer's config and
 	// crash on it, whether they host it or not.
 	Crashes []Crash `json:"crashes,omitempty"`
-	Audit   Audit   `json:"audit"`
+	// Pull is who pulls a consumer with a priority policy (a shard), as
+	// its leader reported it; nil for any other consumer.
+	Pull *Pull `json:"pull,omitempty"`
+	// Findings are the last audit's findings about the consumer, as
+	// `nats-version-auditor check` lists them.
+	Findings []Finding `json:"findings,omitempty"`
+	Audit    Audit     `json:"audit"`
+}
+
+// Pull is who pulls a consumer with a priority policy. Without the
+// leader's record (FromLeader false) only the policy and group are known.
+type Pull struct {
+	Policy     string `json:"priority_policy"`
+	Group      string `json:"priority_group,omitempty"`
+	FromLeader bool   `json:"from_leader"`
+	// Pending, AckPending and Waiting are the leader's num_pending,
+	// num_ack_pending and num_waiting (the pull requests queued).
+	Pending    uint64 `json:"num_pending"`
+	AckPending int    `json:"num_ack_pending"`
+	Waiting    int    `json:"num_waiting"`
+	// IdleSeconds is how long the leader had gone without a delivery or
+	// an ack.
+	IdleSeconds float64 `json:"idle_seconds"`
+	// PinnedID is the pin's holder (pinned_client_id) and PinAgeSeconds
+	// how long it has held it; empty and 0 without a pin.
+	PinnedID      string  `json:"pinned_client_id,omitempty"`
+	PinAgeSeconds float64 `json:"pin_age_seconds,omitempty"`
+}
+
+// Finding is one finding of the audit about a consumer, as `check
+// --format json` writes it; a field a code does not use is empty.
+type Finding struct {
+	Code     string   `json:"code"`
+	Severity string   `json:"severity"`
+	Message  string   `json:"message"`
+	Server   string   `json:"server,omitempty"`
+	Cluster  string   `json:"cluster,omitempty"`
+	Version  string   `json:"version,omitempty"`
+	Versions []string `json:"versions,omitempty"`
+	// Peer is the other server of a finding about two (a follower's
+	// leader).
+	Peer          string   `json:"peer,omitempty"`
+	Account       string   `json:"account,omitempty"`
+	AccountName   string   `json:"account_name,omitempty"`
+	Stream        string   `json:"stream,omitempty"`
+	Consumer      string   `json:"consumer,omitempty"`
+	RequiredLevel int      `json:"required_level,omitempty"`
+	ServerLevel   *int     `json:"server_level,omitempty"`
+	Feature       string   `json:"feature,omitempty"`
+	Sourcers      []string `json:"sourcers,omitempty"`
+	Count         int      `json:"count,omitempty"`
 }
 
 // Crash is a server that crashes on a consumer it cannot decode.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,37 @@ type indexedReport struct {
 	// complete is the report's completeness, which takes a pass over its
 	// findings: once per audit, not once per lookup.
 	complete bool
+	// findings are the report's findings about each consumer.
+	findings map[auditor.ConsumerKey][]auditor.Finding
+}
+
+// consumerFindings indexes the findings about consumers by the consumer
+// they name. A finding names no domain: it is the domain of the server it
+// names, and one whose server the audit did not see (or names none) is
+// filed under no domain, which every domain's lookup reads too.
+func consumerFindings(r *auditor.Report) map[auditor.ConsumerKey][]auditor.Finding {
+	domainOf := map[string]string{}
+	for _, s := range r.Servers {
+		domainOf[s.Name] = s.Domain
+	}
+	out := map[auditor.ConsumerKey][]auditor.Finding{}
+	for _, f := range r.Findings {
+		if f.Consumer != "" {
+			k := auditor.ConsumerKey{Domain: domainOf[f.Server], Account: f.Account, Stream: f.Stream, Consumer: f.Consumer}
+			out[k] = append(out[k], f)
+		}
+	}
+	return out
+}
+
+// findingsOf are the findings about the consumer k names.
+func (ir *indexedReport) findingsOf(k auditor.ConsumerKey) []auditor.Finding {
+	out := ir.findings[k]
+	if k.Domain != "" {
+		k.Domain = ""
+		out = append(slices.Clip(out), ir.findings[k]...)
+	}
+	return out
 }
 
 // registerAPI adds the API's endpoints to mux.
@@ -82,12 +114,46 @@ type consumerVerdict struct {
 	ResetBy []string `json:"reset_by,omitempty"`
 	// Crashes are the servers that cannot decode it and crash on it.
 	Crashes []auditor.Crash `json:"crashes,omitempty"`
+	// Pull is who pulls a consumer with a priority policy.
+	Pull *apiPull `json:"pull,omitempty"`
+	// Findings are the last audit's findings about the consumer, as
+	// check lists them (CONSUMER_PULLED_BY_NOBODY among them).
+	Findings []auditor.Finding `json:"findings,omitempty"`
+}
+
+// apiPull is who pulls a consumer with a priority policy, as its leader
+// reported it (from_leader false: the audit had only the config).
+type apiPull struct {
+	Policy        string  `json:"priority_policy"`
+	Group         string  `json:"priority_group,omitempty"`
+	FromLeader    bool    `json:"from_leader"`
+	Pending       uint64  `json:"num_pending"`
+	AckPending    int     `json:"num_ack_pending"`
+	Waiting       int     `json:"num_waiting"`
+	IdleSeconds   float64 `json:"idle_seconds"`
+	PinnedID      string  `json:"pinned_client_id,omitempty"`
+	PinAgeSeconds float64 `json:"pin_age_seconds,omitempty"`
+}
+
+func pullOf(v auditor.ConsumerView) *apiPull {
+	p := v.Pull
+	if p == nil {
+		return nil
+	}
+	out := &apiPull{Policy: p.Policy, Group: p.Group, FromLeader: p.FromLeader}
+	if p.FromLeader {
+		out.Pending, out.AckPending, out.Waiting, out.IdleSeconds = p.Pending, p.AckPending, p.Waiting, p.Idle().Seconds()
+	}
+	if v.Pin != nil {
+		out.PinnedID, out.PinAgeSeconds = v.Pin.ID, v.Pin.Age.Seconds()
+	}
+	return out
 }
 
 func verdictOf(v auditor.ConsumerView) consumerVerdict {
 	return consumerVerdict{Domain: v.Domain, Account: v.Account, AccountName: v.AccountName, Stream: v.Stream, Consumer: v.Consumer,
 		Reset: v.Reset, Reason: v.Reason, Leader: v.Leader, Replicas: v.Replicas, RequiredLevel: v.RequiredLevel,
-		Peers: render.NonNil(v.Peers), ResetBy: v.ResetBy, Crashes: v.Crashes}
+		Peers: render.NonNil(v.Peers), ResetBy: v.ResetBy, Crashes: v.Crashes, Pull: pullOf(v)}
 }
 
 // APIBatch is the answer about many consumers: GET
@@ -336,7 +402,9 @@ func (l latestAudit) entry(v auditor.ConsumerView) batchEntry {
 	if !l.fresh {
 		v.Reset, v.Reason = auditor.ResetUnknown, staleMessage(l.info, l.maxAge)
 	}
-	return batchEntry{consumerVerdict: verdictOf(v), Status: http.StatusOK}
+	cv := verdictOf(v)
+	cv.Findings = l.ir.findingsOf(v.ConsumerKey)
+	return batchEntry{consumerVerdict: cv, Status: http.StatusOK}
 }
 
 func ambiguousAccount(name string, ids []string) string {
@@ -398,7 +466,7 @@ func (a *api) index(r *auditor.Report) *indexedReport {
 		return ir
 	}
 	start := time.Now()
-	ir := &indexedReport{report: r, index: auditor.NewIndex(r.Snapshot), complete: complete(r)}
+	ir := &indexedReport{report: r, index: auditor.NewIndex(r.Snapshot), complete: complete(r), findings: consumerFindings(r)}
 	a.indexed.Store(ir)
 	a.log.Debug("audit indexed", "consumers", len(r.Snapshot.Consumers), "duration", time.Since(start))
 	return ir

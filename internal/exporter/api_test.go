@@ -33,12 +33,7 @@ func TestAPIDomains(t *testing.T) {
 		},
 	}
 	report := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
-	sched := NewScheduler(context.Background(), func(context.Context) *auditor.Report { return report }, time.Hour, nil)
-	mux := http.NewServeMux()
-	registerAPI(mux, sched, slog.New(slog.DiscardHandler))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	d := &exportertest.API{Base: srv.URL}
+	d := serveAPI(t, report)
 
 	for _, tt := range []struct {
 		path, query string
@@ -58,6 +53,19 @@ func TestAPIDomains(t *testing.T) {
 		}
 		if code == http.StatusConflict && !strings.Contains(body, `"domains":["hub","leaf"]`) {
 			t.Errorf("the conflict does not list the domains: %s", body)
+		}
+		// The findings about the consumer, of its own domain only: the
+		// leaf's 2.12.15 leader is no finding of the hub's worker.
+		var codes []string
+		for _, f := range c.Findings {
+			codes = append(codes, f.Code+"("+f.Server+")")
+		}
+		want := ""
+		if tt.want == client.VerdictUnanswered {
+			want = "CONSUMER_LEADER_BELOW_FLOOR(leaf1)"
+		}
+		if got := strings.Join(codes, " "); got != want {
+			t.Errorf("%s%s: findings %q, want %q", tt.path, tt.query, got, want)
 		}
 	}
 	if code, _ := d.Get(t, "/api/v1/consumers/APP/ORDERS/worker/more"); code != http.StatusNotFound {
@@ -96,7 +104,7 @@ func TestAPIDomains(t *testing.T) {
 	// A list: each entry as the one-consumer endpoint would answer it.
 	post := func(query, body string) (int, APIBatch, string) {
 		t.Helper()
-		resp, err := http.Post(srv.URL+"/api/v1/consumers"+query, "application/json", strings.NewReader(body))
+		resp, err := http.Post(d.Base+"/api/v1/consumers"+query, "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +132,7 @@ func TestAPIDomains(t *testing.T) {
 			t.Errorf("POST %q: %d, want 400\n%s", bad, code, body)
 		}
 	}
-	resp, err := http.Post(srv.URL+"/api/v1/consumers/APP/ORDERS/worker", "application/json", nil)
+	resp, err := http.Post(d.Base+"/api/v1/consumers/APP/ORDERS/worker", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,4 +140,53 @@ func TestAPIDomains(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %d, want 405: the API is read-only", resp.StatusCode)
 	}
+}
+
+// TestAPIPull: a consumer with a priority policy is answered with who pulls
+// it as its leader's record says, its pin's holder and age, and its
+// CONSUMER_PULLED_BY_NOBODY finding; only the config without that record.
+func TestAPIPull(t *testing.T) {
+	servers := []auditor.Server{{Name: "n1", Cluster: "c1"}}
+	servers[0].SetVersion("2.15.3")
+	at := time.Now()
+	shard := func(name string, pull *auditor.PullState) auditor.Asset {
+		return auditor.Asset{Kind: auditor.KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: "n1", Peers: []string{"n1"}, Replicas: 1, Pull: pull}
+	}
+	snap := &auditor.Snapshot{Started: at, Servers: servers, Consumers: []auditor.Asset{
+		shard("pinned", &auditor.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
+			Waiting: 1, LastDelivery: at.Add(-time.Second), PinnedID: "pin-a", PinnedAt: at.Add(-30 * time.Second)}),
+		shard("nobody", &auditor.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
+			Pending: 5, LastDelivery: at.Add(-10 * time.Minute)}),
+		shard("config-only", &auditor.PullState{Policy: "overflow", Group: "g"}),
+		shard("plain", nil),
+	}}
+	report := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	d := serveAPI(t, report)
+
+	_, c, body := d.ConsumerAt(t, "WORK", "pinned", "")
+	if p := c.Pull; p == nil || !p.FromLeader || p.PinnedID != "pin-a" || p.PinAgeSeconds != 30 || p.Waiting != 1 || len(c.Findings) != 0 {
+		t.Errorf("pinned: %s", body)
+	}
+	_, c, body = d.ConsumerAt(t, "WORK", "nobody", "")
+	if p := c.Pull; p == nil || p.Pending != 5 || p.Waiting != 0 || p.IdleSeconds != 600 || p.PinnedID != "" ||
+		len(c.Findings) != 1 || c.Findings[0].Code != string(auditor.ConsumerPulledByNobody) {
+		t.Errorf("nobody: %s", body)
+	}
+	_, c, body = d.ConsumerAt(t, "WORK", "config-only", "")
+	if p := c.Pull; p == nil || p.FromLeader || p.Policy != "overflow" || p.Pending != 0 {
+		t.Errorf("config-only: %s", body)
+	}
+	if _, c, body = d.ConsumerAt(t, "WORK", "plain", ""); c.Pull != nil {
+		t.Errorf("plain: %s", body)
+	}
+}
+
+// serveAPI answers the API from report, until the test ends.
+func serveAPI(t *testing.T, report *auditor.Report) *exportertest.API {
+	sched := NewScheduler(context.Background(), func(context.Context) *auditor.Report { return report }, time.Hour, nil)
+	mux := http.NewServeMux()
+	registerAPI(mux, sched, slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return &exportertest.API{Base: srv.URL}
 }
