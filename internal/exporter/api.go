@@ -115,45 +115,16 @@ type consumerVerdict struct {
 	// Crashes are the servers that cannot decode it and crash on it.
 	Crashes []auditor.Crash `json:"crashes,omitempty"`
 	// Pull is who pulls a consumer with a priority policy.
-	Pull *apiPull `json:"pull,omitempty"`
+	Pull *render.Pull `json:"pull,omitempty"`
 	// Findings are the last audit's findings about the consumer, as
 	// check lists them (CONSUMER_PULLED_BY_NOBODY among them).
 	Findings []auditor.Finding `json:"findings,omitempty"`
 }
 
-// apiPull is who pulls a consumer with a priority policy, as its leader
-// reported it (from_leader false: the audit had only the config).
-type apiPull struct {
-	Policy        string  `json:"priority_policy"`
-	Group         string  `json:"priority_group,omitempty"`
-	FromLeader    bool    `json:"from_leader"`
-	Pending       uint64  `json:"num_pending"`
-	AckPending    int     `json:"num_ack_pending"`
-	Waiting       int     `json:"num_waiting"`
-	IdleSeconds   float64 `json:"idle_seconds"`
-	PinnedID      string  `json:"pinned_client_id,omitempty"`
-	PinAgeSeconds float64 `json:"pin_age_seconds,omitempty"`
-}
-
-func pullOf(v auditor.ConsumerView) *apiPull {
-	p := v.Pull
-	if p == nil {
-		return nil
-	}
-	out := &apiPull{Policy: p.Policy, Group: p.Group, FromLeader: p.FromLeader}
-	if p.FromLeader {
-		out.Pending, out.AckPending, out.Waiting, out.IdleSeconds = p.Pending, p.AckPending, p.Waiting, p.Idle().Seconds()
-	}
-	if v.Pin != nil {
-		out.PinnedID, out.PinAgeSeconds = v.Pin.ID, v.Pin.Age.Seconds()
-	}
-	return out
-}
-
 func verdictOf(v auditor.ConsumerView) consumerVerdict {
 	return consumerVerdict{Domain: v.Domain, Account: v.Account, AccountName: v.AccountName, Stream: v.Stream, Consumer: v.Consumer,
 		Reset: v.Reset, Reason: v.Reason, Leader: v.Leader, Replicas: v.Replicas, RequiredLevel: v.RequiredLevel,
-		Peers: render.NonNil(v.Peers), ResetBy: v.ResetBy, Crashes: v.Crashes, Pull: pullOf(v)}
+		Peers: render.NonNil(v.Peers), ResetBy: v.ResetBy, Crashes: v.Crashes, Pull: render.PullOf(v.Pull)}
 }
 
 // APIBatch is the answer about many consumers: GET

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +178,40 @@ func TestReportListsFeatureFlags(t *testing.T) {
 		"n3      js_raft_delete_range off (its config)"
 	if section != want {
 		t.Errorf("feature flags section:\n%s\nwant:\n%s", section, want)
+	}
+}
+
+// TestReportListsShards: the report shows each consumer with a priority
+// policy with its leader's record (backlog, waiting pulls, idle time, the
+// pin's holder and age), and only its policy without that record.
+func TestReportListsShards(t *testing.T) {
+	at := time.Now()
+	shard := func(name string, p *auditor.PullState) auditor.Asset {
+		return auditor.Asset{Kind: auditor.KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: "n1", Replicas: 3, Pull: p}
+	}
+	snap := &auditor.Snapshot{Consumers: []auditor.Asset{
+		shard("s0", &auditor.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
+			Waiting: 1, LastDelivery: at.Add(-2 * time.Second), PinnedID: "pin-a", PinnedAt: at.Add(-90 * time.Second)}),
+		shard("s1", &auditor.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
+			Pending: 5, AckPending: 1, LastAck: at.Add(-200 * time.Second)}),
+		shard("s2", &auditor.PullState{Policy: "overflow", Group: "g"}),
+		shard("plain", nil),
+	}}
+	r := &auditor.Report{Status: auditor.OK, Floor: auditor.DefaultFloor, Snapshot: snap}
+	var b strings.Builder
+	if err := WriteReport(&b, FormatText, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(b.String(), "\nSHARD ")
+	section, _, _ = strings.Cut(section, "\n\n")
+	want := []string{"APP > WORK > s0  pinned_client  n1      0        0        1        2s    pin-a      90s",
+		"APP > WORK > s1  pinned_client  n1      5        1        0        200s  -          -",
+		"APP > WORK > s2  overflow       n1      -        -        -        -     -          -"}
+	if lines := strings.Split(section, "\n")[1:]; !ok || !slices.Equal(lines, want) {
+		t.Errorf("shards section:\n%s\nwant:\n%s", section, strings.Join(want, "\n"))
+	}
+	doc := ReportOf(r, nil)
+	if len(doc.Shards) != 3 || doc.Shards[0].Pull.PinnedID != "pin-a" || doc.Shards[0].Pull.PinAgeSeconds != 90 || doc.Shards[2].Pull.FromLeader {
+		t.Errorf("report JSON shards: %+v", doc.Shards)
 	}
 }

@@ -3,7 +3,9 @@ package render
 import (
 	"io"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -24,8 +26,10 @@ type Report struct {
 	APILevels   APILevels            `json:"api_levels"`
 	Features    []Feature            `json:"features"`
 	AssetLevels []auditor.AssetLevel `json:"asset_levels"`
-	WhatIf      *WhatIf              `json:"what_if,omitempty"`
-	Audit       Audit                `json:"audit"`
+	// Shards are the consumers with a priority policy and who pulls them.
+	Shards []Shard `json:"shards,omitempty"`
+	WhatIf *WhatIf `json:"what_if,omitempty"`
+	Audit  Audit   `json:"audit"`
 	// Error is set when the audit could not run at all (status UNKNOWN).
 	Error string `json:"error,omitempty"`
 }
@@ -50,7 +54,7 @@ func ReportOf(r *auditor.Report, w *auditor.WhatIf) Report {
 	levels, features := capabilityOf(r)
 	out := Report{Status: r.Status, Floor: r.FloorShown(), Servers: NonNil(r.Servers), Clusters: NonNil(r.Clusters),
 		Leafnodes: []Leafnode{}, Findings: NonNil(r.Findings), APILevels: levels, Features: features,
-		AssetLevels: auditor.AssetLevels(r, auditor.FeatureLevels()), WhatIf: whatIfOf(w), Audit: AuditOf(r)}
+		AssetLevels: auditor.AssetLevels(r, auditor.FeatureLevels()), Shards: shardsOf(r), WhatIf: whatIfOf(w), Audit: AuditOf(r)}
 	names := auditor.AccountNames(r.Snapshot)
 	for _, l := range r.Leafnodes {
 		out.Leafnodes = append(out.Leafnodes, Leafnode{Server: l.Server, Peer: l.Peer, Account: l.Account, AccountName: names[l.Account], Audited: audited[l.Peer]})
@@ -101,6 +105,7 @@ func writeReportText(w io.Writer, out Report, r *auditor.Report, what *auditor.W
 			ew.printf("%s\t%s\t%s\t%t\n", l.Server, l.Peer, auditor.AccountLabel(l.Account, l.AccountName), l.Audited)
 		}
 	}
+	writeShardsText(ew, out.Shards)
 	writeCapabilityText(ew, out)
 	if ew.err != nil {
 		return ew.err
@@ -149,3 +154,30 @@ func writeFeatureFlagsText(ew *errWriter, servers []auditor.ServerReport) {
 		ew.printf("%s\t%s\n", s.Name, dashList(shown))
 	}
 }
+
+// writeShardsText lists the consumers with a priority policy: their leader,
+// backlog, waiting pulls and the pin's holder with its age, as the leader
+// reported them. A system with none has no section.
+func writeShardsText(ew *errWriter, shards []Shard) {
+	if len(shards) == 0 {
+		return
+	}
+	ew.printf("\nSHARD\tPOLICY\tLEADER\tPENDING\tUNACKED\tWAITING\tIDLE\tPINNED TO\tPIN AGE\n")
+	for _, s := range shards {
+		name := auditor.AccountLabel(s.Account, s.AccountName) + " > " + s.Stream + " > " + s.Consumer
+		p := s.Pull
+		if !p.FromLeader {
+			ew.printf("%s\t%s\t%s\t-\t-\t-\t-\t-\t-\n", name, p.Policy, dash(s.Leader))
+			continue
+		}
+		pinAge := "-"
+		if p.PinnedID != "" {
+			pinAge = seconds(p.PinAgeSeconds)
+		}
+		ew.printf("%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", name, p.Policy, s.Leader, p.Pending, p.AckPending, p.Waiting,
+			seconds(p.IdleSeconds), dash(p.PinnedID), pinAge)
+	}
+}
+
+// seconds writes a duration in whole seconds, as the shard table shows it.
+func seconds(s float64) string { return strconv.FormatFloat(math.Round(s), 'f', 0, 64) + "s" }
