@@ -53,6 +53,9 @@ type AssumedServer struct {
 	ToLevel int `json:"to_api_level"`
 	// LevelSource says where ToLevel comes from, or why it is unknown.
 	LevelSource string `json:"level_source"`
+	// PinnedLeadersMoved counts the pinned_client consumers the server
+	// leads (PinnedLedBy): the change's restart drops their pins.
+	PinnedLeadersMoved int `json:"pinned_leaders_moved,omitempty"`
 }
 
 // GroupRef names a RAFT group: a stream's, a consumer's, or the meta group
@@ -142,7 +145,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 		}
 		level, source := LevelFor(snap, v)
 		w.Assumed = append(w.Assumed, AssumedServer{Name: s.Name, Cluster: s.Cluster, Domain: s.Domain,
-			From: s.Version, To: v, FromLevel: s.APILevel, ToLevel: level, LevelSource: source})
+			From: s.Version, To: v, FromLevel: s.APILevel, ToLevel: level, LevelSource: source, PinnedLeadersMoved: PinnedLedBy(snap, s.Name)})
 		changed[s.Name] = true
 		// The server would report the release as written.
 		s.Version, s.Parsed, s.APILevel = v.String(), v, level

@@ -72,6 +72,9 @@ type PlanStep struct {
 	Gone     []Finding      `json:"gone"`
 	Depend   []LeaderChoice `json:"depends_on_leader"`
 	FloorMet bool           `json:"floor_met"`
+	// PinnedLeadersMoved counts the pinned_client consumers the server
+	// leads when its turn comes (PinnedLedBy): the restart drops their pins.
+	PinnedLeadersMoved int `json:"pinned_leaders_moved,omitempty"`
 	// After is the report as it would be after the step.
 	After *Report `json:"-"`
 }
@@ -159,6 +162,7 @@ func MakePlan(snap *Snapshot, p Policy, v Version, scope PlanScope) (*Plan, erro
 			}
 		}
 		st.Unavailable, st.BareQuorum = restartImpact(state, p, s.Name)
+		st.PinnedLeadersMoved = PinnedLedBy(state, s.Name)
 		st.NoReset = noReset(w.After.Snapshot, p)
 		st.LevelFindings = []Finding{}
 		for _, f := range w.After.Findings {
@@ -337,4 +341,22 @@ func noReset(snap *Snapshot, p Policy) []ResetRisk {
 // String is the step in a line.
 func (st PlanStep) String() string {
 	return fmt.Sprintf("%d. %s %s %s → %s (%s)", st.Step, st.Direction, st.Server, st.From, st.To, strings.TrimSpace(st.Why))
+}
+
+// GateFloor is the floor to gate each step with: the oldest version any
+// server runs before the plan or after it. Held at it, a gate passes a
+// system that runs two versions (CLUSTER_MIXED_VERSIONS is a warning) and
+// stops at what a restart breaks: a server missing, an asset it holds
+// offline, a crash.
+func (p *Plan) GateFloor() Version {
+	oldest := p.To
+	if p.Before == nil {
+		return oldest
+	}
+	for _, s := range p.Before.Servers {
+		if !s.Parsed.IsZero() && s.Parsed.Before(oldest) {
+			oldest = s.Parsed
+		}
+	}
+	return oldest
 }

@@ -264,3 +264,18 @@ func idleLabel(p *PullState) string {
 	}
 	return "which has made no delivery or ack for " + idle
 }
+
+// PinnedLedBy counts the pinned_client consumers of snap that server leads
+// and that have other peers: restarting it moves their leadership, and a
+// new leader starts with no pin (setLeader, 2.12.5 consumer.go:1690-1696;
+// 2.15.3 :1759-1765), so whoever pulls next takes each of them.
+func PinnedLedBy(snap *Snapshot, server string) int {
+	n := 0
+	for i := range snap.Consumers {
+		a := &snap.Consumers[i]
+		if a.Leader == server && a.Replicas > 1 && a.Pull != nil && a.Pull.Policy == PriorityPinnedClient {
+			n++
+		}
+	}
+	return n
+}

@@ -155,3 +155,34 @@ func TestIndexShowsPin(t *testing.T) {
 		t.Errorf("a follower's pin shown: %+v", v.Pin)
 	}
 }
+
+// TestPinnedLedBy: a restart moves the leadership, and drops the pin, of
+// the replicated pinned_client consumers the server leads; an R1 consumer
+// has no other peer to lead it and another policy has no pin.
+func TestPinnedLedBy(t *testing.T) {
+	c := func(leader string, replicas int, policy string) Asset {
+		return Asset{Kind: KindConsumer, Leader: leader, Replicas: replicas, Pull: &PullState{Policy: policy}}
+	}
+	snap := &Snapshot{Consumers: []Asset{c("n1", 3, PriorityPinnedClient), c("n1", 1, PriorityPinnedClient), c("n1", 3, "overflow"),
+		c("n2", 3, PriorityPinnedClient), {Kind: KindConsumer, Leader: "n1", Replicas: 3}}}
+	if got := PinnedLedBy(snap, "n1"); got != 1 {
+		t.Errorf("n1 leads %d pinned consumers whose pins a restart drops, want 1", got)
+	}
+	if got := PinnedLedBy(snap, "n3"); got != 0 {
+		t.Errorf("n3: %d, want 0", got)
+	}
+}
+
+// TestGateFloor: the floor a plan's steps are gated with is the oldest
+// version before or after the plan.
+func TestGateFloor(t *testing.T) {
+	servers := []ServerReport{{}, {}}
+	servers[0].SetVersion("2.14.0")
+	servers[1].SetVersion("2.12.15")
+	for to, want := range map[string]string{"2.15.3": "2.12.15", "2.11.12": "2.11.12"} {
+		p := &Plan{To: parsed(to), Before: &Report{Servers: servers}}
+		if got := p.GateFloor().String(); got != want {
+			t.Errorf("to %s: gate floor %s, want %s", to, got, want)
+		}
+	}
+}

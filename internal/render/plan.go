@@ -64,7 +64,12 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 		ew.printf("already on %s: %s\n", p.To, strings.Join(p.Unchanged, ", "))
 	}
 	if len(p.Steps) > 0 {
-		ew.printf("Restart one server at a time: lame duck mode first, then wait for /healthz before the next.\n")
+		// /healthz skips the assets a server holds offline as unsupported
+		// (2.12.15 monitor.go:4050-4053, 2.15.3 :4148-4151): it says 200
+		// while the server runs less than its peers think it does.
+		ew.printf("Restart one server at a time: lame duck mode first; before the next, wait for\n"+
+			"`nats-version-auditor check --wait 10m --wait-for warning --floor %s`, not /healthz alone:\n"+
+			"it passes while a server holds assets offline as unsupported.\n", p.GateFloor())
 	}
 	for _, st := range p.Steps {
 		ew.printf("\n%s: %s\n", st, st.Status)
@@ -78,6 +83,9 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 				}
 				ew.printf("    %s: %s\n", groupName(g.Kind, g.Account, g.AccountName, g.Stream, g.Consumer, g.Domain), g.Reason)
 			}
+		}
+		if st.PinnedLeadersMoved > 0 {
+			ew.printf("  pinned consumers it leads: %d (the restart moves their leadership and drops their pins; whoever pulls next takes each)\n", st.PinnedLeadersMoved)
 		}
 		groups("unavailable while "+st.Server+" restarts", st.Unavailable)
 		groups("left with a bare quorum while "+st.Server+" restarts", st.BareQuorum)

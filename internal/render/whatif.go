@@ -52,6 +52,9 @@ func writeWhatIfText(ew *errWriter, w *auditor.WhatIf) {
 	}
 	for _, s := range w.Assumed {
 		ew.printf("  %s: %s (API level %s) → %s (API level %s: %s)\n", s.Name, s.From, levelText(s.FromLevel), s.To, levelText(s.ToLevel), s.LevelSource)
+		if s.PinnedLeadersMoved > 0 {
+			ew.printf("    it leads %d pinned consumers: its restart moves their leadership and drops their pins; whoever pulls next takes each\n", s.PinnedLeadersMoved)
+		}
 	}
 	for _, part := range []struct {
 		title string
