@@ -89,4 +89,7 @@ type Result struct {
 	Audits uint64
 	// RequestedAudits counts the audits Request started.
 	RequestedAudits uint64
+	// PinChanges counts the pin changes seen from each audit to the next
+	// (CountPinChanges), since the auditor started.
+	PinChanges PinChanges
 }

@@ -279,3 +279,45 @@ func PinnedLedBy(snap *Snapshot, server string) int {
 	}
 	return n
 }
+
+// PinChanges counts the pins of pinned_client consumers that changed
+// holder between two audits, as their leaders reported them.
+type PinChanges struct {
+	// Pin: the holder changed under the same leader (the pin lapsed, or
+	// was given to another pull).
+	Pin uint64
+	// WithLeader: the consumer's leader changed too; a new leader starts
+	// with no pin and gives it to whoever pulls next.
+	WithLeader uint64
+}
+
+// CountPinChanges compares the pins of the pinned_client consumers of
+// before and after that both audits read from their leaders: a pin given,
+// taken over or dropped is a change. A consumer only one audit saw is none.
+func CountPinChanges(before, after *Snapshot) PinChanges {
+	type pin struct{ leader, holder string }
+	was := map[ConsumerKey]pin{}
+	for i := range before.Consumers {
+		a := &before.Consumers[i]
+		if p := a.Pull; p != nil && p.FromLeader && p.Policy == PriorityPinnedClient {
+			was[ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}] = pin{a.Leader, p.PinnedID}
+		}
+	}
+	var c PinChanges
+	for i := range after.Consumers {
+		a := &after.Consumers[i]
+		p := a.Pull
+		if p == nil || !p.FromLeader || p.Policy != PriorityPinnedClient {
+			continue
+		}
+		old, ok := was[ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}]
+		switch {
+		case !ok || old.holder == p.PinnedID:
+		case old.leader != a.Leader:
+			c.WithLeader++
+		default:
+			c.Pin++
+		}
+	}
+	return c
+}

@@ -186,3 +186,21 @@ func TestGateFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestCountPinChanges: a pin given, taken over or dropped between two
+// audits is a change, counted apart when the leader changed too; a
+// consumer one audit did not read from its leader, or another policy, is
+// none.
+func TestCountPinChanges(t *testing.T) {
+	c := func(name, leader, pin string, fromLeader bool) Asset {
+		return Asset{Kind: KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: leader,
+			Pull: &PullState{Policy: PriorityPinnedClient, FromLeader: fromLeader, PinnedID: pin}}
+	}
+	before := &Snapshot{Consumers: []Asset{c("same", "n1", "a", true), c("moved", "n1", "a", true), c("dropped", "n1", "a", true),
+		c("newleader", "n1", "a", true), c("unread", "n1", "a", true), c("gone", "n1", "a", true)}}
+	after := &Snapshot{Consumers: []Asset{c("same", "n1", "a", true), c("moved", "n1", "b", true), c("dropped", "n1", "", true),
+		c("newleader", "n2", "", true), c("unread", "n2", "", false), c("new", "n1", "a", true)}}
+	if got, want := CountPinChanges(before, after), (PinChanges{Pin: 2, WithLeader: 1}); got != want {
+		t.Errorf("%+v, want %+v", got, want)
+	}
+}

@@ -33,6 +33,10 @@ nats_version_auditor_last_audit_timestamp_seconds 1.7000001e+09
 # HELP nats_version_auditor_audits_total Audits run since the auditor started.
 # TYPE nats_version_auditor_audits_total counter
 nats_version_auditor_audits_total 3
+# HELP nats_version_auditor_consumer_pin_changes_total Pins of pinned_client consumers whose holder changed from one audit to the next, as their leaders reported them, since the auditor started: reason pin under the same leader (the pin lapsed or went to another pull), leader_change with a new leader (which starts with no pin: whoever pulls next takes it).
+# TYPE nats_version_auditor_consumer_pin_changes_total counter
+nats_version_auditor_consumer_pin_changes_total{reason="leader_change"} 0
+nats_version_auditor_consumer_pin_changes_total{reason="pin"} 0
 # HELP nats_version_auditor_audit_duration_seconds How long the last audit took.
 # TYPE nats_version_auditor_audit_duration_seconds gauge
 nats_version_auditor_audit_duration_seconds 0.25
@@ -141,10 +145,11 @@ nats_version_auditor_last_success_timestamp_seconds 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	// up, status, the two timestamps, audits_total and a findings count per
-	// code; no floor_info before an audit has held anything against one.
-	if n := testutil.CollectAndCount(c); n != 5+len(auditor.Codes) {
-		t.Errorf("%d series before the first audit, want the %d fixed ones", n, 5+len(auditor.Codes))
+	// up, status, the two timestamps, audits_total, the two pin change
+	// counts and a findings count per code; no floor_info before an audit
+	// has held anything against one.
+	if n := testutil.CollectAndCount(c); n != 7+len(auditor.Codes) {
+		t.Errorf("%d series before the first audit, want the %d fixed ones", n, 7+len(auditor.Codes))
 	}
 	if n := testutil.CollectAndCount(c, "nats_version_auditor_floor_info"); n != 0 {
 		t.Errorf("floor_info before the first audit")

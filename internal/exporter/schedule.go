@@ -178,6 +178,11 @@ func (s *Scheduler) run(done chan struct{}, started time.Time) {
 	stale := started.Before(s.newest)
 	if !stale {
 		s.newest = started
+		if prev != nil {
+			c := auditor.CountPinChanges(prev.Snapshot, r.Snapshot)
+			s.last.PinChanges.Pin += c.Pin
+			s.last.PinChanges.WithLeader += c.WithLeader
+		}
 		s.last.Report = r
 		s.last.Finished = s.now()
 		if r.Complete() {

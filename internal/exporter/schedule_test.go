@@ -268,3 +268,27 @@ func TestSchedulerRequestAfterCancel(t *testing.T) {
 		}
 	})
 }
+
+// TestSchedulerCountsPinChanges: each audit's pins are held against the
+// last one's, and the changes add up across audits.
+func TestSchedulerCountsPinChanges(t *testing.T) {
+	pins := []struct{ leader, holder string }{{"n1", "a"}, {"n1", "b"}, {"n2", ""}, {"n2", "c"}}
+	var n atomic.Int32
+	audit := func(context.Context) *auditor.Report {
+		p := pins[n.Add(1)-1]
+		snap := &auditor.Snapshot{Consumers: []auditor.Asset{{Kind: auditor.KindConsumer, Account: "APP", Stream: "WORK", Consumer: "shard",
+			Leader: p.leader, Pull: &auditor.PullState{Policy: auditor.PriorityPinnedClient, FromLeader: true, PinnedID: p.holder}}}}
+		return auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	}
+	s := NewScheduler(context.Background(), audit, time.Hour, nil)
+	now := time.Now()
+	s.now = func() time.Time { return now }
+	var last auditor.Result
+	for range pins {
+		last = s.Get(context.Background())
+		now = now.Add(2 * time.Hour)
+	}
+	if want := (auditor.PinChanges{Pin: 2, WithLeader: 1}); last.Audits != 4 || last.PinChanges != want {
+		t.Errorf("after %d audits: %+v, want %+v", last.Audits, last.PinChanges, want)
+	}
+}
