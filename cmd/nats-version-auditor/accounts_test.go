@@ -25,6 +25,7 @@ import (
 // API keep them apart; the API answers each by its key and neither by the
 // name they share.
 func TestAccountsOfOneName(t *testing.T) {
+	t.Parallel()
 	sys := natstest.StartOperator(t, natstest.OperatorConfig{Twin: true},
 		node("n1", natstest.New), node("n2", natstest.Floor), node("n3", natstest.Old))
 	keys := []string{sys.AccountKey(natstest.AppUser), sys.AccountKey(natstest.TwinUser)}

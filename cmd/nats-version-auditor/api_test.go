@@ -26,8 +26,12 @@ import (
 // does to them, and the client package against the API, in plain and in
 // operator (JWT) mode.
 func TestAPIResetVerdictsAgainstRealReset(t *testing.T) {
+	t.Parallel()
 	for _, mode := range natstest.Modes {
-		t.Run(string(mode), func(t *testing.T) { testAPIResetVerdictsAgainstRealReset(t, mode) })
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			testAPIResetVerdictsAgainstRealReset(t, mode)
+		})
 	}
 }
 

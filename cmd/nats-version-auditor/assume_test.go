@@ -12,6 +12,7 @@ import (
 // TestAssumeAndPlanCommands runs check and report with --assume, and plan,
 // on a cluster whose n3 runs 2.12.15 and leads a consumer.
 func TestAssumeAndPlanCommands(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 	addStreamAndConsumer(t, app, "ORDERS", "worker", 3)

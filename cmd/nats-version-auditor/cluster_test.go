@@ -29,6 +29,7 @@ import (
 // 2.12.15 follower does not know: applyConsumerEntries panics "JetStream
 // Cluster Unknown group entry op type: 18" and the server exits.
 func TestConsumerResetAgainstMixedCluster(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 	addStreamAndConsumer(t, app, "ORDERS", "worker", 3)
@@ -220,6 +221,7 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 }
 
 func TestLeafnodeGapsBothWays(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t,
 		natstest.Spec{Name: "hub", Version: natstest.Floor, LeafListen: true},
 		natstest.Spec{Name: "app-leaf", Version: natstest.Old, LeafRemotes: []natstest.Remote{{Hub: "hub", Accounts: []string{"APP"}}}},
@@ -295,6 +297,7 @@ func TestPausedServerIsMissing(t *testing.T) {
 }
 
 func TestAssetNeedsAPILevelAPeerLacks(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.New), node("n3", natstest.Old))
 	// A 2.12 meta leader would reject the 2.14 config field outright.
 	if err := natstest.MoveMetaLeader(sys.Connect("n1", natstest.SysUser, natstest.SysPassword), "n1"); err != nil {
@@ -319,6 +322,7 @@ func TestAssetNeedsAPILevelAPeerLacks(t *testing.T) {
 }
 
 func TestConnectionFailuresNameTheProblem(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.Floor})
 	url := sys.URL("solo")
 	tests := []struct {
@@ -388,6 +392,7 @@ func TestConnectionFailuresNameTheProblem(t *testing.T) {
 // nothing the audit saw is UNKNOWN (exit 3) and names the pattern, in every
 // format; a pattern that matches is not reported.
 func TestGateNarrowedToNothing(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.Floor, JetStream: true})
 	addStreamAndConsumer(t, sys.Connect("solo", natstest.AppUser, natstest.AppPassword), "ORDERS", "worker", 1)
 	conn := sys.SysArgs("solo")

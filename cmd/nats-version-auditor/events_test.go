@@ -89,6 +89,7 @@ func TestEventGracefulStopShowsServerMissing(t *testing.T) {
 }
 
 func TestEventSteadyHeartbeatsAuditNothing(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
 	d := eventServe(t, sys)
 	before := d.scrape(t)
@@ -118,6 +119,7 @@ func TestEventSteadyHeartbeatsAuditNothing(t *testing.T) {
 }
 
 func TestEventFlappingServerIsRateLimited(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Floor))
 	const interval = 4 * time.Second
 	d := eventServe(t, sys, "--audit.event-min-interval", interval.String(), "--log.level", "debug")
@@ -178,6 +180,7 @@ func TestEventKilledServerShowsMissing(t *testing.T) {
 }
 
 func TestEventLeafnodeLinkComesAndGoes(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t,
 		natstest.Spec{Name: "hub", Version: natstest.Floor, LeafListen: true},
 		natstest.Spec{Name: "app-leaf", Version: natstest.Old, LeafRemotes: []natstest.Remote{{Hub: "hub", Accounts: []string{"APP"}}}},

@@ -26,6 +26,7 @@ import (
 // n1 2.15.3, n2 2.14.0, n3 2.10.27 (no API levels), n4 2.12.15 (level 3).
 // Streams tagged "ttl" land on n1, n2, n3; streams tagged "pin" on n1, n2, n4.
 func TestFactAPIGapsOfOldPeers(t *testing.T) {
+	t.Parallel()
 	tagged := func(sp natstest.Spec, tags ...string) natstest.Spec {
 		sp.Tags = append(sp.Tags, tags...)
 		return sp
@@ -404,6 +405,7 @@ func TestFactLameDuck(t *testing.T) {
 // operator mode is its public key; name is the JWT's name tag), so the
 // two accounts are two entries with one name.
 func TestFactOperatorModeAccounts(t *testing.T) {
+	t.Parallel()
 	sys := natstest.StartOperator(t, natstest.OperatorConfig{Twin: true},
 		node("n1", natstest.New), node("n2", natstest.Floor), node("n3", natstest.Old))
 	sysConn := sys.Connect("n1", natstest.SysUser, "")

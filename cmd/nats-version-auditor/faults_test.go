@@ -132,6 +132,7 @@ func TestFaultServerAnsweredThenDied(t *testing.T) {
 // every RAFT group it was in: the audit still expects it.
 func TestFaultServersStoppedGracefully(t *testing.T) {
 	t.Run("named by a replicated consumer", func(t *testing.T) {
+		t.Parallel()
 		sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
 		app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 		addStreamAndConsumer(t, app, "LOCAL", "r1", 1, "node:n1")
@@ -152,6 +153,7 @@ func TestFaultServersStoppedGracefully(t *testing.T) {
 	// Before 2.15 only the meta leader lists the group's replicas (2.15.3
 	// lists them, offline ones included, on every member).
 	t.Run("counted by the meta group alone", func(t *testing.T) {
+		t.Parallel()
 		sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Floor))
 		addStreamAndConsumer(t, sys.Connect("n1", natstest.AppUser, natstest.AppPassword), "LOCAL", "r1", 1, "node:n1")
 		awaitComplete(t, sys, "n1", 3)

@@ -39,6 +39,7 @@ var heapCases = map[string]struct {
 func TestOneAuditHeap(t *testing.T) {
 	for name, tt := range heapCases {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestOneAuditHeapChild$", "-test.v")
 			// Empty is unset, to the runtime and to oneAuditHeap.
 			cmd.Env = append(os.Environ(), heapChildEnv+"="+name, "GOGC=", "GOMEMLIMIT=")

@@ -49,6 +49,14 @@ import (
 
 // --- Running the command: check, report and check --wait.
 
+// A test that starts a system of its own and waits on its servers runs in
+// parallel (t.Parallel): it spends its time waiting, not computing. A test
+// stays sequential, and so runs with no other test of this package beside
+// it, when it asserts how long something took (the fault tests, the
+// deadlines of check --wait, the refused requests that must not wait out
+// --timeout) or changes what the whole process shares (os.Stderr, the
+// environment, make build).
+
 // faultTimeout is the --timeout of the audits that run during a fault;
 // margin is how much longer than that one may take.
 const (
@@ -86,7 +94,9 @@ func runCmd(t *testing.T, args ...string) result {
 
 // processStderr runs fn and returns what it wrote to the process's own
 // stderr, which run's stderr does not catch (nats.go's default error
-// handler writes there). The package's tests do not run in parallel.
+// handler writes there). It swaps a process-wide file, so a test that calls
+// it is not parallel, and then runs alone: Go starts the parallel tests
+// only after every sequential one has finished.
 func processStderr(t *testing.T, fn func()) string {
 	t.Helper()
 	r, w, err := os.Pipe()

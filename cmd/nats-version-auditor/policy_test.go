@@ -24,6 +24,7 @@ func TestServePolicyFileExcludesFloor(t *testing.T) {
 // cluster: each change takes effect at the next audit, floor_info follows,
 // and a file that cannot be trusted fails the audit closed.
 func TestServePolicyFile(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.Floor), node("n3", natstest.Old))
 	vol := &configMapVolume{t: t, dir: t.TempDir()}
 	path := filepath.Join(vol.dir, "policy.yaml")

@@ -21,8 +21,12 @@ import (
 // appears, with no restart. Each kind of file is one that the connection
 // cannot be made without, in plain and in operator (JWT) mode.
 func TestServeWaitsForCredentials(t *testing.T) {
+	t.Parallel()
 	for _, mode := range natstest.Modes {
-		t.Run(string(mode), func(t *testing.T) { testServeWaitsForCredentials(t, mode) })
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			testServeWaitsForCredentials(t, mode)
+		})
 	}
 }
 
@@ -142,6 +146,7 @@ func testServeWaitsForCredentials(t *testing.T, mode natstest.Mode) {
 // TestServeStartsWithoutNATS: no server listens where serve is pointed. It
 // runs anyway, answers /healthz, exports up 0 and logs the address it tried.
 func TestServeStartsWithoutNATS(t *testing.T) {
+	t.Parallel()
 	url := "nats://" + natstest.FreeAddr(t)
 	d := startServe(t, "-s", url, "--audit.min-interval", "0s", "--timeout", "1s")
 	if code, _ := d.Get(t, "/healthz"); code != http.StatusOK {

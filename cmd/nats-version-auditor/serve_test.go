@@ -19,6 +19,7 @@ import (
 // whole cluster, and once per server as the sidecars would. The sidecars'
 // series add up to the cluster's, each exactly once.
 func TestServeScopes(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, node("n1", natstest.Floor), node("n2", natstest.New), node("n3", natstest.Old))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 	addStreamAndConsumer(t, app, "ORDERS", "led-by-old", 3)
@@ -98,6 +99,7 @@ var selfFamilies = []string{"up", "status", "last_success_timestamp_seconds", "l
 	"events_up", "events_received_total", "event_audits_total"}
 
 func TestServeEndpointsAndShutdown(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
 	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "1h")...)
 
@@ -133,6 +135,7 @@ func TestServeEndpointsAndShutdown(t *testing.T) {
 // audit that says it is incomplete), the report says what is missing, and only /completez,
 // which no probe uses, and the metrics say the audit is incomplete.
 func TestServeStaysReadyDuringOutage(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.New))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 	addStreamAndConsumer(t, app, "LOCAL", "on-n1", 1, "node:n1")
@@ -200,6 +203,7 @@ func TestServeStaysReadyDuringOutage(t *testing.T) {
 // from, so the pod is not ready; an audit that reached no server is an answer (the API says
 // so with 503 and the reason), so it is ready then.
 func TestServeReadyzWaitsForAnAudit(t *testing.T) {
+	t.Parallel()
 	d := startServe(t, "-s", "nats://"+natstest.FreeAddr(t), "--audit.min-interval", "1h")
 	if err := natstest.Eventually(10*time.Second, func() error {
 		if code, body := d.Get(t, "/readyz"); code != http.StatusOK {

@@ -114,17 +114,19 @@ func TestLeastPrivilege(t *testing.T) {
 // them it still audits on scrapes (up 1) but reports events_up 0 and logs
 // which subscription is missing.
 func TestLeastPrivilegeEvents(t *testing.T) {
+	t.Parallel()
 	for _, mode := range natstest.Modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			users := []natstest.User{leastPrivilege}
 			for _, perm := range eventSubscribe {
 				users = append(users, without(perm))
 			}
 			sys := startWithSysUsers(t, mode, natstest.Floor, users)
-			serve := func(u natstest.User) *daemon {
+			serve := func(t *testing.T, u natstest.User) *daemon {
 				return startServe(t, append(sys.ArgsAs("n1", u.Name), "--timeout", "2s", "--audit.min-interval", "1h")...)
 			}
-			full := serve(leastPrivilege)
+			full := serve(t, leastPrivilege)
 			err := natstest.Eventually(30*time.Second, func() error {
 				mfs := full.scrape(t)
 				if v := value(mfs, "nats_version_auditor_up"); v != 1 {
@@ -139,9 +141,12 @@ func TestLeastPrivilegeEvents(t *testing.T) {
 				t.Fatalf("with exactly the documented permissions: %v\n%s", err, full.stderr)
 			}
 
+			// Each serve is a client of its own on the one system: they
+			// watch side by side.
 			for i, perm := range eventSubscribe {
 				t.Run(users[i+1].Name, func(t *testing.T) {
-					d := serve(users[i+1])
+					t.Parallel()
+					d := serve(t, users[i+1])
 					want := "allow the user to subscribe to " + perm
 					err := natstest.Eventually(30*time.Second, func() error {
 						if !strings.Contains(d.stderr.String(), want) {
@@ -168,8 +173,12 @@ func TestLeastPrivilegeEvents(t *testing.T) {
 // wrong, in plain and operator (JWT) mode, and finds none of the secrets in
 // anything check or serve prints, exports or logs.
 func TestSecretsNeverLeave(t *testing.T) {
+	t.Parallel()
 	for _, mode := range natstest.Modes {
-		t.Run(string(mode), func(t *testing.T) { testSecretsNeverLeave(t, mode) })
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			testSecretsNeverLeave(t, mode)
+		})
 	}
 }
 
@@ -229,6 +238,7 @@ func testSecretsNeverLeave(t *testing.T, mode natstest.Mode) {
 }
 
 func TestMetricsBehindTLSAndBasicAuth(t *testing.T) {
+	t.Parallel()
 	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.New, JetStream: true})
 	webConfig, pool := tlsWebConfig(t, "prometheus", "scrape-pass")
 
@@ -284,6 +294,7 @@ func TestMetricsBehindTLSAndBasicAuth(t *testing.T) {
 }
 
 func TestTLSFailureIsNamed(t *testing.T) {
+	t.Parallel()
 	certPath, keyPath, _ := selfSigned(t, t.TempDir())
 	sys := natstest.Start(t, natstest.Spec{Name: "secure", Version: natstest.Floor, TLSCert: certPath, TLSKey: keyPath})
 	url := strings.Replace(sys.URL("secure"), "nats://", "tls://", 1)

@@ -133,6 +133,7 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 // TestWaitInterruptedBeforeAnAudit: a wait interrupted while no audit could
 // run prints the document of the last failure, in the format asked for.
 func TestWaitInterruptedBeforeAnAudit(t *testing.T) {
+	t.Parallel()
 	b := startCheck(t, "--wait", "1m", "--audit.min-interval", "100ms", "--timeout", "500ms", "--format", "json", "--floor", "2.12", "-s", "nats://127.0.0.1:1")
 	b.waitFor(t, 20*time.Second, `UNKNOWN cannot reach NATS`)
 	b.cancel()
