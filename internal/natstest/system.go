@@ -523,9 +523,34 @@ func (sys *System) probe(s *Server) error {
 	if !s.JetStream {
 		return nil
 	}
-	_, err = nc.Request("$JS.API.INFO", nil, time.Second)
-	return err
+	return askAgainUntilAnswered(nc, "$JS.API.INFO", time.Second)
 }
+
+// askAgainUntilAnswered sends a request every probeInterval, all with one
+// reply subject, until any of them is answered or timeout passes. A server
+// that has no JetStream meta leader yet lets the request go unanswered, and
+// one comes a moment later: asked again, it answers then, not at the end of
+// a timeout. A slow answer to an earlier request counts all the same.
+func askAgainUntilAnswered(nc *nats.Conn, subject string, timeout time.Duration) error {
+	sub, err := nc.SubscribeSync(nats.NewInbox())
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe() //nolint:errcheck // the connection is closed next
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := nc.PublishRequest(subject, sub.Subject, nil); err != nil {
+			return err
+		}
+		_, err := sub.NextMsg(min(probeInterval, time.Until(deadline)))
+		if !errors.Is(err, nats.ErrTimeout) || !time.Now().Before(deadline) {
+			return err
+		}
+	}
+}
+
+// probeInterval is how often a server not ready yet is asked again.
+const probeInterval = 100 * time.Millisecond
 
 // Kill ends the named server with SIGKILL and waits for it to exit. A paused
 // server dies without running again: resuming it first (as this once did)
