@@ -527,10 +527,12 @@ func (sys *System) probe(s *Server) error {
 }
 
 // askAgainUntilAnswered sends a request every probeInterval, all with one
-// reply subject, until any of them is answered or timeout passes. A server
-// that has no JetStream meta leader yet lets the request go unanswered, and
-// one comes a moment later: asked again, it answers then, not at the end of
-// a timeout. A slow answer to an earlier request counts all the same.
+// reply subject, until any of them is answered or timeout passes. Only the
+// JetStream meta leader answers $JS.API.INFO, and a server with none says so
+// only after 10 s (2.14.0 jetstream_api.go:1294-1309, raft.go:287): a
+// request sent before the first leader is elected is never answered, and
+// the leader comes a moment later. Asked again, it answers then, not at the
+// end of a timeout; a slow answer to an earlier request counts all the same.
 func askAgainUntilAnswered(nc *nats.Conn, subject string, timeout time.Duration) error {
 	sub, err := nc.SubscribeSync(nats.NewInbox())
 	if err != nil {
