@@ -388,13 +388,13 @@ func outcomeRank(o Outcome) int {
 	switch o {
 	case IgnoredOnline:
 		return 1
-	case HeldOffline:
+	case HeldOffline, HaltsReplica:
 		return 2
 	case CreateRefused:
 		return 3
 	case NotLoaded:
 		return 4
-	case CrashesOnDecode:
+	case CrashesOnDecode, CrashesOnApply:
 		return 5
 	}
 	return 0

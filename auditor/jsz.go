@@ -103,10 +103,12 @@ type configSummary struct {
 	Replicas      int
 	RequiredLevel int
 	Features      FeatureSet
+	Ops           OpSet
 }
 
 func summarize(kind AssetKind, c *jszConfig) configSummary {
-	return configSummary{Replicas: c.Replicas, RequiredLevel: c.requiredLevel(), Features: DetectFeatures(kind, &c.AssetConfig)}
+	return configSummary{Replicas: c.Replicas, RequiredLevel: c.requiredLevel(),
+		Features: DetectFeatures(kind, &c.AssetConfig), Ops: DetectOps(kind, &c.AssetConfig)}
 }
 
 // streamConfig and consumerConfig are the summaries of a stream's and a

@@ -68,6 +68,7 @@ type replicaState struct {
 	replicas int
 	level    int
 	features FeatureSet
+	ops      OpSet
 	// leaderSelf is set once the leader itself reported the asset: its word
 	// on who leads wins over a follower's possibly stale view.
 	leaderSelf bool
@@ -216,6 +217,7 @@ func (m *merger) merge(a *replicaState, reporter string, ci *clusterInfo, cfg *c
 	a.replicas = max(a.replicas, cfg.Replicas)
 	a.level = max(a.level, cfg.RequiredLevel)
 	a.features |= cfg.Features
+	a.ops |= cfg.Ops
 	if ci == nil {
 		// A server outside any cluster hosts its assets alone and leads them.
 		a.leader, a.leaderSelf = reporter, true
@@ -266,7 +268,7 @@ func (m *merger) fill(a *replicaState, out *Asset) {
 	slices.Sort(a.peers)
 	out.Leader, out.Peers = a.leader, m.peerSet(a.peers)
 	out.Replicas = max(a.replicas, len(a.peers))
-	out.RequiredLevel, out.Features = a.level, a.features
+	out.RequiredLevel, out.Features, out.Ops = a.level, a.features, a.ops
 }
 
 // peerSet returns the one list of the sorted peers, made the first time

@@ -113,6 +113,10 @@ type Asset struct {
 	// Features are the features its config uses (see Features), as any
 	// reporting server's copy of the config shows them.
 	Features FeatureSet
+	// Ops are the replicated operations (see ReplicatedOps) a leader of
+	// the asset can propose, as any reporting server's copy of the config
+	// admits them.
+	Ops OpSet
 	// DurableSources are the durable consumers of other streams a stream
 	// mirrors or sources through (durable sourcing, 2.14): a 2.14 server
 	// leading the stream sends $JS.API.CONSUMER.RESET to each by itself.
