@@ -33,6 +33,19 @@ const (
 	// ConsumerStalePin: a pinned_client consumer's pin is renewed by a
 	// holder that takes nothing, while other pulls wait (shards.go).
 	ConsumerStalePin Code = "CONSUMER_STALE_PIN"
+
+	// AssetOpCrashesFollower: a leader of the asset proposes a replicated
+	// op (ReplicatedOps) that a follower panics on.
+	AssetOpCrashesFollower Code = "ASSET_OP_CRASHES_FOLLOWER"
+	// AssetOpHaltsReplica: a leader of the asset proposes a replicated op
+	// that a follower cannot apply: its replica stops voting.
+	AssetOpHaltsReplica Code = "ASSET_OP_HALTS_REPLICA"
+	// AssetPeerNotRunning: a peer holds the asset offline or never loads
+	// it (Features): the group runs on fewer peers than it has.
+	AssetPeerNotRunning Code = "ASSET_PEER_NOT_RUNNING"
+	// AssetPeerDiverges: a peer runs the asset online without a feature
+	// it does not know: its copy diverges.
+	AssetPeerDiverges Code = "ASSET_PEER_DIVERGES"
 )
 
 // CodeInfo registers a finding code: all there is to know of it but the
@@ -128,6 +141,14 @@ var Codes = []CodeInfo{
 		Description: "whatever the floor: a mirror or source RESETs its origin consumer by itself (durable sourcing) and that consumer's leader is before 2.14.0: the mirror stalls, with no error"},
 	{Code: SourcingResetCrashesFollower, Severity: Critical, Leader: true, Follower: true, Reset: ResetCrashesFollower, Gauge: sourcingGauge,
 		Description: "whatever the floor: a mirror or source RESETs its origin consumer by itself (durable sourcing) and a follower before 2.14.0 crashes on the replicated reset, again on every restart"},
+	{Code: AssetOpCrashesFollower, Severity: Critical, Leader: true, Follower: true,
+		Description: "whatever the floor: a peer that leads a stream, or would if it led, proposes a replicated operation a follower before its release panics on (a 2.15 mirror leader's delete range, an atomic batch), again on every restart"},
+	{Code: AssetOpHaltsReplica, Severity: Critical, Leader: true, Follower: true,
+		Description: "whatever the floor: a peer that leads an asset, or would if it led, proposes a replicated operation a 2.15 or later follower does not know: it logs a critical write error and its replica stops voting"},
+	{Code: AssetPeerNotRunning, Severity: Critical,
+		Description: "a peer of a stream or consumer holds it offline or never loads it, for a feature of its config the peer's version does not have, where its API level does not tell: the group runs on fewer peers than it has"},
+	{Code: AssetPeerDiverges, Severity: Critical,
+		Description: "a peer of a stream or consumer runs it online without a feature of its config its version does not have, where its API level does not tell: its copy diverges from the others'"},
 	{Code: LeafnodeUnaudited, Severity: Warning,
 		Description: "a leafnode peer never answered the audit: it does not share the system account, or it is not answering"},
 	{Code: ServerMissing, Severity: Unknown, Incomplete: true, owner: ownedByAnyAnswered,

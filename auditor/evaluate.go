@@ -205,6 +205,7 @@ func (e *evaluation) asset(a *Asset) {
 		}
 		e.apiLevel(a, s, required, unrecorded)
 	}
+	e.peerFindings(a, required)
 }
 
 // assetFinding is a finding about a: made only for a finding, as most
@@ -279,9 +280,7 @@ func (a Asset) requiredLevel() (level int, unrecorded string) {
 // apiLevel judges whether peer s supports the asset's required API level
 // (required, and unrecorded, from requiredLevel).
 func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorded string) {
-	// A 2.10 server knows no API levels and no level metadata: an
-	// unreadable level means nothing to it.
-	if required <= s.APILevel || (required == LevelUnreadable && s.APILevel <= 0) {
+	if !levelSpeaks(required, s.APILevel) {
 		return
 	}
 	name := a.name()
@@ -303,6 +302,14 @@ func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorde
 			a.Kind, name, required, s.Name, s.Version, a.Kind)
 	}
 	e.add(f)
+}
+
+// levelSpeaks reports whether a peer of API level level falls short of an
+// asset's required level: an ASSET_API_LEVEL_UNSUPPORTED finding.
+func levelSpeaks(required, level int) bool {
+	// A 2.10 server knows no API levels and no level metadata: an
+	// unreadable level means nothing to it.
+	return required > level && (required != LevelUnreadable || level > 0)
 }
 
 // name is how findings name the asset: an account with a name of its own

@@ -97,8 +97,11 @@ type Finding struct {
 	RequiredLevel int    `json:"required_level,omitempty"`
 	ServerLevel   *int   `json:"server_level,omitempty"`
 	// Feature names the feature (see Features) an ASSET_CRASHES_SERVER
-	// server cannot decode.
+	// server cannot decode, or that an ASSET_PEER_* peer does not run.
 	Feature string `json:"feature,omitempty"`
+	// Op names the replicated operation (see ReplicatedOps) an
+	// ASSET_OP_* follower cannot apply.
+	Op string `json:"op,omitempty"`
 	// Sourcers are the mirrors and sources ("ACCOUNT > STREAM") that send
 	// the consumer of a SOURCING_RESET_* finding RESET by themselves.
 	Sourcers []string `json:"sourcers,omitempty"`

@@ -243,8 +243,9 @@ func missingAfterReset(name string, last Server, snap *Snapshot, sourcers map[Co
 }
 
 // hazards adds the findings of crashes and stalls no application asks for:
-// assets a server of their domain cannot decode, and origin consumers that
-// mirrors and sources RESET by themselves. Both hold whatever the floor.
+// assets a server of their domain cannot decode, origin consumers that
+// mirrors and sources RESET by themselves, and ops a leader proposes that
+// a follower cannot apply (opHazards). All hold whatever the floor.
 // The crashes are not narrowed by the policy's patterns: the server that
 // goes down takes every asset it hosts with it.
 func (e *evaluation) hazards(snap *Snapshot) {
@@ -266,6 +267,7 @@ func (e *evaluation) hazards(snap *Snapshot) {
 			e.add(f)
 		}
 	}
+	e.opHazards(snap)
 }
 
 // selectedSourcing: the policy selects the origin consumer or one of the

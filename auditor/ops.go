@@ -318,22 +318,39 @@ func (o ReplicatedOp) Proposes(leader Server, ops OpSet, replicas int, sourced b
 	if v.IsZero() {
 		return ProposedByItself, fmt.Sprintf("%s reports version %q, which is not a version: it may propose %s", leader.Name, leader.Version, o.GoName)
 	}
-	best, why := NotProposed, fmt.Sprintf("%s (%s) does not propose %s for it", leader.Name, leader.Version, o.GoName)
+	p, ok := o.proposal(leader, sourced)
+	if !ok {
+		return NotProposed, fmt.Sprintf("%s (%s) does not propose %s for it", leader.Name, leader.Version, o.GoName)
+	}
+	return p.How, fmt.Sprintf("%s (%s) proposes %s %s", leader.Name, leader.Version, o.GoName, p.when(leader))
+}
+
+// proposal is the worst way a leader of a parsed version proposes the op,
+// by itself before on request; false when it does not.
+func (o ReplicatedOp) proposal(leader Server, sourced bool) (Proposal, bool) {
+	var best Proposal
+	found := false
 	for _, p := range o.Proposed {
-		if v.Before(p.Since) || (p.Sourced && !sourced) {
+		if leader.Parsed.Before(p.Since) || (p.Sourced && !sourced) {
 			continue
 		}
 		if p.Flag != "" && !FlagOn(leader, p.Flag) {
 			continue
 		}
-		if best == NotProposed || p.How == ProposedByItself {
-			best, why = p.How, fmt.Sprintf("%s (%s) proposes %s %s", leader.Name, leader.Version, o.GoName, p.When)
-			if p.Flag != "" {
-				why += fmt.Sprintf(" (%s: %s)", p.Flag, flagOrigin(leader, p.Flag))
-			}
+		if !found || p.How == ProposedByItself {
+			best, found = p, true
 		}
 	}
-	return best, why
+	return best, found
+}
+
+// when says when the leader proposes it, and which of its server's flags
+// makes it.
+func (p Proposal) when(leader Server) string {
+	if p.Flag == "" {
+		return p.When
+	}
+	return fmt.Sprintf("%s (%s: %s)", p.When, p.Flag, flagOrigin(leader, p.Flag))
 }
 
 // Proposers lists the peers that would propose the op if they led the

@@ -83,6 +83,7 @@ func appendFindingJSON(buf []byte, f *auditor.Finding) []byte {
 		buf = strconv.AppendInt(append(buf, `,"server_level":`...), int64(*f.ServerLevel), 10)
 	}
 	buf = appendStringField(buf, `,"feature":`, f.Feature)
+	buf = appendStringField(buf, `,"op":`, f.Op)
 	buf = appendStringsField(buf, `,"sourcers":`, f.Sourcers)
 	if f.Count != 0 {
 		buf = strconv.AppendInt(append(buf, `,"count":`...), int64(f.Count), 10)

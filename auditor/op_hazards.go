@@ -1,0 +1,216 @@
+package auditor
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The findings both axes of the table give an asset's peers: what a peer
+// does with the asset's config (Features), and what a follower does with
+// the replicated operations its leader proposes (ReplicatedOps).
+
+// opFindings are the findings of the ops a leader of the asset proposes
+// that a peer cannot apply as its follower. Every peer that would propose
+// the op if it led counts, not only the current leader: a leader change is
+// ordinary, and the audit takes the worse outcome. A peer that does not
+// run the replica (the first axis) never applies an entry and is left to
+// peerFindings. The consumer RESET is judged by its own rules, an
+// application's (consumerFollower) and durable sourcing's
+// (sourcingFindings), which this adds nothing to. A follower that several
+// ops crash (an atomic batch's message and commit) is named once, for the
+// first.
+func opFindings(a *Asset, byName map[string]Server, sourced bool) []Finding {
+	if a.Ops == 0 || a.Replicas < 2 {
+		return nil
+	}
+	var peers []Server
+	for _, p := range a.Peers {
+		if s, ok := byName[p]; ok {
+			peers = append(peers, s)
+		}
+	}
+	var out []Finding
+	var named []string
+	for _, o := range ReplicatedOps {
+		if o.Kind != a.Kind || o.Op == OpResetSeq || !a.Ops.Has(o.Op) {
+			continue
+		}
+		proposers, how := o.Proposers(peers, a.Ops, a.Replicas, sourced)
+		if how == NotProposed {
+			continue
+		}
+		for _, s := range peers {
+			outcome, _ := o.FollowerOutcome(s.Parsed, a.Features)
+			if (outcome != CrashesOnApply && outcome != HaltsReplica) || slices.Contains(named, s.Name) {
+				continue
+			}
+			// A peer proposes nothing to itself: the others must.
+			others := slices.DeleteFunc(slices.Clone(proposers), func(n string) bool { return n == s.Name })
+			if len(others) == 0 {
+				continue
+			}
+			named = append(named, s.Name)
+			out = append(out, opFinding(a, o, s, outcome, others, byName, sourced))
+		}
+	}
+	return out
+}
+
+// opFinding is the finding of follower s, whose outcome for the op is
+// CrashesOnApply or HaltsReplica, of an asset that the proposers (s not
+// among them) propose the op to when they lead it.
+func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []string, byName map[string]Server, sourced bool) Finding {
+	f := assetFinding(a)
+	f.Server, f.Cluster, f.Version, f.Op = s.Name, s.Cluster, s.Version, o.Name
+	if a.Leader != s.Name {
+		f.Peer = a.Leader
+	}
+	// The leader that proposes it now, or the first peer that would.
+	now := slices.Contains(proposers, a.Leader)
+	who := byName[proposers[0]]
+	if now {
+		who = byName[a.Leader]
+	}
+	which := fmt.Sprintf("%s (%s) proposes %s", who.Name, who.Version, o.whenProposed(who, sourced))
+	follower := fmt.Sprintf("follower %s (%s)", s.Name, s.Version)
+	if !now {
+		follower = fmt.Sprintf("if %s becomes its leader, %s as its follower", orList(proposers), s.Name+" ("+s.Version+")")
+	}
+	if outcome == CrashesOnApply {
+		f.Code = AssetOpCrashesFollower
+		f.Message = fmt.Sprintf("%s %s: %s panics on %s (Unknown group entry op type: %d), which %s, and again on every restart",
+			a.Kind, a.name(), follower, o.GoName, o.Op, which)
+		return f
+	}
+	f.Code = AssetOpHaltsReplica
+	f.Message = fmt.Sprintf("%s %s: %s cannot apply %s (entry op %d), which %s: it logs a critical write error and its replica stops voting, so the group runs on one voting peer fewer",
+		a.Kind, a.name(), follower, o.GoName, o.Op, which)
+	return f
+}
+
+// whenProposed says how and when leader proposes the op.
+func (o ReplicatedOp) whenProposed(leader Server, sourced bool) string {
+	if p, ok := o.proposal(leader, sourced); ok {
+		return p.when(leader)
+	}
+	// A version that is not one: Proposes takes the worst.
+	return "as its leader, whose version is not one, may"
+}
+
+// orList writes names as "n1", "n1 or n2", "n1, n2 or n3".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// peerOutcome is what one peer does with an asset's config: the worst
+// outcome of the features it uses, and that feature.
+type peerOutcome struct {
+	server  Server
+	outcome Outcome
+	feature Feature
+}
+
+// worstFeature is the worst first-axis outcome of a server of version v
+// for the features, with its feature; Supported when there is none.
+func worstFeature(features FeatureSet, v Version) (Outcome, Feature) {
+	worst, which := Supported, Feature{}
+	for _, ft := range features.Features() {
+		if h := ft.HandlingBy(v); outcomeRank(h.Asset) > outcomeRank(worst) {
+			worst, which = h.Asset, ft
+		}
+	}
+	return worst, which
+}
+
+// peerFindings are the findings of the peers that do not run the asset as
+// the others do: one that holds it offline or never loads it (the group
+// runs on fewer peers than it has), and one that runs it online without
+// what it does not know (its copy diverges). A peer whose API level the
+// asset's required level is above has its ASSET_API_LEVEL_UNSUPPORTED
+// finding instead (levelSpeaks), which says the same of the same server
+// and asset, and one that crashes on the config its ASSET_CRASHES_SERVER
+// finding; both still count among the peers that do not run it.
+func (e *evaluation) peerFindings(a *Asset, required int) {
+	if a.Features == 0 {
+		return
+	}
+	var odd []peerOutcome
+	down, answered := 0, 0
+	for _, p := range a.Peers {
+		s, ok := e.seen[p]
+		if !ok {
+			continue
+		}
+		answered++
+		o, ft := worstFeature(a.Features, s.Parsed)
+		if o == Supported {
+			continue
+		}
+		if !RunsReplica(o) {
+			down++
+		}
+		if !levelSpeaks(required, s.APILevel) && (o == NotLoaded || o == HeldOffline || o == IgnoredOnline) {
+			odd = append(odd, peerOutcome{s, o, ft})
+		}
+	}
+	if len(odd) == 0 {
+		return
+	}
+	n := len(a.Peers)
+	runs := fmt.Sprintf("runs on %d of its %d peers", n-down, n)
+	if answered < n {
+		runs = fmt.Sprintf("runs on at most %d of its %d peers", n-down, n)
+	}
+	quorum := n/2 + 1
+	switch {
+	case n-down < quorum:
+		runs += ", fewer than its quorum of " + strconv.Itoa(quorum) + ": it stops"
+	case n-down == quorum && n > 1:
+		runs += "; one more peer down and it stops"
+	}
+	for _, po := range odd {
+		s, ft := po.server, po.feature
+		f := assetFinding(a)
+		f.Server, f.Cluster, f.Version, f.Feature = s.Name, s.Cluster, s.Version, ft.Name
+		what := fmt.Sprintf("%s, new in %s", ft.Title, ft.Since)
+		switch po.outcome {
+		case NotLoaded:
+			f.Code = AssetPeerNotRunning
+			f.Message = fmt.Sprintf("%s %s %s: %s (%s) does not load it (%s): it cannot decode its config, logs the failure and runs on without it",
+				a.Kind, a.name(), runs, s.Name, s.Version, what)
+		case HeldOffline:
+			f.Code = AssetPeerNotRunning
+			f.Message = fmt.Sprintf("%s %s %s: %s (%s) holds it offline as unsupported (%s)",
+				a.Kind, a.name(), runs, s.Name, s.Version, what)
+		default:
+			f.Code = AssetPeerDiverges
+			f.Message = fmt.Sprintf("%s %s uses %s: peer %s (%s) runs it online without it, ignoring what it does not know, and its copy diverges from the others'",
+				a.Kind, a.name(), what, s.Name, s.Version)
+		}
+		e.add(f)
+	}
+}
+
+// opHazards adds the findings of the ops leaders propose to followers
+// that cannot apply them, for every asset: like a crash on decode, they
+// hold whatever the floor and are not narrowed by the policy's patterns,
+// as the server that goes down takes every asset it hosts with it.
+func (e *evaluation) opHazards(snap *Snapshot) {
+	for i := range snap.Streams {
+		for _, f := range opFindings(&snap.Streams[i], e.seen, false) {
+			e.add(f)
+		}
+	}
+	for i := range snap.Consumers {
+		a := &snap.Consumers[i]
+		sourced := len(e.sourcers[ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}]) > 0
+		for _, f := range opFindings(a, e.seen, sourced) {
+			e.add(f)
+		}
+	}
+}

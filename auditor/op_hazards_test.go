@@ -1,0 +1,146 @@
+package auditor
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// withConfig is a with the features and ops its config c gives it.
+func withConfig(a Asset, c AssetConfig) Asset {
+	a.Features, a.Ops = DetectFeatures(a.Kind, &c), DetectOps(a.Kind, &c)
+	return a
+}
+
+func TestOpAndPeerFindings(t *testing.T) {
+	mirror := AssetConfig{Mirror: &StreamSource{Name: "O"}}
+	atomic := AssetConfig{AllowAtomicPublish: true}
+	prioritized := AssetConfig{AckPolicy: "explicit", PriorityGroups: []string{"g"}, PriorityPolicy: "prioritized"}
+	flagged := srv("n1", "c1", "2.14.0", 4)
+	flagged.FeatureFlags = map[string]bool{FlagRaftDeleteRange: true}
+	tests := []struct {
+		name    string
+		servers []Server
+		asset   Asset
+		want    []string
+		says    []string
+	}{
+		{
+			name:    "a 2.15 mirror leader's delete range crashes a 2.12 follower",
+			servers: []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
+			asset:   withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
+			want:    []string{"ASSET_OP_CRASHES_FOLLOWER(n3,n2,APP/M/)"},
+			says: []string{"stream APP > M: follower n3 (2.12.15) panics on deleteRangeOp (Unknown group entry op type: 15), which n2 (2.15.3) proposes as the mirror's leader whenever its origin has a gap",
+				"(js_raft_delete_range: true by default in 2.15.3), and again on every restart"},
+		},
+		{
+			name:    "led by the 2.12 server, the crash waits for a 2.15 leader",
+			servers: []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
+			asset:   withConfig(stream("M", "n3", "n1", "n2", "n3"), mirror),
+			want:    []string{"ASSET_OP_CRASHES_FOLLOWER(n3,,APP/M/)"},
+			says:    []string{"stream APP > M: if n1 or n2 becomes its leader, n3 (2.12.15) as its follower panics on deleteRangeOp"},
+		},
+		{
+			name:    "2.14 leaders propose no delete range by default",
+			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
+			asset:   withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
+		},
+		{
+			name:    "a 2.14 peer with the flag set would, if it led",
+			servers: []Server{flagged, srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
+			asset:   withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
+			want:    []string{"ASSET_OP_CRASHES_FOLLOWER(n3,n2,APP/M/)"},
+			says:    []string{"if n1 becomes its leader, n3 (2.12.15) as its follower panics", "(js_raft_delete_range: true as the server reports it)"},
+		},
+		{
+			name:    "a single replica has no followers",
+			servers: []Server{srv("n1", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
+			asset:   withConfig(stream("M", "n1", "n1"), mirror),
+		},
+		{
+			name:    "an atomic batch crashes a 2.10 follower, which also diverges (by its API level)",
+			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.10.27", 0)},
+			asset:   withConfig(stream("S", "n1", "n1", "n2", "n3"), atomic),
+			want:    []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/S/)", "ASSET_OP_CRASHES_FOLLOWER(n3,n1,APP/S/)"},
+			says:    []string{"follower n3 (2.10.27) panics on batchMsgOp (Unknown group entry op type: 16), which n1 (2.14.0) proposes as the stream's leader when a client publishes an atomic batch"},
+		},
+		{
+			name:    "a 2.11.12 peer holds an atomic stream offline: its API level says so, and it applies nothing",
+			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.11.12", 1)},
+			asset:   withConfig(stream("S", "n1", "n1", "n2", "n3"), atomic),
+			want:    []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/S/)"},
+		},
+		{
+			name:    "a 2.11 peer never loads a prioritized consumer, whose level it meets",
+			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.11.12", 1)},
+			asset:   withConfig(consumer("S", "C", "n1", "n1", "n2", "n3"), prioritized),
+			want:    []string{"ASSET_PEER_NOT_RUNNING(n3,,APP/S/C)"},
+			says: []string{"consumer APP > S > C runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.11.12) does not load it (prioritized priority policy, new in 2.12.0)"},
+		},
+		{
+			name:    "a plain consumer's RESET stays with its own findings",
+			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
+			asset:   withConfig(consumer("S", "C", "n1", "n1", "n2", "n3"), AssetConfig{AckPolicy: "explicit"}),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := Snapshot{Servers: tt.servers}
+			if tt.asset.Kind == KindStream {
+				snap.Streams = []Asset{tt.asset}
+			} else {
+				snap.Consumers = []Asset{tt.asset}
+			}
+			r, _ := hazardFindings(t, snap)
+			var got []string
+			var msgs []string
+			for _, f := range r.Findings {
+				switch f.Code {
+				case AssetOpCrashesFollower, AssetOpHaltsReplica, AssetPeerNotRunning, AssetPeerDiverges, AssetAPILevelUnsupported:
+					got = append(got, brief(f))
+					if f.Code != AssetAPILevelUnsupported {
+						msgs = append(msgs, f.Message)
+						if f.Severity != Critical {
+							t.Errorf("%s: %s", f.Code, f.Severity)
+						}
+					}
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("findings %v, want %v", got, tt.want)
+			}
+			all := strings.Join(msgs, "\n")
+			for _, s := range tt.says {
+				if !strings.Contains(all, s) {
+					t.Errorf("no finding says %q:\n%s", s, all)
+				}
+			}
+		})
+	}
+}
+
+// TestOpHaltsAFollowerOfALaterRelease: an op a release after 2.15 brings
+// halts a 2.15 follower's replica and crashes an older one.
+func TestOpHaltsAFollowerOfALaterRelease(t *testing.T) {
+	saved := ReplicatedOps
+	t.Cleanup(func() { ReplicatedOps = saved })
+	later := mustVersion("2.16.0")
+	ReplicatedOps = append(slices.Clone(saved), ReplicatedOp{Name: "later", Op: 19, GoName: "laterOp", Kind: KindStream, Since: later,
+		Older:    olderFollowers(later, ""),
+		Proposed: []Proposal{{Since: later, How: ProposedByItself, When: "as the stream's leader"}}})
+	a := stream("S", "n1", "n1", "n2", "n3")
+	a.Ops = DetectOps(KindStream, &AssetConfig{})
+	snap := Snapshot{Servers: []Server{srv("n1", "c1", "2.16.0", 5), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.0", 4)}, Streams: []Asset{a}}
+	r := Evaluate(&snap, Policy{})
+	var got []string
+	for _, f := range r.Findings {
+		if f.Op != "" {
+			got = append(got, brief(f))
+			t.Log(f.Message)
+		}
+	}
+	want := []string{"ASSET_OP_CRASHES_FOLLOWER(n3,n1,APP/S/)", "ASSET_OP_HALTS_REPLICA(n2,n1,APP/S/)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("findings %v, want %v", got, want)
+	}
+}
