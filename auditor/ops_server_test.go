@@ -75,6 +75,16 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 				t.Fatalf("the table says the leader %s it, and %v would; want a proposal: %t", how, proposers, tt.crash)
 			}
 
+			// The gate, at a floor the 2.12.15 server meets, before the trigger.
+			r, found := gate(t, sysConn, "2.12.0", auditor.AssetOpCrashesFollower)
+			if !tt.crash {
+				if len(found) > 0 || r.Status == auditor.Critical {
+					t.Fatalf("status %s, findings %v; want no crash to report", r.Status, found)
+				}
+			} else {
+				wantFinding(t, r, found, "n3", "n2", "delete_range", "stream APP > M: follower n3 ("+byName["n3"].Version+") panics on deleteRangeOp", "which n2 ("+byName["n2"].Version+") proposes as the mirror's leader")
+			}
+
 			// The trigger: a message M does not mirror, then one it does.
 			publish(t, app, "o.b")
 			publish(t, app, "o.a")
@@ -85,6 +95,7 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 				if !strings.Contains(sys.Log("n3"), "Unknown group entry op type: 15") {
 					t.Fatalf("n3 exited, but not with the delete-range panic:\n%s", sys.LogTail("n3", 20))
 				}
+				t.Logf("n3 logged: %s", panicLine(sys.Log("n3")))
 				for _, name := range []string{"n1", "n2"} {
 					if !sys.Running(name) {
 						t.Errorf("%s exited", name)
@@ -259,6 +270,8 @@ func TestOpAtomicBatchOnALenientFollower(t *testing.T) {
 		t.Fatalf("S led by %s, which the table says proposes op 16 %s, and n3 does %s with it; want n1, %s, %s",
 			s.Leader, how, follower, auditor.ProposedOnRequest, auditor.CrashesOnApply)
 	}
+	r, found := gate(t, sysConn, "2.10.0", auditor.AssetOpCrashesFollower)
+	wantFinding(t, r, found, "n3", "n1", "atomic_batch_msg", "stream APP > S: follower n3 (2.10.27) panics on batchMsgOp", "which n1 (2.14.0) proposes as the stream's leader when a client publishes an atomic batch")
 
 	// The trigger: an atomic batch of two messages.
 	first := nats.NewMsg("s.a")
@@ -281,6 +294,7 @@ func TestOpAtomicBatchOnALenientFollower(t *testing.T) {
 	if !strings.Contains(sys.Log("n3"), "Unknown group entry op type: 16") {
 		t.Fatalf("n3 exited, but not with the batch-op panic:\n%s", sys.LogTail("n3", 20))
 	}
+	t.Logf("n3 logged: %s", panicLine(sys.Log("n3")))
 }
 
 // TestPrioritizedConsumerNotLoadedByAnOldPeer: cluster 2.14.0, 2.14.0,
@@ -331,6 +345,9 @@ func TestPrioritizedConsumerNotLoadedByAnOldPeer(t *testing.T) {
 	if len(c.Peers) != 3 || !running["n1"] || !running["n2"] || running["n3"] {
 		t.Fatalf("peers %v, running per the table %v; want n1, n2 running and n3 not", c.Peers, running)
 	}
+	r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, "2.11.0")})
+	wantFinding(t, r, codeFindings(r, auditor.AssetPeerNotRunning), "n3", "", "",
+		"consumer APP > S > C runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.11.12) does not load it (prioritized priority policy")
 
 	// The oracle: n3 runs on, logs the decode failure and lists no C.
 	err = natstest.Eventually(30*time.Second, func() error {
@@ -364,4 +381,62 @@ func TestPrioritizedConsumerNotLoadedByAnOldPeer(t *testing.T) {
 	if !sys.Running("n3") {
 		t.Fatal("n3 exited")
 	}
+}
+
+// gate collects an audit of three servers, evaluates it at the floor and
+// returns the report with its findings of code.
+func gate(t *testing.T, sysConn *nats.Conn, floor string, code auditor.Code) (*auditor.Report, []auditor.Finding) {
+	t.Helper()
+	snap, _ := audit(t, sysConn)
+	r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, floor)})
+	return r, codeFindings(r, code)
+}
+
+func codeFindings(r *auditor.Report, code auditor.Code) []auditor.Finding {
+	var out []auditor.Finding
+	for _, f := range r.Findings {
+		if f.Code == code {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func mustParse(t *testing.T, v string) auditor.Version {
+	t.Helper()
+	parsed, err := auditor.ParseVersion(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed
+}
+
+// wantFinding holds found to one CRITICAL finding about follower or peer
+// server, with the asset's leader peer and the op (each when not empty),
+// whose message says every one of says, in a CRITICAL report.
+func wantFinding(t *testing.T, r *auditor.Report, found []auditor.Finding, server, peer, op string, says ...string) {
+	t.Helper()
+	if len(found) != 1 {
+		t.Fatalf("findings %+v; want one about %s", found, server)
+	}
+	f := found[0]
+	t.Logf("%s %s: %s", f.Severity, f.Code, f.Message)
+	if f.Server != server || (peer != "" && f.Peer != peer) || f.Op != op || f.Severity != auditor.Critical || r.Status != auditor.Critical {
+		t.Errorf("finding %+v in a %s report; want server %s, peer %s, op %s, CRITICAL", f, r.Status, server, peer, op)
+	}
+	for _, s := range says {
+		if !strings.Contains(f.Message, s) {
+			t.Errorf("the finding does not say %q", s)
+		}
+	}
+}
+
+// panicLine is the first line of a server's log that says it panicked.
+func panicLine(log string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "panic") || strings.Contains(l, "Unknown group entry op type") {
+			return l
+		}
+	}
+	return ""
 }
