@@ -75,7 +75,7 @@ func TestOpAndPeerFindings(t *testing.T) {
 			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.11.12", 1)},
 			asset:   withConfig(consumer("S", "C", "n1", "n1", "n2", "n3"), prioritized),
 			want:    []string{"ASSET_PEER_NOT_RUNNING(n3,,APP/S/C)"},
-			says: []string{"consumer APP > S > C runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.11.12) does not load it (prioritized priority policy, new in 2.12.0)"},
+			says:    []string{"consumer APP > S > C runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.11.12) does not load it (prioritized priority policy, new in 2.12.0)"},
 		},
 		{
 			name:    "a plain consumer's RESET stays with its own findings",
