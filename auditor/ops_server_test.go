@@ -120,6 +120,66 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 	}
 }
 
+// TestOpDeleteRangeWaitsForANewLeader: the mirror of
+// TestOpDeleteRangeFromAMirrorLeader, led by the 2.12.15 server, which
+// proposes a gap as empty messages. The gate says the crash waits for a
+// 2.15.3 leader, and it does: the 2.12.15 server applies a gap while it
+// leads, and panics on the first after n2 takes over.
+func TestOpDeleteRangeWaitsForANewLeader(t *testing.T) {
+	sys, sysConn, app := threeNodes(t, natstest.Node("n1", natstest.New, "c1"), natstest.Node("n2", natstest.New, "c1"),
+		natstest.Node("n3", natstest.Old, "c1"))
+	err := natstest.AddStream(app, server.StreamConfig{Name: "O", Subjects: []string{"o.>"}, Replicas: 1,
+		Storage: server.FileStorage, Placement: &server.Placement{Tags: []string{"node:n1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = natstest.AddStream(app, server.StreamConfig{Name: "M", Replicas: 3, Storage: server.FileStorage,
+		Mirror: &server.StreamSource{Name: "O", FilterSubject: "o.a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := natstest.MoveStreamLeader(app, "M", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, app, "o.a")
+	waitMirrored(t, app, "M", 1)
+
+	r, found := gate(t, sysConn, "2.12.0", auditor.AssetOpCrashesFollower)
+	wantFinding(t, r, found, "n3", "", "delete_range",
+		"stream APP > M: if n1 or n2 becomes its leader, n3 (2.12.15) as its follower panics on deleteRangeOp (Unknown group entry op type: 15)")
+
+	// While n3 leads, a gap is no delete range.
+	publish(t, app, "o.b")
+	publish(t, app, "o.a")
+	waitMirrored(t, app, "M", 2)
+	err = natstest.Eventually(30*time.Second, func() error {
+		if last := lastSeqOn(sysConn, "n3", "M"); last != 3 {
+			return fmt.Errorf("n3 has M up to %d, want 3", last)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sys.Running("n3") {
+		t.Fatalf("n3 exited while it led M:\n%s", sys.LogTail("n3", 20))
+	}
+
+	// n2 takes over; the next gap crashes n3.
+	if err := natstest.MoveStreamLeader(app, "M", "n2"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, app, "o.b")
+	publish(t, app, "o.a")
+	if err := sys.WaitExit("n3", 60*time.Second); err != nil {
+		t.Fatalf("the 2.12.15 follower survived the delete range of its new leader: %v", err)
+	}
+	if !strings.Contains(sys.Log("n3"), "Unknown group entry op type: 15") {
+		t.Fatalf("n3 exited, but not with the delete-range panic:\n%s", sys.LogTail("n3", 20))
+	}
+	t.Logf("n3 logged: %s", panicLine(sys.Log("n3")))
+}
+
 // publish publishes one message to a stream and waits for its ack.
 func publish(t *testing.T, nc *nats.Conn, subject string) {
 	t.Helper()
