@@ -41,21 +41,7 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 			n1, n2 := natstest.Node("n1", tt.version, "c1"), natstest.Node("n2", tt.version, "c1")
 			n1.FeatureFlags, n2.FeatureFlags = tt.flags, tt.flags
 			sys, sysConn, app := threeNodes(t, n1, n2, natstest.Node("n3", natstest.Old, "c1"))
-			err := natstest.AddStream(app, server.StreamConfig{Name: "O", Subjects: []string{"o.>"}, Replicas: 1,
-				Storage: server.FileStorage, Placement: &server.Placement{Tags: []string{"node:n1"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = natstest.AddStream(app, server.StreamConfig{Name: "M", Replicas: 3, Storage: server.FileStorage,
-				Mirror: &server.StreamSource{Name: "O", FilterSubject: "o.a"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := natstest.MoveStreamLeader(app, "M", "n2"); err != nil {
-				t.Fatal(err)
-			}
-			publish(t, app, "o.a")
-			waitMirrored(t, app, "M", 1)
+			filteredMirror(t, app, "n2")
 
 			// The table's judgement, from what an audit reads, before the trigger.
 			byName, m, cfg := auditStream(t, sysConn, "M")
@@ -104,7 +90,7 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 				return
 			}
 			// n3 has applied the gap and the message after it, and runs on.
-			err = natstest.Eventually(30*time.Second, func() error {
+			err := natstest.Eventually(30*time.Second, func() error {
 				if !sys.Running("n3") {
 					return fmt.Errorf("n3 exited:\n%s", sys.LogTail("n3", 20))
 				}
@@ -128,21 +114,7 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 func TestOpDeleteRangeWaitsForANewLeader(t *testing.T) {
 	sys, sysConn, app := threeNodes(t, natstest.Node("n1", natstest.New, "c1"), natstest.Node("n2", natstest.New, "c1"),
 		natstest.Node("n3", natstest.Old, "c1"))
-	err := natstest.AddStream(app, server.StreamConfig{Name: "O", Subjects: []string{"o.>"}, Replicas: 1,
-		Storage: server.FileStorage, Placement: &server.Placement{Tags: []string{"node:n1"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = natstest.AddStream(app, server.StreamConfig{Name: "M", Replicas: 3, Storage: server.FileStorage,
-		Mirror: &server.StreamSource{Name: "O", FilterSubject: "o.a"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := natstest.MoveStreamLeader(app, "M", "n3"); err != nil {
-		t.Fatal(err)
-	}
-	publish(t, app, "o.a")
-	waitMirrored(t, app, "M", 1)
+	filteredMirror(t, app, "n3")
 
 	r, found := gate(t, sysConn, "2.12.0", auditor.AssetOpCrashesFollower)
 	wantFinding(t, r, found, "n3", "", "delete_range",
@@ -152,7 +124,7 @@ func TestOpDeleteRangeWaitsForANewLeader(t *testing.T) {
 	publish(t, app, "o.b")
 	publish(t, app, "o.a")
 	waitMirrored(t, app, "M", 2)
-	err = natstest.Eventually(30*time.Second, func() error {
+	err := natstest.Eventually(30*time.Second, func() error {
 		if last := lastSeqOn(sysConn, "n3", "M"); last != 3 {
 			return fmt.Errorf("n3 has M up to %d, want 3", last)
 		}
@@ -178,6 +150,27 @@ func TestOpDeleteRangeWaitsForANewLeader(t *testing.T) {
 		t.Fatalf("n3 exited, but not with the delete-range panic:\n%s", sys.LogTail("n3", 20))
 	}
 	t.Logf("n3 logged: %s", panicLine(sys.Log("n3")))
+}
+
+// filteredMirror makes an R1 origin O of o.> on n1 and an R3 mirror M of
+// O filtered to o.a, led by leader, and mirrors one message.
+func filteredMirror(t *testing.T, app *nats.Conn, leader string) {
+	t.Helper()
+	err := natstest.AddStream(app, server.StreamConfig{Name: "O", Subjects: []string{"o.>"}, Replicas: 1,
+		Storage: server.FileStorage, Placement: &server.Placement{Tags: []string{"node:n1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = natstest.AddStream(app, server.StreamConfig{Name: "M", Replicas: 3, Storage: server.FileStorage,
+		Mirror: &server.StreamSource{Name: "O", FilterSubject: "o.a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := natstest.MoveStreamLeader(app, "M", leader); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, app, "o.a")
+	waitMirrored(t, app, "M", 1)
 }
 
 // publish publishes one message to a stream and waits for its ack.
