@@ -71,7 +71,8 @@ type CodeInfo struct {
 	// it the same finding.
 	Follower bool
 	// Level: a finding of the code weighs an asset's required JetStream
-	// API level against a server's; a rollout plan lists them at each step.
+	// API level, or its config's features, against a server's; a rollout
+	// plan lists them at each step.
 	Level bool
 	// Reset is the RESET verdict on an origin consumer that a finding of
 	// the code reports for the mirrors and sources that RESET it by
@@ -145,9 +146,9 @@ var Codes = []CodeInfo{
 		Description: "whatever the floor: a peer that leads a stream, or would if it led, proposes a replicated operation a follower before its release panics on (a 2.15 mirror leader's delete range, an atomic batch), again on every restart"},
 	{Code: AssetOpHaltsReplica, Severity: Critical, Leader: true, Follower: true,
 		Description: "whatever the floor: a peer that leads an asset, or would if it led, proposes a replicated operation a 2.15 or later follower does not know: it logs a critical write error and its replica stops voting"},
-	{Code: AssetPeerNotRunning, Severity: Critical,
+	{Code: AssetPeerNotRunning, Severity: Critical, Level: true,
 		Description: "a peer of a stream or consumer holds it offline or never loads it, for a feature of its config the peer's version does not have, where its API level does not tell: the group runs on fewer peers than it has"},
-	{Code: AssetPeerDiverges, Severity: Critical,
+	{Code: AssetPeerDiverges, Severity: Critical, Level: true,
 		Description: "a peer of a stream or consumer runs it online without a feature of its config its version does not have, where its API level does not tell: its copy diverges from the others'"},
 	{Code: LeafnodeUnaudited, Severity: Warning,
 		Description: "a leafnode peer never answered the audit: it does not share the system account, or it is not answering"},
