@@ -73,7 +73,7 @@ func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []
 	if now {
 		who = byName[a.Leader]
 	}
-	which := fmt.Sprintf("%s (%s) proposes %s", who.Name, who.Version, o.whenProposed(who, sourced))
+	which := o.proposedBy(who, sourced)
 	follower := fmt.Sprintf("follower %s (%s)", s.Name, s.Version)
 	if !now {
 		follower = fmt.Sprintf("if %s becomes its leader, %s as its follower", orList(proposers), s.Name+" ("+s.Version+")")
@@ -90,13 +90,14 @@ func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []
 	return f
 }
 
-// whenProposed says how and when leader proposes the op.
-func (o ReplicatedOp) whenProposed(leader Server, sourced bool) string {
+// proposedBy says who proposes the op, how and when: "n2 (2.15.3)
+// proposes as the mirror's leader whenever ...".
+func (o ReplicatedOp) proposedBy(leader Server, sourced bool) string {
 	if p, ok := o.proposal(leader, sourced); ok {
-		return p.when(leader)
+		return fmt.Sprintf("%s (%s) proposes %s", leader.Name, leader.Version, p.when(leader))
 	}
 	// A version that is not one: Proposes takes the worst.
-	return "as its leader, whose version is not one, may"
+	return fmt.Sprintf("%s, whose version %q is not a version, may propose as its leader", leader.Name, leader.Version)
 }
 
 // orList writes names as "n1", "n1 or n2", "n1, n2 or n3".

@@ -144,3 +144,20 @@ func TestOpHaltsAFollowerOfALaterRelease(t *testing.T) {
 		t.Errorf("findings %v, want %v", got, want)
 	}
 }
+
+// TestOpFindingOfAnUnreadableLeader: a peer whose version is not one may
+// propose anything, and the finding says so.
+func TestOpFindingOfAnUnreadableLeader(t *testing.T) {
+	a := withConfig(stream("M", "n1", "n1", "n2", "n3"), AssetConfig{Mirror: &StreamSource{Name: "O"}})
+	snap := Snapshot{Servers: []Server{srv("n1", "c1", "custom-build", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)}, Streams: []Asset{a}}
+	r := Evaluate(&snap, Policy{})
+	for _, f := range r.Findings {
+		if f.Code == AssetOpCrashesFollower {
+			if want := `which n1, whose version "custom-build" is not a version, may propose as its leader`; f.Server != "n3" || !strings.Contains(f.Message, want) {
+				t.Errorf("%s: %s; want n3 and %q", f.Server, f.Message, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no %s in %v", AssetOpCrashesFollower, r.Findings)
+}
