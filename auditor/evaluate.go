@@ -300,6 +300,19 @@ func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorde
 	case level == 0:
 		f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s runs %s, from before API levels: it runs the %s online, ignoring what it does not know, and its copy diverges",
 			a.Kind, name, required, s.Name, s.Version, a.Kind)
+	default:
+		// The level says the peer falls short; the feature table says
+		// what its version does about it, where the two differ: 2.11
+		// before 2.11.9 has no unsupported state, and a value a decoder
+		// rejects is never loaded.
+		switch o, ft := worstFeature(a.Features, s.Parsed); o {
+		case IgnoredOnline:
+			f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: %s decodes it leniently and runs the %s online without %s, ignoring what it does not know, and its copy diverges",
+				a.Kind, name, required, s.Name, level, s.Version, a.Kind, ft.Title)
+		case NotLoaded:
+			f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: %s cannot decode its %s, logs the failure, runs on and never loads the %s",
+				a.Kind, name, required, s.Name, level, s.Version, ft.Title, a.Kind)
+		}
 	}
 	e.add(f)
 }

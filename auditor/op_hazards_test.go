@@ -161,3 +161,39 @@ func TestOpFindingOfAnUnreadableLeader(t *testing.T) {
 	}
 	t.Errorf("no %s in %v", AssetOpCrashesFollower, r.Findings)
 }
+
+// TestLevelFindingSaysWhatTheTableSays: where an API level falls short, the
+// finding says what the peer's version does: 2.11.0-2.11.8 run a level-2
+// stream online, 2.11.12 holds it offline and never loads a flow-control
+// consumer.
+func TestLevelFindingSaysWhatTheTableSays(t *testing.T) {
+	for _, tt := range []struct {
+		version string
+		asset   Asset
+		says    string
+	}{
+		{"2.11.8", withConfig(stream("S", "n1", "n1", "n3"), AssetConfig{AllowMsgCounter: true}),
+			"peer n3 supports 1: 2.11.8 decodes it leniently and runs the stream online without counters, ignoring what it does not know, and its copy diverges"},
+		{"2.11.12", withConfig(stream("S", "n1", "n1", "n3"), AssetConfig{AllowMsgCounter: true}),
+			"peer n3 supports 1: it holds the stream offline"},
+		{"2.11.12", withConfig(consumer("S", "C", "n1", "n1", "n3"), AssetConfig{AckPolicy: "flow_control"}),
+			"peer n3 supports 1: 2.11.12 cannot decode its flow-control acks (ack_policy: flow_control), logs the failure, runs on and never loads the consumer"},
+	} {
+		snap := Snapshot{Servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n3", "c1", tt.version, 1)}}
+		if tt.asset.Kind == KindStream {
+			snap.Streams = []Asset{tt.asset}
+		} else {
+			snap.Consumers = []Asset{tt.asset}
+		}
+		r := Evaluate(&snap, Policy{})
+		var msgs []string
+		for _, f := range r.Findings {
+			if f.Code == AssetAPILevelUnsupported {
+				msgs = append(msgs, f.Message)
+			}
+		}
+		if len(msgs) != 1 || !strings.Contains(msgs[0], tt.says) {
+			t.Errorf("%s: %q, want one saying %q", tt.version, msgs, tt.says)
+		}
+	}
+}
