@@ -26,16 +26,20 @@ func opFindings(a *Asset, byName map[string]Server, sourced bool) []Finding {
 		return nil
 	}
 	var peers []Server
-	for _, p := range a.Peers {
-		if s, ok := byName[p]; ok {
-			peers = append(peers, s)
-		}
-	}
 	var out []Finding
 	var named []string
 	for _, o := range ReplicatedOps {
 		if o.Kind != a.Kind || o.Op == OpResetSeq || !a.Ops.Has(o.Op) {
 			continue
+		}
+		// Made for the few assets with such an op: every consumer admits
+		// a RESET, and Evaluate meets each of them.
+		if peers == nil {
+			for _, p := range a.Peers {
+				if s, ok := byName[p]; ok {
+					peers = append(peers, s)
+				}
+			}
 		}
 		proposers, how := o.Proposers(peers, a.Ops, a.Replicas, sourced)
 		if how == NotProposed {
