@@ -278,16 +278,19 @@ type Finding struct {
 	Versions []string `json:"versions,omitempty"`
 	// Peer is the other server of a finding about two (a follower's
 	// leader).
-	Peer          string   `json:"peer,omitempty"`
-	Account       string   `json:"account,omitempty"`
-	AccountName   string   `json:"account_name,omitempty"`
-	Stream        string   `json:"stream,omitempty"`
-	Consumer      string   `json:"consumer,omitempty"`
-	RequiredLevel int      `json:"required_level,omitempty"`
-	ServerLevel   *int     `json:"server_level,omitempty"`
-	Feature       string   `json:"feature,omitempty"`
-	Sourcers      []string `json:"sourcers,omitempty"`
-	Count         int      `json:"count,omitempty"`
+	Peer          string `json:"peer,omitempty"`
+	Account       string `json:"account,omitempty"`
+	AccountName   string `json:"account_name,omitempty"`
+	Stream        string `json:"stream,omitempty"`
+	Consumer      string `json:"consumer,omitempty"`
+	RequiredLevel int    `json:"required_level,omitempty"`
+	ServerLevel   *int   `json:"server_level,omitempty"`
+	Feature       string `json:"feature,omitempty"`
+	// Op names the replicated operation a follower cannot apply
+	// ("delete_range").
+	Op       string   `json:"op,omitempty"`
+	Sourcers []string `json:"sourcers,omitempty"`
+	Count    int      `json:"count,omitempty"`
 }
 
 // Crash is a server that crashes on a consumer it cannot decode.
