@@ -1,13 +1,7 @@
 package deploy_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -58,121 +52,39 @@ func TestRealPrometheusAlertsPerSystem(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var procs []*exec.Cmd
-	t.Cleanup(func() {
-		cancel()
-		for _, p := range procs {
-			_ = p.Wait()
-		}
-	})
-	start := func(name string, args ...string) *natstest.LockedBuffer {
-		t.Helper()
-		out := &natstest.LockedBuffer{}
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, cmd)
-		return out
-	}
-
-	var scrape strings.Builder
+	procs := newProcesses(t)
+	var jobs []scrapeJob
 	targets := 0
 	for _, s := range systems {
-		var addrs []string
+		// The namespace a ServiceMonitor gives: both releases run in monitoring.
+		job := scrapeJob{name: s.job, namespace: "monitoring"}
 		for range s.replicas {
 			addr := natstest.FreeAddr(t)
-			start(auditor, append(s.sys.SysArgs("n1"), "serve", "--web.listen-address", addr,
+			procs.start(auditor, append(s.sys.SysArgs("n1"), "serve", "--web.listen-address", addr,
 				"--metrics.system", s.name, "--audit.min-interval", "1h")...)
-			addrs = append(addrs, fmt.Sprintf("%q", addr))
+			job.targets = append(job.targets, addr)
 			targets++
 		}
-		// The namespace label a ServiceMonitor gives: both releases run in monitoring.
-		fmt.Fprintf(&scrape, "  - job_name: %s\n    static_configs:\n      - targets: [%s]\n        labels: {namespace: monitoring}\n",
-			s.job, strings.Join(addrs, ", "))
+		jobs = append(jobs, job)
 	}
-	dir := t.TempDir()
 	// Scrapes are served from the audit at start (--audit.min-interval 1h), so none waits for an
 	// audit and none times out on a busy machine: a failed scrape would mark the series stale and
 	// reset the pending alerts.
-	config := "global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n  evaluation_interval: 1s\n" +
-		"rule_files:\n  - " + path(t, rulesPath) + "\nscrape_configs:\n" + scrape.String()
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	promAddr := natstest.FreeAddr(t)
-	promLog := start(prometheusBin, "--config.file", filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path", filepath.Join(dir, "data"), "--web.listen-address", promAddr)
-	api := func(path string, v any) error {
-		resp, err := http.Get("http://" + promAddr + path)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s", path, resp.Status)
-		}
-		return json.NewDecoder(resp.Body).Decode(v)
-	}
-	fail := func(format string, a ...any) {
-		t.Helper()
-		t.Fatalf("%s\nprometheus log:\n%s", fmt.Sprintf(format, a...), promLog)
-	}
-
+	prom := startPrometheus(t, procs, prometheusBin,
+		promTiming{scrape: 2 * time.Second, scrapeTimeout: 2 * time.Second, evaluation: time.Second}, jobs...)
 	// Every target scraped, each auditor's first complete-or-not audit in.
-	if err := natstest.Eventually(2*time.Minute, func() error {
-		var r struct {
-			Data struct {
-				ActiveTargets []struct {
-					Health    string `json:"health"`
-					ScrapeURL string `json:"scrapeUrl"`
-					LastError string `json:"lastError"`
-				} `json:"activeTargets"`
-			} `json:"data"`
-		}
-		if err := api("/api/v1/targets", &r); err != nil {
-			return err
-		}
-		up := 0
-		for _, tg := range r.Data.ActiveTargets {
-			if tg.Health == "up" {
-				up++
-			}
-		}
-		if up != targets {
-			return fmt.Errorf("%d of %d targets up: %+v", up, targets, r.Data.ActiveTargets)
-		}
-		return nil
-	}); err != nil {
-		fail("targets: %v", err)
-	}
+	prom.waitTargetsUp(targets)
 
-	type alert struct {
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-		State       string            `json:"state"`
-	}
-	byName := func(alerts []alert, name string) []alert {
-		var out []alert
-		for _, a := range alerts {
-			if a.Labels["alertname"] == name {
-				out = append(out, a)
-			}
-		}
-		return out
-	}
 	// check returns nil when the alerts are exactly one pending alert per system for n3 and for
 	// its consumer, each with its own system's version.
-	check := func(alerts []alert) error {
+	check := func(alerts []promAlert) error {
 		for _, name := range []string{"NatsServerBelowVersionFloor", "NatsConsumerLeaderBelowVersionFloor"} {
-			got := byName(alerts, name)
+			got := alertsNamed(alerts, name)
 			if len(got) != len(systems) {
 				return fmt.Errorf("%d %s alerts, want %d (one per system): %+v", len(got), name, len(systems), got)
 			}
 			for _, s := range systems {
-				i := slices.IndexFunc(got, func(a alert) bool { return a.Labels[metrics.SystemLabel] == s.name })
+				i := slices.IndexFunc(got, func(a promAlert) bool { return a.Labels[metrics.SystemLabel] == s.name })
 				if i < 0 {
 					return fmt.Errorf("no %s alert of system %s: %+v", name, s.name, got)
 				}
@@ -190,29 +102,20 @@ func TestRealPrometheusAlertsPerSystem(t *testing.T) {
 		}
 		return nil
 	}
-	getAlerts := func() ([]alert, error) {
-		var r struct {
-			Data struct {
-				Alerts []alert `json:"alerts"`
-			} `json:"data"`
-		}
-		err := api("/api/v1/alerts", &r)
-		return r.Data.Alerts, err
-	}
-	var last []alert
+	var last []promAlert
 	if err := natstest.Eventually(2*time.Minute, func() error {
 		var err error
-		if last, err = getAlerts(); err != nil {
+		if last, err = prom.alerts(); err != nil {
 			return err
 		}
 		return check(last)
 	}); err != nil {
-		fail("alerts: %v", err)
+		prom.fatalf("alerts: %v", err)
 	}
 	for _, s := range systems {
 		for _, name := range []string{"NatsServerBelowVersionFloor", "NatsConsumerLeaderBelowVersionFloor"} {
 			n := 0
-			for _, a := range byName(last, name) {
+			for _, a := range alertsNamed(last, name) {
 				if a.Labels[metrics.SystemLabel] == s.name {
 					n++
 				}
@@ -233,7 +136,7 @@ func TestRealPrometheusAlertsPerSystem(t *testing.T) {
 					} `json:"groups"`
 				} `json:"data"`
 			}
-			if err := api("/api/v1/rules", &r); err != nil {
+			if err := prom.get("/api/v1/rules", &r); err != nil {
 				return err
 			}
 			for _, g := range r.Data.Groups {
@@ -244,14 +147,14 @@ func TestRealPrometheusAlertsPerSystem(t *testing.T) {
 			}
 			return fmt.Errorf("the versions group was not evaluated again after %s", evaluated)
 		}); err != nil {
-			fail("rules: %v", err)
+			prom.fatalf("rules: %v", err)
 		}
 	}
-	alerts, err := getAlerts()
+	alerts, err := prom.alerts()
 	if err != nil {
-		fail("alerts: %v", err)
+		prom.fatalf("alerts: %v", err)
 	}
 	if err := check(alerts); err != nil {
-		fail("after three more evaluations: %v", err)
+		prom.fatalf("after three more evaluations: %v", err)
 	}
 }

@@ -1,0 +1,95 @@
+package natstest
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A sharded application makes each shard a durable pull consumer with a
+// priority group and decides itself which process owns which shard. Each
+// process pulls the shards it believes it owns with pinned pulls; while the
+// processes disagree, some shards are pulled by nobody.
+
+// ShardGroup is the priority group of every shard and of every owner's
+// pulls.
+const ShardGroup = "g"
+
+// ShardPullExpiry is how long an owner's pull waits on a shard's leader. It
+// is short so that a killed owner's pulls leave the leader's queue soon.
+const ShardPullExpiry = 2 * time.Second
+
+// AddShards creates n shards of stream: durable pinned_client consumers
+// shard-0 .. shard-<n-1>, shard-i filtering subjectPrefix.i, of the given
+// replicas, in group ShardGroup with priority_timeout pinTimeout (how
+// long a pin outlives the last pull that carried it). It returns their
+// names.
+func AddShards(nc *nats.Conn, stream, subjectPrefix string, n, replicas int, pinTimeout time.Duration) ([]string, error) {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "shard-" + strconv.Itoa(i)
+		cfg := server.ConsumerConfig{Durable: names[i], FilterSubject: subjectPrefix + "." + strconv.Itoa(i),
+			AckPolicy: server.AckExplicit, Replicas: replicas, PriorityPolicy: server.PriorityPinnedClient,
+			PriorityGroups: []string{ShardGroup}, PinnedTTL: pinTimeout}
+		if err := AddConsumer(nc, stream, cfg); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// ShardOwner is one process of a sharded application: its own connection,
+// pulling the shards it owns with nats.go's jetstream Consume in
+// ShardGroup, acking what it gets.
+type ShardOwner struct {
+	Name string
+	Conn *nats.Conn
+	js   jetstream.JetStream
+	t    TB
+}
+
+// ShardOwner connects a new owner, name, to the named server as AppUser.
+func (sys *System) ShardOwner(name, server string) *ShardOwner {
+	sys.t.Helper()
+	nc := sys.Connect(server, AppUser, AppPassword)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		sys.t.Fatal(err)
+	}
+	return &ShardOwner{Name: name, Conn: nc, js: js, t: sys.t}
+}
+
+// Own pulls shard of stream until the test ends or Kill.
+func (o *ShardOwner) Own(stream, shard string) {
+	o.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := o.js.Consumer(ctx, stream, shard)
+	if err != nil {
+		o.t.Fatalf("%s owns %s: %v", o.Name, shard, err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { _ = m.Ack() },
+		jetstream.PullPriorityGroup(ShardGroup), jetstream.PullExpiry(ShardPullExpiry))
+	if err != nil {
+		o.t.Fatalf("%s owns %s: %v", o.Name, shard, err)
+	}
+	o.t.Cleanup(cc.Stop)
+}
+
+// Kill closes the owner's connection, as when its process dies: its
+// pulls stay queued on the leaders until they expire, its pins until
+// priority_timeout passes.
+func (o *ShardOwner) Kill() { o.Conn.Close() }
+
+// PinOf is the pin holder a consumer's info reports for its first
+// priority group, "" for none.
+func PinOf(ci *jetstream.ConsumerInfo) string {
+	if ci == nil || len(ci.PriorityGroups) == 0 {
+		return ""
+	}
+	return ci.PriorityGroups[0].PinnedClientID
+}
