@@ -89,21 +89,25 @@ func TestRealPrometheusShardAlert(t *testing.T) {
 	}
 	prom.waitTargetsUp(1)
 
-	// pinChanges is the counter's total over its reasons, and when Prometheus scraped it.
-	pinChanges := func() (float64, time.Time, error) {
-		v, err := prom.query("sum(nats_version_auditor_consumer_pin_changes_total)")
+	// pinChanges is the counter's total over its reasons, from a scrape no earlier than scraped.
+	pinChanges := func() (total float64, scraped time.Time, err error) {
+		one := func(expr string) (float64, error) {
+			v, err := prom.query(expr)
+			if err != nil {
+				return 0, err
+			}
+			if len(v) != 1 {
+				return 0, fmt.Errorf("%s: %d series", expr, len(v))
+			}
+			return v[0].value()
+		}
+		// When the latest sample was scraped, then the total: a later scrape only adds.
+		at, err := one("min(timestamp(nats_version_auditor_consumer_pin_changes_total))")
 		if err != nil {
 			return 0, time.Time{}, err
 		}
-		if len(v) != 1 {
-			return 0, time.Time{}, fmt.Errorf("pin changes: %d series", len(v))
-		}
-		at, ok := v[0].Value[0].(float64)
-		if !ok {
-			return 0, time.Time{}, fmt.Errorf("pin changes: %v: no time", v[0].Value)
-		}
-		n, err := v[0].value()
-		return n, time.UnixMilli(int64(at * 1000)), err
+		total, err = one("sum(nats_version_auditor_consumer_pin_changes_total)")
+		return total, time.UnixMilli(int64(at * 1000)), err
 	}
 
 	// stage polls until ready holds of the shards' CONSUMER.INFO, the shards whose leader answers
@@ -185,20 +189,21 @@ func TestRealPrometheusShardAlert(t *testing.T) {
 	// The counter as of an audit that started after the pins above were in place: scraped more
 	// than --audit.min-interval after CONSUMER.INFO showed them.
 	var before float64
+	var scraped time.Time
 	if err := natstest.Eventually(time.Minute, func() error {
-		n, at, err := pinChanges()
-		if err != nil {
+		var err error
+		if before, scraped, err = pinChanges(); err != nil {
 			return err
 		}
-		if !at.After(asked.Add(minInterval)) {
-			return fmt.Errorf("pin changes scraped at %s, not after %s", at, asked.Add(minInterval))
+		if !scraped.After(asked.Add(minInterval)) {
+			return fmt.Errorf("pin changes scraped at %s, not after %s", scraped, asked.Add(minInterval))
 		}
-		before = n
 		return nil
 	}); err != nil {
 		fail("stage 1: %v", err)
 	}
-	t.Logf("pin changes counted after stage 1: %v", before)
+	t.Logf("pin changes counted by the scrape at %s (CONSUMER.INFO asked at %s): %v",
+		scraped.Format(time.StampMilli), asked.Format(time.StampMilli), before)
 
 	// Stage 2: b dies. c takes over shard 2, whose pin lapses after priority_timeout and goes to
 	// c's waiting pulls, and shard 4 that nobody owned; b's shard 3 is left to nobody.
