@@ -83,9 +83,9 @@ func TestRealPrometheusShardAlert(t *testing.T) {
 	prom := startPrometheus(t, procs, prometheusBin,
 		promTiming{scrape: 4 * time.Second, scrapeTimeout: 4 * time.Second, evaluation: time.Second},
 		scrapeJob{name: "audit", namespace: "monitoring", targets: []string{addr}})
-	fail := func(format string, a ...any) {
+	fail := func(format string, args ...any) {
 		t.Helper()
-		prom.fatalf("%s\nauditor log:\n%s", fmt.Sprintf(format, a...), auditorLog)
+		prom.fatalf("%s\nauditor log:\n%s", fmt.Sprintf(format, args...), auditorLog)
 	}
 	prom.waitTargetsUp(1)
 
