@@ -19,29 +19,6 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-// shardOwner is one process of a sharded application: its own connection,
-// pulling the shards it believes it owns with pinned pulls.
-type shardOwner struct {
-	name string
-	nc   *nats.Conn
-	js   jetstream.JetStream
-}
-
-func (o *shardOwner) own(t *testing.T, shard string) {
-	t.Helper()
-	cons, err := o.js.Consumer(t.Context(), "WORK", shard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A short expiry: a killed owner's pulls leave the leader's queue soon.
-	cc, err := cons.Consume(func(m jetstream.Msg) { _ = m.Ack() },
-		jetstream.PullPriorityGroup("g"), jetstream.PullExpiry(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cc.Stop)
-}
-
 // TestShardOwnershipMove runs the seed's rollout at small scale against a
 // 3-node cluster: 8 shards (R3 pinned_client consumers of one stream),
 // owned by processes pulling with nats.go's jetstream package. Some
@@ -66,14 +43,9 @@ func TestShardOwnershipMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	const pinTimeout = 3 * time.Second
-	shards := make([]string, 8)
-	for i := range shards {
-		shards[i] = "shard-" + strconv.Itoa(i)
-		if _, err := js.CreateOrUpdateConsumer(ctx, "WORK", jetstream.ConsumerConfig{Durable: shards[i], FilterSubject: "work." + strconv.Itoa(i),
-			AckPolicy: jetstream.AckExplicitPolicy, Replicas: 3, PriorityPolicy: jetstream.PriorityPolicyPinned,
-			PriorityGroups: []string{"g"}, PinnedTTL: pinTimeout}); err != nil {
-			t.Fatal(err)
-		}
+	shards, err := natstest.AddShards(app, "WORK", "work", 8, 3, pinTimeout)
+	if err != nil {
+		t.Fatal(err)
 	}
 	publish := func(shard, n int) {
 		for range n {
@@ -82,23 +54,14 @@ func TestShardOwnershipMove(t *testing.T) {
 			}
 		}
 	}
-	owner := func(name, server string) *shardOwner {
-		nc := sys.Connect(server, natstest.AppUser, natstest.AppPassword)
-		ojs, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &shardOwner{name: name, nc: nc, js: ojs}
-	}
-
 	// Old and new processes hash over different shard sets: a owns 0-3,
 	// b owns 4 and 5, and nobody owns 6 and 7.
-	a, b := owner("a", "n1"), owner("b", "n2")
+	a, b := sys.ShardOwner("a", "n1"), sys.ShardOwner("b", "n2")
 	for _, s := range shards[:4] {
-		a.own(t, s)
+		a.Own("WORK", s)
 	}
 	for _, s := range shards[4:6] {
-		b.own(t, s)
+		b.Own("WORK", s)
 	}
 	for i := range shards {
 		publish(i, 5)
@@ -108,7 +71,7 @@ func TestShardOwnershipMove(t *testing.T) {
 		map[string]Code{"shard-6": ConsumerPulledByNobody, "shard-7": ConsumerPulledByNobody},
 		func(infos map[string]*jetstream.ConsumerInfo) error {
 			for _, s := range shards[:6] {
-				if pinOf(infos[s]) == "" || infos[s].NumPending != 0 || infos[s].NumAckPending != 0 {
+				if natstest.PinOf(infos[s]) == "" || infos[s].NumPending != 0 || infos[s].NumAckPending != 0 {
 					return fmt.Errorf("%s: not yet drained and pinned", s)
 				}
 			}
@@ -120,20 +83,20 @@ func TestShardOwnershipMove(t *testing.T) {
 	// b dies; c takes over shard 4, and shard 6 that nobody owned. b's
 	// pin on shard 4 lapses after priority_timeout, and c's pulls, which
 	// waited behind it, take it.
-	oldPin := pinOf(stage1["shard-4"])
-	b.nc.Close()
-	c := owner("c", "n3")
-	c.own(t, "shard-4")
-	c.own(t, "shard-6")
+	oldPin := natstest.PinOf(stage1["shard-4"])
+	b.Kill()
+	c := sys.ShardOwner("c", "n3")
+	c.Own("WORK", "shard-4")
+	c.Own("WORK", "shard-6")
 	publish(4, 3)
 	publish(5, 3)
 	shardStage(t, sysConn, js, policy, "an owner killed, another takes over",
 		map[string]Code{"shard-5": ConsumerPulledByNobody, "shard-7": ConsumerPulledByNobody},
 		func(infos map[string]*jetstream.ConsumerInfo) error {
-			if pin := pinOf(infos["shard-4"]); pin == "" || pin == oldPin || infos["shard-4"].NumPending != 0 {
+			if pin := natstest.PinOf(infos["shard-4"]); pin == "" || pin == oldPin || infos["shard-4"].NumPending != 0 {
 				return fmt.Errorf("shard-4: pin %q (b's was %q), %d pending", pin, oldPin, infos["shard-4"].NumPending)
 			}
-			if pinOf(infos["shard-6"]) == "" || infos["shard-6"].NumPending != 0 {
+			if natstest.PinOf(infos["shard-6"]) == "" || infos["shard-6"].NumPending != 0 {
 				return errors.New("shard-6: not yet taken over")
 			}
 			return nil
@@ -143,15 +106,15 @@ func TestShardOwnershipMove(t *testing.T) {
 	// pin with one pull, then keeps pulling with the pin's id to a reply
 	// subject nobody listens on. d's pulls, without the pin, wait behind
 	// it.
-	z := owner("z", "n2")
-	zombie := holdPin(t, z.nc, "shard-7", pinTimeout/6)
-	d := owner("d", "n3")
-	d.own(t, "shard-7")
+	z := sys.ShardOwner("z", "n2")
+	zombie := holdPin(t, z.Conn, "shard-7", pinTimeout/6)
+	d := sys.ShardOwner("d", "n3")
+	d.Own("WORK", "shard-7")
 	shardStage(t, sysConn, js, policy, "a holder renews its pin and takes nothing",
 		map[string]Code{"shard-5": ConsumerPulledByNobody, "shard-7": ConsumerStalePin},
 		func(infos map[string]*jetstream.ConsumerInfo) error {
-			if i := infos["shard-7"]; pinOf(i) != zombie.pin || i.NumPending == 0 || i.NumWaiting == 0 {
-				return fmt.Errorf("shard-7: pin %q (z's %q), %d pending, %d waiting", pinOf(i), zombie.pin, i.NumPending, i.NumWaiting)
+			if i := infos["shard-7"]; natstest.PinOf(i) != zombie.pin || i.NumPending == 0 || i.NumWaiting == 0 {
+				return fmt.Errorf("shard-7: pin %q (z's %q), %d pending, %d waiting", natstest.PinOf(i), zombie.pin, i.NumPending, i.NumWaiting)
 			}
 			return nil
 		})
@@ -162,8 +125,8 @@ func TestShardOwnershipMove(t *testing.T) {
 	shardStage(t, sysConn, js, policy, "the stale pin lapses",
 		map[string]Code{"shard-5": ConsumerPulledByNobody},
 		func(infos map[string]*jetstream.ConsumerInfo) error {
-			if i := infos["shard-7"]; pinOf(i) == "" || pinOf(i) == zombie.pin || i.NumPending != 0 {
-				return fmt.Errorf("shard-7: pin %q (z's was %q), %d pending", pinOf(i), zombie.pin, i.NumPending)
+			if i := infos["shard-7"]; natstest.PinOf(i) == "" || natstest.PinOf(i) == zombie.pin || i.NumPending != 0 {
+				return fmt.Errorf("shard-7: pin %q (z's was %q), %d pending", natstest.PinOf(i), zombie.pin, i.NumPending)
 			}
 			return nil
 		})
@@ -236,7 +199,7 @@ func followersKnowNoPulls(t *testing.T, sysConn *nats.Conn, infos map[string]*je
 		for _, acc := range r.Data.AccountDetails {
 			for _, sd := range acc.Streams {
 				for _, ci := range sd.Consumer {
-					if ci.Cluster == nil || ci.Cluster.Leader == name || pinOf(infos[ci.Name]) == "" {
+					if ci.Cluster == nil || ci.Cluster.Leader == name || natstest.PinOf(infos[ci.Name]) == "" {
 						continue
 					}
 					n++
@@ -250,13 +213,6 @@ func followersKnowNoPulls(t *testing.T, sysConn *nats.Conn, infos map[string]*je
 	if n != 12 {
 		t.Errorf("%d follower records of the 6 pulled shards, want 12", n)
 	}
-}
-
-func pinOf(ci *jetstream.ConsumerInfo) string {
-	if ci == nil || len(ci.PriorityGroups) == 0 {
-		return ""
-	}
-	return ci.PriorityGroups[0].PinnedClientID
 }
 
 // shardStage polls until an audit's findings about the shards are want
@@ -299,8 +255,8 @@ func shardStage(t *testing.T, sysConn *nats.Conn, js jetstream.JetStream, policy
 			case p.Pending != info.NumPending || p.AckPending != info.NumAckPending:
 				return fmt.Errorf("%s: the audit read %d pending, %d unacked; CONSUMER.INFO %d, %d",
 					a.Consumer, p.Pending, p.AckPending, info.NumPending, info.NumAckPending)
-			case p.PinnedID != pinOf(info):
-				return fmt.Errorf("%s: the audit read pin %q, CONSUMER.INFO %q", a.Consumer, p.PinnedID, pinOf(info))
+			case p.PinnedID != natstest.PinOf(info):
+				return fmt.Errorf("%s: the audit read pin %q, CONSUMER.INFO %q", a.Consumer, p.PinnedID, natstest.PinOf(info))
 			case p.Timeout != info.Config.PinnedTTL || p.Group != "g":
 				return fmt.Errorf("%s: priority_timeout %s group %q", a.Consumer, p.Timeout, p.Group)
 			}
@@ -325,7 +281,7 @@ func shardStage(t *testing.T, sysConn *nats.Conn, js jetstream.JetStream, policy
 	for _, a := range snap.Consumers {
 		info, p := infos[a.Consumer], a.Pull
 		fmt.Fprintf(&b, "\n  %s: CONSUMER.INFO of %s: %d pending, %d unacked, %d waiting, pin %q | audit: %d pending, %d waiting, pin %q age %s",
-			a.Consumer, info.Cluster.Leader, info.NumPending, info.NumAckPending, info.NumWaiting, pinOf(info),
+			a.Consumer, info.Cluster.Leader, info.NumPending, info.NumAckPending, info.NumWaiting, natstest.PinOf(info),
 			p.Pending, p.Waiting, p.PinnedID, p.PinAge().Round(time.Millisecond))
 		if f, ok := found[a.Consumer]; ok {
 			fmt.Fprintf(&b, "\n    %s: %s", f.Code, f.Message)
