@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -186,5 +190,50 @@ func TestWaitUnreachableAndUsage(t *testing.T) {
 		if res.code != exitUnknown || !strings.Contains(res.stderr, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q, want 3 and %q", tt.args, res.code, res.stderr, tt.want)
 		}
+	}
+}
+
+// TestWaitUntilEveryShardIsPulled: a gate waits with --wait until no shard
+// is pulled by nobody. One shard of two has an owner; the other has a
+// backlog and no pull waiting on its leader, so the gate waits on its
+// CONSUMER_PULLED_BY_NOBODY, and it passes once a process owns it too.
+func TestWaitUntilEveryShardIsPulled(t *testing.T) {
+	t.Parallel()
+	sys := natstest.Start(t, natstest.Node("n1", natstest.New, "c1"), natstest.Node("n2", natstest.New, "c1"), natstest.Node("n3", natstest.New, "c1"))
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	if err := natstest.AddStream(app, server.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}, Replicas: 3, Storage: server.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	shards, err := natstest.AddShards(app, "WORK", "work", 2, 3, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := sys.ShardOwner("a", "n1")
+	a.Own("WORK", shards[0])
+	for i := range shards {
+		for range 3 {
+			if err := app.Publish("work."+strconv.Itoa(i), []byte("job")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The shard's idle time counts from its creation: a check at once
+	// could still find it young. Once a plain check names it, the gate
+	// starts on a system it must wait for.
+	args := append([]string{"--unpulled-after", "1s", "--format", "nagios"}, sys.SysArgs("n2")...)
+	err = natstest.Eventually(30*time.Second, func() error {
+		if res := runCmd(t, append([]string{"check"}, args...)...); res.code != int(auditor.Warning) || !strings.Contains(res.stdout, "pulled by nobody") {
+			return fmt.Errorf("check exited %d: %s%s", res.code, res.stdout, res.stderr)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startCheck(t, append([]string{"--wait", "2m", "--unpulled-after", "1s", "--audit.min-interval", "200ms"}, sys.SysArgs("n2")...)...)
+	b.waitFor(t, 30*time.Second, `(?m)^\d\d:\d\d:\d\d WARNING .*CONSUMER_PULLED_BY_NOBODY`)
+	a.Own("WORK", shards[1])
+	if code := b.exit(t, time.Minute); code != exitOK {
+		t.Fatalf("exit %d once every shard has an owner, want 0\nstderr:\n%s", code, b.stderr)
 	}
 }
