@@ -294,20 +294,27 @@ type PinChanges struct {
 // CountPinChanges compares the pins of the pinned_client consumers of
 // before and after that both audits read from their leaders: a pin given,
 // taken over or dropped is a change. A consumer only one audit saw is none.
-func CountPinChanges(before, after *Snapshot) PinChanges {
+// Only the consumers led by a server of after's report count: under
+// --scope server, a sidecar counts those its server leads, and the
+// sidecars add up to the whole system.
+func CountPinChanges(before, after *Report) PinChanges {
+	leaders := map[string]bool{}
+	for _, s := range after.Servers {
+		leaders[s.Name] = true
+	}
 	type pin struct{ leader, holder string }
 	was := map[ConsumerKey]pin{}
-	for i := range before.Consumers {
-		a := &before.Consumers[i]
+	for i := range before.Snapshot.Consumers {
+		a := &before.Snapshot.Consumers[i]
 		if p := a.Pull; p != nil && p.FromLeader && p.Policy == PriorityPinnedClient {
 			was[ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}] = pin{a.Leader, p.PinnedID}
 		}
 	}
 	var c PinChanges
-	for i := range after.Consumers {
-		a := &after.Consumers[i]
+	for i := range after.Snapshot.Consumers {
+		a := &after.Snapshot.Consumers[i]
 		p := a.Pull
-		if p == nil || !p.FromLeader || p.Policy != PriorityPinnedClient {
+		if p == nil || !p.FromLeader || p.Policy != PriorityPinnedClient || !leaders[a.Leader] {
 			continue
 		}
 		old, ok := was[ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}]

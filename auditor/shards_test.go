@@ -200,7 +200,20 @@ func TestCountPinChanges(t *testing.T) {
 		c("newleader", "n1", "a", true), c("unread", "n1", "a", true), c("gone", "n1", "a", true)}}
 	after := &Snapshot{Consumers: []Asset{c("same", "n1", "a", true), c("moved", "n1", "b", true), c("dropped", "n1", "", true),
 		c("newleader", "n2", "", true), c("unread", "n2", "", false), c("new", "n1", "a", true)}}
-	if got, want := CountPinChanges(before, after), (PinChanges{Pin: 2, WithLeader: 1}); got != want {
+	report := func(snap *Snapshot, servers ...string) *Report {
+		r := &Report{Snapshot: snap}
+		for _, s := range servers {
+			r.Servers = append(r.Servers, ServerReport{Server: Server{Name: s}})
+		}
+		return r
+	}
+	if got, want := CountPinChanges(report(before, "n1", "n2"), report(after, "n1", "n2")), (PinChanges{Pin: 2, WithLeader: 1}); got != want {
 		t.Errorf("%+v, want %+v", got, want)
+	}
+	// A sidecar counts the consumers its server leads; together they
+	// count the system's.
+	n1, n2 := CountPinChanges(report(before, "n1"), report(after, "n1")), CountPinChanges(report(before, "n2"), report(after, "n2"))
+	if n1 != (PinChanges{Pin: 2}) || n2 != (PinChanges{WithLeader: 1}) {
+		t.Errorf("n1's sidecar %+v, n2's %+v; want the pins under n1 and the new leader n2's", n1, n2)
 	}
 }

@@ -179,7 +179,7 @@ func (s *Scheduler) run(done chan struct{}, started time.Time) {
 	if !stale {
 		s.newest = started
 		if prev != nil {
-			c := auditor.CountPinChanges(prev.Snapshot, r.Snapshot)
+			c := auditor.CountPinChanges(prev, r)
 			s.last.PinChanges.Pin += c.Pin
 			s.last.PinChanges.WithLeader += c.WithLeader
 		}

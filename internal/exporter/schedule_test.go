@@ -282,7 +282,11 @@ func TestSchedulerCountsPinChanges(t *testing.T) {
 	var n atomic.Int32
 	audit := func(context.Context) *auditor.Report {
 		p := pins[n.Add(1)-1]
-		snap := &auditor.Snapshot{Consumers: []auditor.Asset{{Kind: auditor.KindConsumer, Account: "APP", Stream: "WORK", Consumer: "shard",
+		servers := []auditor.Server{{Name: "n1"}, {Name: "n2"}}
+		for i := range servers {
+			servers[i].SetVersion("2.15.3")
+		}
+		snap := &auditor.Snapshot{Servers: servers, Consumers: []auditor.Asset{{Kind: auditor.KindConsumer, Account: "APP", Stream: "WORK", Consumer: "shard",
 			Leader: p.leader, Pull: &auditor.PullState{Policy: auditor.PriorityPinnedClient, FromLeader: true, PinnedID: p.holder}}}}
 		return auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
 	}
