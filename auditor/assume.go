@@ -3,6 +3,7 @@ package auditor
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,9 @@ type AssumedServer struct {
 	// PinnedLeadersMoved counts the pinned_client consumers the server
 	// leads (PinnedLedBy): the change's restart drops their pins.
 	PinnedLeadersMoved int `json:"pinned_leaders_moved,omitempty"`
+	// FeatureFlags are the flags it would run with (FlagsAt): what its
+	// config sets, its new release's defaults for the rest.
+	FeatureFlags map[string]bool `json:"feature_flags,omitempty"`
 }
 
 // GroupRef names a RAFT group: a stream's, a consumer's, or the meta group
@@ -134,6 +138,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 	after.Servers = slices.Clone(snap.Servers)
 	changed := map[string]bool{}
 	unknownLevel := map[string]bool{}
+	refused := map[string]map[string]bool{}
 	for i := range after.Servers {
 		s := &after.Servers[i]
 		v, ok := want[s.Name]
@@ -144,8 +149,16 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 			continue
 		}
 		level, source := LevelFor(snap, v)
+		// It keeps what its config sets: the flags it reports other than
+		// its release's default, the new release's defaults for the rest.
+		flags := FlagsAt(*s, v)
+		if configured := ConfiguredFlags(*s); len(configured) > 0 && !v.AtLeast(FeatureFlagsSince) {
+			refused[s.Name] = configured
+		}
 		w.Assumed = append(w.Assumed, AssumedServer{Name: s.Name, Cluster: s.Cluster, Domain: s.Domain,
-			From: s.Version, To: v, FromLevel: s.APILevel, ToLevel: level, LevelSource: source, PinnedLeadersMoved: PinnedLedBy(snap, s.Name)})
+			From: s.Version, To: v, FromLevel: s.APILevel, ToLevel: level, LevelSource: source, PinnedLeadersMoved: PinnedLedBy(snap, s.Name),
+			FeatureFlags: flags})
+		s.FeatureFlags = flags
 		changed[s.Name] = true
 		// The server would report the release as written.
 		s.Version, s.Parsed, s.APILevel = v.String(), v, level
@@ -216,6 +229,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 	setClusterLevels(r.Clusters, r.Servers)
 	r.Snapshot = &shown
 	r.Findings = append(r.Findings, unknownLevelFindings(&shown, p, unknownLevel)...)
+	r.Findings = append(r.Findings, refusedFlagFindings(after.Servers, refused)...)
 	markLeaderDependent(r.Findings, w.Depend)
 	sortFindings(r.Findings)
 	r.Status = StatusOf(r.Findings)
@@ -598,4 +612,27 @@ func Unexplained(predicted *Report, depend []LeaderChoice, actual *Report) (miss
 		}
 	}
 	return missing, unpredicted
+}
+
+// refusedFlagFindings say which servers a what-if runs on a release that
+// refuses the feature_flags block their config has: "unknown field" at
+// start, before 2.14.0 (2.12.15 opts.go:1803-1811;
+// TestFactFeatureFlagsRefusedBeforeSince), as the 2.14 release notes warn
+// (remove feature_flags before downgrading below 2.14).
+func refusedFlagFindings(servers []Server, refused map[string]map[string]bool) []Finding {
+	var out []Finding
+	for _, s := range servers {
+		flags, ok := refused[s.Name]
+		if !ok {
+			continue
+		}
+		var set []string
+		for _, name := range slices.Sorted(maps.Keys(flags)) {
+			set = append(set, fmt.Sprintf("%s: %t", name, flags[name]))
+		}
+		out = append(out, Finding{Code: FeatureFlagsRefused, Severity: SeverityOf(FeatureFlagsRefused), Server: s.Name, Cluster: s.Cluster, Version: s.Version,
+			Message: fmt.Sprintf("server %s would not start on %s: its config sets feature_flags (%s), which releases before %s refuse; remove the block before the change",
+				s.Name, s.Version, strings.Join(set, ", "), FeatureFlagsSince)})
+	}
+	return out
 }

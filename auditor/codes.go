@@ -27,6 +27,9 @@ const (
 	VersionUnparseable           Code = "VERSION_UNPARSEABLE"
 	AuditIncomplete              Code = "AUDIT_INCOMPLETE"
 	APILevelUnknown              Code = "API_LEVEL_UNKNOWN"
+	// FeatureFlagsRefused: only under --assume and plan: a server would
+	// run a release that refuses the feature_flags block its config has.
+	FeatureFlagsRefused Code = "FEATURE_FLAGS_REFUSED"
 	// ConsumerPulledByNobody: a consumer with a priority policy has a
 	// backlog and nobody pulls it (shards.go).
 	ConsumerPulledByNobody Code = "CONSUMER_PULLED_BY_NOBODY"
@@ -160,6 +163,8 @@ var Codes = []CodeInfo{
 		Description: "a request failed, or a reply was too large or could not be understood"},
 	{Code: APILevelUnknown, Severity: Unknown, Level: true,
 		Description: "only under --assume: a server would run a version whose JetStream API level the level table does not know, so whether it runs an asset that needs a level cannot be told"},
+	{Code: FeatureFlagsRefused, Severity: Critical,
+		Description: "only under --assume and plan: a server whose config sets feature_flags would run a release before 2.14.0, which refuses the block and does not start"},
 	{Code: ConsumerPulledByNobody, Severity: Warning, Gauge: unpulledGauge,
 		Description: "a consumer with a priority policy (a shard) has a backlog, no pull waiting on its leader and no delivery or ack for longer than the threshold: nobody owns it"},
 	{Code: ConsumerStalePin, Severity: Warning, Gauge: stalePinGauge,

@@ -143,3 +143,27 @@ func ConfiguredFlags(s Server) map[string]bool {
 	}
 	return out
 }
+
+// FlagsAt are the feature flags server s would report at release to: the
+// values its config sets (ConfiguredFlags), where that release knows the
+// flag, and the release's defaults for the rest; none before
+// FeatureFlagsSince, which has no flags. A what-if runs a server on them.
+func FlagsAt(s Server, to Version) map[string]bool {
+	if !to.AtLeast(FeatureFlagsSince) {
+		return nil
+	}
+	configured := ConfiguredFlags(s)
+	out := map[string]bool{}
+	for _, f := range FeatureFlags {
+		d, known := f.DefaultBy(to)
+		if !known {
+			continue
+		}
+		on, set := configured[f.Name]
+		if !set {
+			on = d.On
+		}
+		out[f.Name] = on
+	}
+	return out
+}

@@ -171,3 +171,64 @@ func TestFactFeatureFlagsRefusedBeforeSince(t *testing.T) {
 		}
 	}
 }
+
+// TestAssumeCarriesFeatureFlags: a what-if runs a changed server on the
+// flags its config sets and its new release's defaults for the rest, and a
+// release before 2.14.0 with a config that sets flags is a server that
+// would not start.
+func TestAssumeCarriesFeatureFlags(t *testing.T) {
+	server := func(name, version string, flags map[string]bool) Server {
+		s := Server{Name: name, Cluster: "c1", JetStream: true, FeatureFlags: flags}
+		s.SetVersion(version)
+		return s
+	}
+	snap := &Snapshot{Servers: []Server{
+		server("n1", "2.14.0", map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: true}), // its config turns it on
+		server("n2", "2.14.0", map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: false}),
+	}}
+	pol := Policy{Floor: parsed("2.12.0")}
+	up, err := Assume(snap, pol, []Assumption{{Target: "*", Version: parsed("2.15.3")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range up.Assumed {
+		// n1 keeps its config's value; n2 gets 2.15's default, on.
+		if !a.FeatureFlags[FlagRaftDeleteRange] || a.FeatureFlags[FlagAckFormatV2] || len(a.FeatureFlags) != 4 {
+			t.Errorf("%s at 2.15.3: flags %v", a.Name, a.FeatureFlags)
+		}
+	}
+	// Mixed versions (a cluster of one release) go; nothing appears.
+	if got := briefs(up.Appear); len(got) != 0 {
+		t.Errorf("upgrading finds %s", got)
+	}
+	down, err := Assume(snap, pol, []Assumption{{Target: "*", Version: parsed("2.12.15")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(briefs(down.Appear), " "); !strings.Contains(got, "FEATURE_FLAGS_REFUSED(n1") || strings.Contains(got, "FEATURE_FLAGS_REFUSED(n2") || down.After.Status != Critical {
+		t.Errorf("downgrading below 2.14.0 finds %s (%s), want n1 refused and not n2, which sets no flag", got, down.After.Status)
+	}
+	for _, a := range down.Assumed {
+		if a.FeatureFlags != nil {
+			t.Errorf("%s at 2.12.15 has flags %v", a.Name, a.FeatureFlags)
+		}
+	}
+}
+
+// TestAssumeUpgradeTurnsOnDeleteRange: upgrading a mirror's 2.14 leader
+// to 2.15.3 turns js_raft_delete_range on by default, and the what-if says
+// that its 2.12.15 follower would crash on the delete range.
+func TestAssumeUpgradeTurnsOnDeleteRange(t *testing.T) {
+	n1, n2 := srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4)
+	n1.FeatureFlags = map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: false}
+	n2.FeatureFlags = n1.FeatureFlags
+	snap := &Snapshot{Servers: []Server{n1, n2, srv("n3", "c1", "2.12.15", 3)},
+		Streams: []Asset{withConfig(stream("M", "n1", "n1", "n2", "n3"), AssetConfig{Mirror: &StreamSource{Name: "O"}})}}
+	w, err := Assume(snap, Policy{Floor: parsed("2.12.0")}, []Assumption{{Target: "n1", Version: parsed("2.15.3")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := briefs(w.Appear); !slices.Contains(got, "ASSET_OP_CRASHES_FOLLOWER(n3,n1,APP/M/)") {
+		t.Errorf("the upgrade's what-if finds %v, want n3 crashed by n1's delete range", got)
+	}
+}

@@ -138,21 +138,28 @@ func writeFeatureFlagsText(ew *errWriter, servers []auditor.ServerReport) {
 		if len(s.FeatureFlags) == 0 {
 			continue
 		}
-		configured := auditor.ConfiguredFlags(s.Server)
-		var shown []string
-		for _, name := range slices.Sorted(maps.Keys(s.FeatureFlags)) {
-			_, set := configured[name]
-			switch {
-			case s.FeatureFlags[name] && set:
-				shown = append(shown, name+" (its config)")
-			case s.FeatureFlags[name]:
-				shown = append(shown, name)
-			case set:
-				shown = append(shown, name+" off (its config)")
-			}
-		}
-		ew.printf("%s\t%s\n", s.Name, dashList(shown))
+		ew.printf("%s\t%s\n", s.Name, dashList(flagsShown(s.Server)))
 	}
+}
+
+// flagsShown are the flags server s has on, and those its config turns
+// off, each marked where its config sets it rather than its release's
+// default.
+func flagsShown(s auditor.Server) []string {
+	configured := auditor.ConfiguredFlags(s)
+	var shown []string
+	for _, name := range slices.Sorted(maps.Keys(s.FeatureFlags)) {
+		_, set := configured[name]
+		switch {
+		case s.FeatureFlags[name] && set:
+			shown = append(shown, name+" (its config)")
+		case s.FeatureFlags[name]:
+			shown = append(shown, name)
+		case set:
+			shown = append(shown, name+" off (its config)")
+		}
+	}
+	return shown
 }
 
 // writeShardsText lists the consumers with a priority policy: their leader,

@@ -52,6 +52,10 @@ func writeWhatIfText(ew *errWriter, w *auditor.WhatIf) {
 	}
 	for _, s := range w.Assumed {
 		ew.printf("  %s: %s (API level %s) → %s (API level %s: %s)\n", s.Name, s.From, levelText(s.FromLevel), s.To, levelText(s.ToLevel), s.LevelSource)
+		if len(s.FeatureFlags) > 0 {
+			at := auditor.Server{Version: s.To.String(), Parsed: s.To, FeatureFlags: s.FeatureFlags}
+			ew.printf("    feature flags it would run with (its config's, %s's defaults for the rest): %s\n", s.To, dashList(flagsShown(at)))
+		}
 		if s.PinnedLeadersMoved > 0 {
 			ew.printf("    it leads %d pinned consumers: its restart moves their leadership and drops their pins; whoever pulls next takes each\n", s.PinnedLeadersMoved)
 		}

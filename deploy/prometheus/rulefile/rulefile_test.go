@@ -21,7 +21,7 @@ func TestFindingCodes(t *testing.T) {
 	}{
 		{`sum by (code) (nats_version_auditor_findings{severity="CRITICAL", code!~"SERVER_BELOW_FLOOR|CONSUMER_.*|SOURCING_.*"}) > 0`,
 			[]auditor.Code{auditor.AssetAPILevelUnsupported, auditor.AssetCrashesServer, auditor.AssetOpCrashesFollower,
-				auditor.AssetOpHaltsReplica, auditor.AssetPeerNotRunning, auditor.AssetPeerDiverges},
+				auditor.AssetOpHaltsReplica, auditor.AssetPeerNotRunning, auditor.AssetPeerDiverges, auditor.FeatureFlagsRefused},
 			[]auditor.Code{auditor.ServerBelowFloor, auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor,
 				auditor.SourcingResetUnanswered, auditor.SourcingResetCrashesFollower}},
 		{`nats_version_auditor_findings{code="SERVER_MISSING"} > 0`, []auditor.Code{auditor.ServerMissing}, nil},
