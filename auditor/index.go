@@ -3,7 +3,6 @@ package auditor
 import (
 	"fmt"
 	"slices"
-	"time"
 )
 
 // ConsumerKey names a consumer: a JetStream domain ("" for none), an
@@ -33,23 +32,9 @@ type ConsumerView struct {
 	// Crashes are the servers of the consumer's domain that cannot decode
 	// its config and crash on it, peers or not.
 	Crashes []Crash
-	// Pull is who pulls a consumer with a priority policy, as its leader
-	// reported it; nil for any other consumer.
+	// Pull is who pulls a consumer with a priority policy, its pin
+	// included, as its leader reported it; nil for any other consumer.
 	Pull *PullState
-	// Pin is the holder of its priority group's pin; nil without one, or
-	// without the leader's record.
-	Pin *Pin
-}
-
-// Pin is the holder of a pinned_client consumer's pin, as its leader
-// reported it.
-type Pin struct {
-	Group string `json:"group"`
-	// ID is the holder's id (pinned_client_id), which the server gave its
-	// pull; the server knows no more of who holds it.
-	ID string `json:"id"`
-	// Age is how long it had been held when the leader reported it.
-	Age time.Duration `json:"age"`
 }
 
 // Crash is a server that crashes on an asset it cannot decode.
@@ -225,9 +210,6 @@ func (x *Index) Consumer(k ConsumerKey) (ConsumerView, bool) {
 func (x *Index) view(i int, k ConsumerKey) ConsumerView {
 	a := &x.snap.Consumers[i]
 	v := ConsumerView{ConsumerKey: k, AccountName: a.AccountName, Leader: a.Leader, Replicas: a.Replicas, RequiredLevel: a.RequiredLevel, Pull: a.Pull}
-	if p := a.Pull; p != nil && p.FromLeader && p.PinnedID != "" {
-		v.Pin = &Pin{Group: p.Group, ID: p.PinnedID, Age: p.PinAge()}
-	}
 	names := a.Peers
 	if a.Leader != "" && !slices.Contains(names, a.Leader) {
 		names = append(slices.Clone(names), a.Leader)
