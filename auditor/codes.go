@@ -16,6 +16,10 @@ const (
 	// AssetCrashesServer: a server of the asset's JetStream domain cannot
 	// decode its config and crashes on it, whether it hosts it or not.
 	AssetCrashesServer Code = "ASSET_CRASHES_SERVER"
+	// AssetHaltsMeta: a server of the asset's JetStream domain cannot
+	// decode its config and stops applying the meta group's log (2.15.0 to
+	// 2.15.2, undecodableValue).
+	AssetHaltsMeta Code = "ASSET_HALTS_META"
 	// SourcingResetUnanswered: a mirror or source sends RESET by itself to
 	// an origin consumer whose leader does not answer it: it stalls.
 	SourcingResetUnanswered Code = "SOURCING_RESET_UNANSWERED"
@@ -141,6 +145,8 @@ var Codes = []CodeInfo{
 		Description: "a stream's or consumer's required API level (its _nats.req.level, or durable sourcing, which that does not record) is above the API level of a server in its peer set"},
 	{Code: AssetCrashesServer, Severity: Critical, owner: ownedByCrashingServer, Gauge: crashGauge,
 		Description: "whatever the floor: a server of an asset's JetStream domain cannot decode its config and panics at its next meta snapshot, peer or not"},
+	{Code: AssetHaltsMeta, Severity: Critical, owner: ownedByCrashingServer,
+		Description: "whatever the floor: a server of an asset's JetStream domain cannot decode its config, logs a meta group critical write error and stops applying the meta group's log, peer or not: no later change to a stream or consumer of its domain reaches it"},
 	{Code: SourcingResetUnanswered, Severity: Critical, Leader: true, Reset: ResetUnanswered, Gauge: sourcingGauge,
 		Description: "whatever the floor: a mirror or source RESETs its origin consumer by itself (durable sourcing) and that consumer's leader is before 2.14.0: the mirror stalls, with no error"},
 	{Code: SourcingResetCrashesFollower, Severity: Critical, Leader: true, Follower: true, Reset: ResetCrashesFollower, Gauge: sourcingGauge,

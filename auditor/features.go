@@ -36,6 +36,13 @@ const (
 	// panics; the process exits, peer or not. Restarted, it replays the
 	// assignment and fails to decode it again.
 	CrashesOnDecode Outcome = "crashes_on_decode"
+	// HaltsMeta: the server cannot decode the config; applying the meta
+	// group's entry fails, the server logs "JetStream cluster meta group
+	// critical write error" and turns observer of the meta group, peer or
+	// not: it runs on, but applies no later change to any stream or
+	// consumer of its domain. Restarted, it replays the entry and halts
+	// again.
+	HaltsMeta Outcome = "halts_meta"
 )
 
 // Handling is what the servers of one version range do with an asset that
@@ -136,7 +143,74 @@ var (
 	// (:1580); absent in 2.12.4).
 	v2125 = mustVersion("2.12.5")
 	v214  = mustVersion("2.14.0")
+	// v2.14.10 and v2.15.3: decodeConfig decodes an assignment's config
+	// strictly, then field by field, and holds an asset with a value it
+	// cannot decode offline as "unsupported - config error" (2.14.10
+	// jetstream_versioning.go:60-106, jetstream_cluster.go:9835, :10346,
+	// :370-375; 2.15.3 jetstream_versioning.go:60, jetstream_cluster.go:12813,
+	// :13323, :562-566). 2.15.0 to 2.15.2 have no such decoder.
+	v21410 = mustVersion("2.14.10")
+	v2153  = mustVersion("2.15.3")
 )
+
+// undecodableValue is what each release does with an asset whose config
+// holds a value its decoder rejects: an enum value a later release brings.
+// Its ranges cover every version; valueFeature cuts them at a feature's
+// release. The Create of every range is CreateRefused: the API's request
+// decoders reject such a value at every release (createStrict,
+// createLenient, and the enum's UnmarshalJSON error in both).
+var undecodableValue = []Handling{
+	{Below: v211, Asset: NotLoaded, Create: CreateRefused,
+		Evidence: "2.10.27 logs the decode error and runs on (jetstream_cluster.go:1948-1951)"},
+	{From: v211, Below: v2125, Asset: NotLoaded, Create: CreateRefused,
+		Evidence: "2.11.12 logs the decode error and runs on (jetstream_cluster.go:2163-2167, :1512-1524); 2.12.4 has no re-decoding snapshot"},
+	{From: v2125, Below: v21410, Asset: CrashesOnDecode, Create: CreateRefused,
+		Evidence: "the meta snapshot re-decodes the assignment and panics (2.12.15 jetstream_cluster.go:2326-2355; 2.14.0 :2254-2255; 2.14.9 :2515-2516)"},
+	{From: v21410, Below: v215, Asset: HeldOffline, Create: CreateRefused,
+		Evidence: "decodeConfig holds it offline as \"unsupported - config error\" (2.14.10 jetstream_versioning.go:60-106, jetstream_cluster.go:9835-9846, :370-375)"},
+	{From: v215, Below: v2153, Asset: HaltsMeta, Create: CreateRefused,
+		Evidence: "decodeStreamAssignmentConfig returns the error (2.15.0 jetstream_cluster.go:11737-11742, :12214-12219); " +
+			"applyMetaEntries returns it (:3487-3490), and monitorCluster sets a meta write error and returns (:2257, :2276-2280): " +
+			"\"meta group critical write error\", step down, observer (:1772-1791); the async snapshot returns it instead of panicking (:2714-2717)"},
+	{From: v2153, Asset: HeldOffline, Create: CreateRefused,
+		Evidence: "decodeConfig holds it offline as \"unsupported - config error\" (2.15.3 jetstream_versioning.go:60-106, jetstream_cluster.go:12813, :562-566)"},
+}
+
+// UndecodableValue returns what a server of the given version does with an
+// asset whose config holds a value its decoder rejects; a version that is
+// not one gets the worst of every range.
+func UndecodableValue(v Version) Handling {
+	if v.IsZero() {
+		return Feature{Since: v2153, Older: undecodableValue}.HandlingBy(v)
+	}
+	for _, h := range undecodableValue {
+		if !v.Before(h.From) && (h.Below.IsZero() || v.Before(h.Below)) {
+			return h
+		}
+	}
+	return undecodableValue[len(undecodableValue)-1]
+}
+
+// valueFeature is the handling of a feature that adds an enum value, which
+// every older release's decoder rejects: undecodableValue below since.
+// evidence, where given, replaces a range's evidence with what was seen
+// for the feature itself, in the order of the ranges kept.
+func valueFeature(since Version, evidence ...string) []Handling {
+	var out []Handling
+	for _, h := range undecodableValue {
+		if !since.IsZero() && h.From.AtLeast(since) {
+			break
+		}
+		if !since.IsZero() && (h.Below.IsZero() || h.Below.Compare(since) > 0) {
+			h.Below = since
+		}
+		if i := len(out); i < len(evidence) && evidence[i] != "" {
+			h.Evidence = evidence[i]
+		}
+		out = append(out, h)
+	}
+	return out
+}
 
 // Create-path handling, from the API request decoders: 2.10.27 decodes
 // create requests leniently (jetstream_api.go:1402, :3855); 2.11.12 strictly
@@ -274,14 +348,10 @@ var Features = []Feature{
 		Name: "ack_flow_control", Title: "flow-control acks (ack_policy: flow_control)", Kind: KindConsumer, Level: 4, Since: v214,
 		Uses:   func(c *AssetConfig) bool { return c.AckPolicy == "flow_control" },
 		Source: "2.14.0 store.go:603, :636; jetstream_versioning.go:166-169",
-		Older: []Handling{
-			{Below: v211, Asset: NotLoaded, Create: CreateRefused,
-				Evidence: "TestFactUndecodableAssets (2.10.27 logs the decode error, runs on); 2.10.27 store.go:618-630, jetstream_cluster.go:1948-1951"},
-			{From: v211, Below: v2125, Asset: NotLoaded, Create: CreateRefused,
-				Evidence: "TestFactUndecodableAssets (2.11.12 logs the decode error, runs on); 2.11.12 store.go:633-643, jetstream_cluster.go:2163-2167, :1512-1524; 2.12.4 has no re-decoding snapshot"},
-			{From: v2125, Below: v214, Asset: CrashesOnDecode, Create: CreateRefused,
-				Evidence: "TestFactUndecodableAssets (2.12.15 panics at its meta snapshot, peer or not; restarted, fails to decode it again); 2.12.15 store.go:631-641, jetstream_cluster.go:2337-2342"},
-		},
+		Older: valueFeature(v214,
+			"TestFactUndecodableAssets (2.10.27 logs the decode error, runs on); 2.10.27 store.go:618-630, jetstream_cluster.go:1948-1951",
+			"TestFactUndecodableAssets (2.11.12 logs the decode error, runs on); 2.11.12 store.go:633-643, jetstream_cluster.go:2163-2167, :1512-1524; 2.12.4 has no re-decoding snapshot",
+			"TestFactUndecodableAssets (2.12.15 panics at its meta snapshot, peer or not; restarted, fails to decode it again); 2.12.15 store.go:631-641, jetstream_cluster.go:2337-2342"),
 	},
 	{
 		// A nested field: older servers see an unknown field in mirror or
@@ -394,8 +464,10 @@ func outcomeRank(o Outcome) int {
 		return 3
 	case NotLoaded:
 		return 4
-	case CrashesOnDecode, CrashesOnApply:
+	case HaltsMeta:
 		return 5
+	case CrashesOnDecode, CrashesOnApply:
+		return 6
 	}
 	return 0
 }

@@ -22,6 +22,13 @@ type DecodeCrash struct {
 // audit saw (lastSeen), which crash again when they come back. A server
 // that crashes on several of its features is listed once, for the first.
 func DecodeCrashes(a *Asset, servers []Server, lastSeen map[string]Server) []DecodeCrash {
+	return domainDecodes(a, servers, lastSeen, CrashesOnDecode)
+}
+
+// domainDecodes lists, as DecodeCrashes does, the servers of the asset's
+// JetStream domain whose decoding of its config ends in outcome: one that
+// every member of the domain's meta group meets, peer or not.
+func domainDecodes(a *Asset, servers []Server, lastSeen map[string]Server, outcome Outcome) []DecodeCrash {
 	if a.Features == 0 {
 		return nil
 	}
@@ -33,7 +40,7 @@ func DecodeCrashes(a *Asset, servers []Server, lastSeen map[string]Server) []Dec
 			return
 		}
 		for _, f := range features {
-			if f.HandlingBy(s.Parsed).Asset == CrashesOnDecode {
+			if f.HandlingBy(s.Parsed).Asset == outcome {
 				out = append(out, DecodeCrash{Server: s, Feature: f, Missing: missing})
 				return
 			}
@@ -127,7 +134,8 @@ func sourcerNames(ss []Sourcer) string {
 	return strings.Join(parts, ", ")
 }
 
-// crashFindings are the ASSET_CRASHES_SERVER findings of one asset.
+// crashFindings are the ASSET_CRASHES_SERVER and ASSET_HALTS_META findings
+// of one asset.
 func crashFindings(a *Asset, servers []Server, lastSeen map[string]Server) []Finding {
 	var out []Finding
 	for _, c := range DecodeCrashes(a, servers, lastSeen) {
@@ -141,6 +149,18 @@ func crashFindings(a *Asset, servers []Server, lastSeen map[string]Server) []Fin
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s running %s cannot decode it and panics at its next meta snapshot (about a minute after it starts), whether it hosts the %s or not; after every restart it fails to decode it again and can panic again, until it is upgraded or the %s is removed",
 				a.Kind, a.name(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
 		}
+		out = append(out, fd)
+	}
+	for _, c := range domainDecodes(a, servers, lastSeen, HaltsMeta) {
+		s, f := c.Server, c.Feature
+		fd := Finding{Code: AssetHaltsMeta, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
+			Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer, Feature: f.Name}
+		seen := fmt.Sprintf("server %s running %s", s.Name, s.Version)
+		if c.Missing {
+			seen = fmt.Sprintf("server %s, not answering and last seen running %s,", s.Name, s.Version)
+		}
+		fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: %s cannot decode it; applying its assignment fails with a meta group critical write error and the server stops applying the meta group's log, whether it hosts the %s or not: it runs on, but no later create, update or removal of any stream or consumer of its domain reaches it, after every restart again, until it is upgraded or the %s is removed",
+			a.Kind, a.name(), f.Title, f.Since, seen, a.Kind, a.Kind)
 		out = append(out, fd)
 	}
 	return out

@@ -36,7 +36,7 @@ func hazardFindings(t *testing.T, snap Snapshot) (*Report, []string) {
 	var got []string
 	for _, f := range r.Findings {
 		switch f.Code {
-		case AssetCrashesServer, SourcingResetUnanswered, SourcingResetCrashesFollower, AssetAPILevelUnsupported:
+		case AssetCrashesServer, AssetHaltsMeta, SourcingResetUnanswered, SourcingResetCrashesFollower, AssetAPILevelUnsupported:
 			got = append(got, brief(f))
 		}
 	}
@@ -288,6 +288,42 @@ func TestDurableSourcingNeedsLevel4(t *testing.T) {
 		t.Log(f.Message)
 		if f.RequiredLevel != 4 || !strings.Contains(f.Message, "durable sourcing") || !strings.Contains(f.Message, "which its _nats.req.level does not record") {
 			t.Errorf("finding %+v", f)
+		}
+	}
+}
+
+// TestUndecodableValueHaltsMeta adds a feature of a release after every
+// one the table knows, an enum value like ack_flow_control's, and holds
+// each server to the range of undecodableValue its version is in: 2.15.0
+// to 2.15.2 halt their meta group, 2.14.10 and 2.15.3 hold the asset
+// offline, 2.12.5 to 2.14.9 crash.
+func TestUndecodableValueHaltsMeta(t *testing.T) {
+	future := mustVersion("2.16.0")
+	saved := Features
+	t.Cleanup(func() { Features = saved })
+	Features = append(slices.Clone(saved), Feature{Name: "future_enum", Title: "a future enum value", Kind: KindConsumer,
+		Level: 5, Since: future, Uses: func(*AssetConfig) bool { return true }, Source: "none: a test row",
+		Older: valueFeature(future)})
+	servers := []Server{srv("n1", "c1", "2.16.0", 5), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.15.1", 4),
+		srv("n4", "c1", "2.14.10", 4), srv("n5", "c1", "2.14.9", 4), srv("n6", "c1", "2.11.12", 1)}
+	snap := Snapshot{Servers: servers, Consumers: []Asset{withFeatures(consumer("FC", "c", "n1", "n1", "n2", "n3"), "future_enum")}}
+	r, got := hazardFindings(t, snap)
+	for _, f := range r.Findings {
+		if f.Code == AssetHaltsMeta && !strings.Contains(f.Message, "stops applying the meta group's log") {
+			t.Errorf("message: %s", f.Message)
+		}
+	}
+	slices.Sort(got)
+	// As a peer, n2 holds it offline and n3 runs nothing: their API levels
+	// already say so.
+	want := []string{"ASSET_API_LEVEL_UNSUPPORTED(n2,,APP/FC/c)", "ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/FC/c)",
+		"ASSET_CRASHES_SERVER(n5,,APP/FC/c)", "ASSET_HALTS_META(n3,,APP/FC/c)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("findings %v, want %v", got, want)
+	}
+	for _, f := range r.Findings {
+		if f.Code == AssetAPILevelUnsupported && f.Server == "n2" && !strings.Contains(f.Message, "offline") {
+			t.Errorf("n2 holds it offline: %s", f.Message)
 		}
 	}
 }

@@ -209,6 +209,7 @@ func TestOpTablesAgainstSource(t *testing.T) {
 			checkFlags(t, tag, dir)
 			checkEnums(t, tag, dir)
 			checkConfigFields(t, tag, dir)
+			checkDecoder(t, tag, dir)
 		})
 	}
 }
@@ -254,8 +255,11 @@ func tablesTags() []string {
 		add(r.First, r.Last)
 		add(r.Checked...)
 	}
+	for _, h := range undecodableValue {
+		add(h.From, h.Below)
+	}
 	add(FeatureFlagsSince, v215)
-	return tags
+	return append(tags, decoderChecked...)
 }
 
 // newestTags are what the module proxy serves newest: @latest, and the
@@ -727,4 +731,109 @@ func exprString(e ast.Expr, consts map[string]string) string {
 		return "<unresolved " + e.Name + ">"
 	}
 	return "<unresolved expression>"
+}
+
+// decoderChecked are the last releases before each bound of
+// undecodableValue, read beside the bounds themselves.
+var decoderChecked = []string{"v2.12.4", "v2.14.9", "v2.15.2"}
+
+// checkDecoder reads what the release at tag does with an assignment whose
+// config it cannot decode, and holds undecodableValue to it: decodeConfig
+// (held offline), else a meta apply error that monitorCluster turns into a
+// meta write error (halts the meta group), else a decode failure the meta
+// snapshot panics on (crashes), else none of these (not loaded).
+func checkDecoder(t *testing.T, tag, dir string) {
+	t.Helper()
+	var got Outcome
+	if f := parseServerFile(t, dir, "jetstream_versioning.go"); f != nil && hasFunc(f, "decodeConfig") {
+		got = HeldOffline
+	} else {
+		f := parseServerFile(t, dir, "jetstream_cluster.go")
+		switch {
+		case applyErrorHaltsMeta(f):
+			got = HaltsMeta
+		case decodeFailurePanics(f):
+			got = CrashesOnDecode
+		default:
+			got = NotLoaded
+		}
+	}
+	v := mustVersion(strings.TrimPrefix(tag, "v"))
+	if want := UndecodableValue(v).Asset; got != want {
+		t.Errorf("%s: an undecodable config value is %s in the source, %s in undecodableValue", tag, got, want)
+	}
+}
+
+func hasFunc(f *ast.File, name string) bool {
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// funcBody returns the body of the function or method named name.
+func funcBody(f *ast.File, name string) *ast.BlockStmt {
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == name {
+			return fd.Body
+		}
+	}
+	return nil
+}
+
+// callsNamed reports whether n calls a function or method named name.
+func callsNamed(n ast.Node, name string) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			switch fn := c.Fun.(type) {
+			case *ast.Ident:
+				found = found || fn.Name == name
+			case *ast.SelectorExpr:
+				found = found || fn.Sel.Name == name
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// applyErrorHaltsMeta: monitorCluster's branch for an error from
+// applyMetaEntries sets a meta write error.
+func applyErrorHaltsMeta(f *ast.File) bool {
+	body := funcBody(f, "monitorCluster")
+	halts := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if is, ok := n.(*ast.IfStmt); ok && is.Init != nil && is.Else != nil && callsNamed(is.Init, "applyMetaEntries") {
+			halts = halts || callsNamed(is.Else, "setMetaWriteErr")
+		}
+		return !halts
+	})
+	return halts
+}
+
+// decodeFailurePanics: some function decodes a stream assignment and
+// panics when that fails (the meta snapshot's re-decoding, from 2.12.5).
+func decodeFailurePanics(f *ast.File) bool {
+	panics := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		var list []ast.Stmt
+		switch b := n.(type) {
+		case *ast.BlockStmt:
+			list = b.List
+		case *ast.CaseClause:
+			list = b.Body
+		}
+		for i, st := range list {
+			if i+1 < len(list) && callsNamed(st, "decodeStreamAssignment") {
+				if is, ok := list[i+1].(*ast.IfStmt); ok && callsNamed(is.Body, "panic") {
+					panics = true
+				}
+			}
+		}
+		return !panics
+	})
+	return panics
 }
