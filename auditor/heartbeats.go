@@ -83,6 +83,14 @@ func (h *Heartbeats) Statsz(hb *Heartbeat) string {
 		k = &heardServer{id: s.ID, version: s.Version, links: links}
 		h.known[s.Name] = k
 	}
+	if ok && k.gone && k.id == s.ID {
+		// The process that shut down sent this before its SHUTDOWN, and it
+		// was handled after: nats.go delivers each subscription on a
+		// goroutine of its own. A server comes back as a new process, under
+		// a new id: NewServer makes one at each start (2.15.3 server.go:716,
+		// :743).
+		return ""
+	}
 	reason := ""
 	switch {
 	case !ok:

@@ -95,7 +95,8 @@ func TestHeartbeats(t *testing.T) {
 			{name: "n2", statsz: beat(t, "n2", "B", "2.14.0", []string{"n1"}), want: "server n2 (2.14.0) was not in the last audit"},
 			{name: "n2 shuts down", shutdown: goingEvent(t, "n2"), want: "server n2 shut down"},
 			{name: "n1 loses the route to n2, already asked for", statsz: beat(t, "n1", "A", "2.14.0", nil)},
-			{name: "n2 back under the same id", statsz: beat(t, "n2", "B", "2.14.0", []string{"n1"}), want: "server n2 is back (2.14.0, id B)"},
+			{name: "n2's heartbeat from before its SHUTDOWN, handled after it", statsz: beat(t, "n2", "B", "2.14.0", []string{"n1"})},
+			{name: "n2 back, a new process", statsz: beat(t, "n2", "B2", "2.14.0", []string{"n1"}), want: "server n2 is back (2.14.0, id B2)"},
 			{name: "n1 regains the route", statsz: beat(t, "n1", "A", "2.14.0", []string{"n2"}), want: "server n1's routes or gateways changed: gained route n2"},
 		}},
 		{"lame duck is not gone", &Snapshot{}, []step{
