@@ -141,7 +141,7 @@ func TestIndentAndStrip(t *testing.T) {
 // runbook section, and a list without its alert, or an alert without its list, is an error.
 func TestRunbookCodes(t *testing.T) {
 	rules := []byte("groups:\n- name: g\n  rules:\n" +
-		"  - alert: Crit\n    expr: sum(nats_version_auditor_findings{severity=\"CRITICAL\", code=~\"ASSET_.*\", code!~\"ASSET_(CRASHES|OP|PEER)_.*\"}) > 0\n" +
+		"  - alert: Crit\n    expr: sum(nats_version_auditor_findings{severity=\"CRITICAL\", code=~\"ASSET_.*\", code!~\"ASSET_(CRASHES|HALTS|OP|PEER)_.*\"}) > 0\n" +
 		"  - alert: Other\n    expr: up == 0\n")
 	start := "<!-- codes of Crit: generated -->\n"
 	got, err := runbookCodes([]byte("# R\n\n"+start+"- stale\n"+codesEnd+"after\n"), rules)
