@@ -88,22 +88,59 @@ type CodeInfo struct {
 	// Gauge is the per-asset gauge of the metrics a finding of the code
 	// sets; nil for none (the count of findings by code has every code).
 	Gauge *AssetGauge
+	// Verdict tells findings of the code apart on a Gauge that other codes
+	// share: its value of the gauge's verdict label. A Reset code's is its
+	// Reset verdict (GaugeVerdict).
+	Verdict string
 	// owner names the server whose sidecar reports a finding of the code
 	// under --scope server (see Report.Owner); nil is the server the
 	// finding is about, Finding.Server, or for a Follower code its leader.
 	owner func(r *Report, f Finding) string
 }
 
+// GaugeVerdict is the value of the verdict label a finding of the code
+// carries on its Gauge: Verdict, or the Reset verdict; empty for a code
+// whose gauge no other code shares.
+func (k CodeInfo) GaugeVerdict() string {
+	if k.Verdict != "" {
+		return k.Verdict
+	}
+	return string(k.Reset)
+}
+
 // AssetGauge is a gauge the metrics export with one series of value 1 per
 // finding of the codes registered with it, labelled by the finding's
-// account, stream, consumer and server, and, where codes share the gauge,
-// by their Reset verdict.
+// account, stream, consumer and server, by its Detail, and, where codes
+// share the gauge, by their verdict (CodeInfo.GaugeVerdict).
 type AssetGauge struct {
 	// Name is the gauge's name within the auditor's metric namespace.
 	Name string
 	// Help says what a series means; the metrics add what the account
 	// labels hold.
 	Help string
+	// Detail, when set, is one more label: DetailOp or DetailFeature, the
+	// row of the table (ReplicatedOps, Features) a finding names, which
+	// says what to change. The table bounds it, and a finding of an asset
+	// and server names one row, so it adds no series.
+	Detail string
+}
+
+// The labels an AssetGauge's Detail can add, each named as the finding's
+// field it holds is in JSON.
+const (
+	DetailOp      = "op"
+	DetailFeature = "feature"
+)
+
+// DetailOf is the value of the gauge's Detail label for finding f.
+func (g *AssetGauge) DetailOf(f Finding) string {
+	switch g.Detail {
+	case DetailOp:
+		return f.Op
+	case DetailFeature:
+		return f.Feature
+	}
+	return ""
 }
 
 // The per-asset gauges the registrations name.
@@ -120,6 +157,10 @@ var (
 		Help: "1 for a consumer with a priority policy whose leader (server_name) has a backlog, no pull waiting and no delivery or ack for longer than the policy's threshold: a shard nobody owns."}
 	stalePinGauge = &AssetGauge{Name: "consumer_stale_pin",
 		Help: "1 for a pinned_client consumer whose leader (server_name) keeps a pin older than priority_timeout and delivers nothing, with messages pending and pulls waiting: a holder renews its pin and takes nothing."}
+	opFollowerGauge = &AssetGauge{Name: "asset_op_follower_cannot_apply", Detail: DetailOp,
+		Help: "1 for a replicated stream or consumer (consumer empty for a stream) with a follower (server_name) whose release predates a replicated operation (op) that its leader proposes, or a peer would if it led (delete_range: the delete range a mirror's leader proposes whenever its origin has a gap, with js_raft_delete_range on, the default from 2.15.0): verdict crashes_follower, a follower before 2.15 panics on it (Unknown group entry op type), and again on every restart; halts_replica, a 2.15 or later follower logs a critical write error and its replica stops voting."}
+	peerFeatureGauge = &AssetGauge{Name: "asset_peer_lacks_feature", Detail: DetailFeature,
+		Help: "1 for a stream or consumer (consumer empty for a stream) with a peer (server_name) whose version does not have a feature of its config (feature), where its API level does not tell: verdict not_running, the peer holds it offline or never loads it and the group runs on fewer peers than it has; diverges, the peer runs it online without the feature and its copy diverges from the others'."}
 )
 
 // Codes registers every finding code, in the order a report lists findings
@@ -151,13 +192,13 @@ var Codes = []CodeInfo{
 		Description: "whatever the floor: a mirror or source RESETs its origin consumer by itself (durable sourcing) and that consumer's leader is before 2.14.0: the mirror stalls, with no error"},
 	{Code: SourcingResetCrashesFollower, Severity: Critical, Leader: true, Follower: true, Reset: ResetCrashesFollower, Gauge: sourcingGauge,
 		Description: "whatever the floor: a mirror or source RESETs its origin consumer by itself (durable sourcing) and a follower before 2.14.0 crashes on the replicated reset, again on every restart"},
-	{Code: AssetOpCrashesFollower, Severity: Critical, Leader: true, Follower: true,
+	{Code: AssetOpCrashesFollower, Severity: Critical, Leader: true, Follower: true, Gauge: opFollowerGauge, Verdict: "crashes_follower",
 		Description: "whatever the floor: a peer that leads a stream, or would if it led, proposes a replicated operation a follower before its release panics on (a 2.15 mirror leader's delete range, an atomic batch), again on every restart"},
-	{Code: AssetOpHaltsReplica, Severity: Critical, Leader: true, Follower: true,
+	{Code: AssetOpHaltsReplica, Severity: Critical, Leader: true, Follower: true, Gauge: opFollowerGauge, Verdict: "halts_replica",
 		Description: "whatever the floor: a peer that leads an asset, or would if it led, proposes a replicated operation a 2.15 or later follower does not know: it logs a critical write error and its replica stops voting"},
-	{Code: AssetPeerNotRunning, Severity: Critical, Level: true,
+	{Code: AssetPeerNotRunning, Severity: Critical, Level: true, Gauge: peerFeatureGauge, Verdict: "not_running",
 		Description: "a peer of a stream or consumer holds it offline or never loads it, for a feature of its config the peer's version does not have, where its API level does not tell: the group runs on fewer peers than it has"},
-	{Code: AssetPeerDiverges, Severity: Critical, Level: true,
+	{Code: AssetPeerDiverges, Severity: Critical, Level: true, Gauge: peerFeatureGauge, Verdict: "diverges",
 		Description: "a peer of a stream or consumer runs it online without a feature of its config its version does not have, where its API level does not tell: its copy diverges from the others'"},
 	{Code: LeafnodeUnaudited, Severity: Warning,
 		Description: "a leafnode peer never answered the audit: it does not share the system account, or it is not answering"},

@@ -37,6 +37,27 @@ func TestCodesRegistry(t *testing.T) {
 			gauges[g.Name] = g
 		}
 	}
+	// Codes that share a gauge are told apart by their verdicts; a gauge of
+	// one code has none, and its Detail is a label the metrics know.
+	sharing := map[*AssetGauge][]CodeInfo{}
+	for _, k := range Codes {
+		if k.Gauge != nil {
+			sharing[k.Gauge] = append(sharing[k.Gauge], k)
+		}
+	}
+	for g, ks := range sharing {
+		if g.Detail != "" && g.Detail != DetailOp && g.Detail != DetailFeature {
+			t.Errorf("gauge %s: detail %q", g.Name, g.Detail)
+		}
+		verdicts := map[string]bool{}
+		for _, k := range ks {
+			v := k.GaugeVerdict()
+			if (v == "") != (len(ks) == 1) || verdicts[v] {
+				t.Errorf("%s: verdict %q on gauge %s, which %d codes share", k.Code, v, g.Name, len(ks))
+			}
+			verdicts[v] = true
+		}
+	}
 	if _, ok := Info("NO_SUCH_CODE"); ok || SeverityOf("NO_SUCH_CODE") != Unknown {
 		t.Error("an unregistered code has a registration")
 	}

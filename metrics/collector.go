@@ -48,10 +48,24 @@ var (
 )
 
 // codeSeries is how a finding of one code is exported on its per-asset
-// gauge: the gauge, and the verdict label telling apart codes that share it.
+// gauge: the gauge and its descriptor, and the verdict label telling apart
+// codes that share it.
 type codeSeries struct {
+	gauge   *auditor.AssetGauge
 	desc    *prometheus.Desc
 	verdict string
+}
+
+// labels are the label values of finding f's series.
+func (s codeSeries) labels(f auditor.Finding) []string {
+	v := []string{f.Account, f.AccountName, f.Stream, f.Consumer, f.Server}
+	if s.gauge.Detail != "" {
+		v = append(v, s.gauge.DetailOf(f))
+	}
+	if s.verdict != "" {
+		v = append(v, s.verdict)
+	}
+	return v
 }
 
 // assetGaugeDescs makes the descriptors of the per-asset gauges the
@@ -60,7 +74,7 @@ type codeSeries struct {
 func assetGaugeDescs() ([]*prometheus.Desc, map[auditor.Code]codeSeries) {
 	verdicts := map[*auditor.AssetGauge]bool{}
 	for _, k := range auditor.Codes {
-		if k.Gauge != nil && k.Reset != "" {
+		if k.Gauge != nil && k.GaugeVerdict() != "" {
 			verdicts[k.Gauge] = true
 		}
 	}
@@ -75,6 +89,9 @@ func assetGaugeDescs() ([]*prometheus.Desc, map[auditor.Code]codeSeries) {
 		d, ok := made[g]
 		if !ok {
 			labels := []string{"account", "account_name", "stream", "consumer", "server_name"}
+			if g.Detail != "" {
+				labels = append(labels, g.Detail)
+			}
 			if verdicts[g] {
 				labels = append(labels, "verdict")
 			}
@@ -82,9 +99,9 @@ func assetGaugeDescs() ([]*prometheus.Desc, map[auditor.Code]codeSeries) {
 			made[g] = d
 			descs = append(descs, d)
 		}
-		s := codeSeries{desc: d}
+		s := codeSeries{gauge: g, desc: d}
 		if verdicts[g] {
-			s.verdict = string(k.Reset)
+			s.verdict = k.GaugeVerdict()
 		}
 		byCode[k.Code] = s
 	}
@@ -218,11 +235,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		assetSeries++
-		if s.verdict != "" {
-			gauge(ch, s.desc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server, s.verdict)
-		} else {
-			gauge(ch, s.desc, 1, f.Account, f.AccountName, f.Stream, f.Consumer, f.Server)
-		}
+		gauge(ch, s.desc, 1, s.labels(f)...)
 	}
 	for name, n := range missing {
 		if n > 0 {

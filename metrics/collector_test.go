@@ -254,3 +254,31 @@ nats_version_auditor_consumer_stale_pin{account="APP",account_name="",consumer="
 	}
 	lint(t, c)
 }
+
+// TestCollectorOpsAndPeers: the findings of both axes of the table, what a
+// follower does with an op its leader proposes and what a peer does with a
+// feature of the asset's config, each set a gauge two codes share, told
+// apart by the verdict and labelled by the row of the table (op, feature).
+func TestCollectorOpsAndPeers(t *testing.T) {
+	r := &auditor.Report{Snapshot: &auditor.Snapshot{}, Findings: []auditor.Finding{
+		{Code: auditor.AssetOpCrashesFollower, Account: "APP", Stream: "M", Server: "n3", Peer: "n2", Op: "delete_range"},
+		{Code: auditor.AssetOpHaltsReplica, Account: "APP", Stream: "B", Server: "n4", Op: "atomic_batch_msg"},
+		{Code: auditor.AssetPeerNotRunning, Account: "ACXD", AccountName: "APP", Stream: "WORK", Consumer: "shard-1", Server: "n3", Feature: "priority_prioritized"},
+		{Code: auditor.AssetPeerDiverges, Account: "APP", Stream: "TTL", Server: "n5", Feature: "msg_ttl"},
+	}}
+	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
+	want := `
+# HELP nats_version_auditor_asset_op_follower_cannot_apply 1 for a replicated stream or consumer (consumer empty for a stream) with a follower (server_name) whose release predates a replicated operation (op) that its leader proposes, or a peer would if it led (delete_range: the delete range a mirror's leader proposes whenever its origin has a gap, with js_raft_delete_range on, the default from 2.15.0): verdict crashes_follower, a follower before 2.15 panics on it (Unknown group entry op type), and again on every restart; halts_replica, a 2.15 or later follower logs a critical write error and its replica stops voting. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
+# TYPE nats_version_auditor_asset_op_follower_cannot_apply gauge
+nats_version_auditor_asset_op_follower_cannot_apply{account="APP",account_name="",consumer="",op="atomic_batch_msg",server_name="n4",stream="B",verdict="halts_replica"} 1
+nats_version_auditor_asset_op_follower_cannot_apply{account="APP",account_name="",consumer="",op="delete_range",server_name="n3",stream="M",verdict="crashes_follower"} 1
+# HELP nats_version_auditor_asset_peer_lacks_feature 1 for a stream or consumer (consumer empty for a stream) with a peer (server_name) whose version does not have a feature of its config (feature), where its API level does not tell: verdict not_running, the peer holds it offline or never loads it and the group runs on fewer peers than it has; diverges, the peer runs it online without the feature and its copy diverges from the others'. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
+# TYPE nats_version_auditor_asset_peer_lacks_feature gauge
+nats_version_auditor_asset_peer_lacks_feature{account="ACXD",account_name="APP",consumer="shard-1",feature="priority_prioritized",server_name="n3",stream="WORK",verdict="not_running"} 1
+nats_version_auditor_asset_peer_lacks_feature{account="APP",account_name="",consumer="",feature="msg_ttl",server_name="n5",stream="TTL",verdict="diverges"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nats_version_auditor_asset_op_follower_cannot_apply", "nats_version_auditor_asset_peer_lacks_feature"); err != nil {
+		t.Fatal(err)
+	}
+	lint(t, c)
+}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/exporter"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -231,5 +233,74 @@ func TestServeReadyzWaitsForAnAudit(t *testing.T) {
 	}
 	if nulls := rendertest.UnexpectedNulls([]byte(body)); len(nulls) > 0 {
 		t.Errorf("report API with NATS unreachable: null where a list belongs: %s", strings.Join(nulls, ", "))
+	}
+}
+
+// TestServeExportsTheTableHazards: on a real cluster of 2.15.3, 2.14.0 and
+// 2.11.12, with a floor all three meet, serve exports the findings of both
+// axes of the table on their gauges before anything goes wrong: an R3
+// mirror filtered to one subject of its origin, for which the 2.15.3 server
+// proposes a delete range when it leads and the origin has a gap, and on
+// which the 2.11.12 follower panics (ASSET_OP_CRASHES_FOLLOWER,
+// auditor.TestOpDeleteRangeFromAMirrorLeader); and an R3 consumer with the
+// prioritized priority policy, which the 2.11.12 server never loads
+// (ASSET_PEER_NOT_RUNNING, auditor.TestPrioritizedConsumerNotLoadedByAnOldPeer).
+func TestServeExportsTheTableHazards(t *testing.T) {
+	t.Parallel()
+	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.Floor), node("n3", natstest.FirstLevels))
+	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
+	// The newest server creates the assets, as in a rollout's last steps.
+	if err := natstest.MoveMetaLeader(sysConn, "n1", "n1", "n2", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	for _, cfg := range []server.StreamConfig{
+		{Name: "O", Subjects: []string{"o.>"}, Replicas: 1, Storage: server.FileStorage, Placement: &server.Placement{Tags: []string{"node:n1"}}},
+		{Name: "M", Replicas: 3, Storage: server.FileStorage, Mirror: &server.StreamSource{Name: "O", FilterSubject: "o.a"}},
+		{Name: "S", Subjects: []string{"s.>"}, Replicas: 3, Storage: server.FileStorage},
+	} {
+		if err := natstest.AddStream(app, cfg); err != nil {
+			t.Fatalf("%s: %v", cfg.Name, err)
+		}
+	}
+	// 2.11.12 cannot decode the consumer and answers a create it handles
+	// with an error; the 2.15.3 meta leader creates it all the same.
+	_ = natstest.AddConsumer(app, "S", server.ConsumerConfig{Durable: "C", AckPolicy: server.AckExplicit, Replicas: 3,
+		PriorityGroups: []string{"g"}, PriorityPolicy: server.PriorityPrioritized})
+	if err := natstest.Eventually(30*time.Second, func() error {
+		_, err := natstest.ConsumerInfo(app, "S", "C")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	d := startServe(t, append(sys.SysArgs("n1"), "--floor", "2.11.0")...)
+	want := map[string][]string{
+		"nats_version_auditor_asset_op_follower_cannot_apply": {
+			"nats_version_auditor_asset_op_follower_cannot_apply{account=APP,account_name=,consumer=,op=delete_range,server_name=n3,stream=M,verdict=crashes_follower} 1"},
+		"nats_version_auditor_asset_peer_lacks_feature": {
+			"nats_version_auditor_asset_peer_lacks_feature{account=APP,account_name=,consumer=C,feature=priority_prioritized,server_name=n3,stream=S,verdict=not_running} 1"},
+	}
+	// The consumer reaches every server's JSZ a little after its info
+	// answers: poll.
+	err := natstest.Eventually(30*time.Second, func() error {
+		mfs := d.scrape(t)
+		for name, w := range want {
+			if got := series(mfs, name); !slices.Equal(got, w) {
+				return fmt.Errorf("%s:\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(w, "\n"))
+			}
+		}
+		if v := value(mfs, "nats_version_auditor_status"); v != float64(auditor.Critical) {
+			return fmt.Errorf("status %v, want CRITICAL whatever the floor", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, d.stderr)
+	}
+	for _, name := range []string{"n1", "n2", "n3"} {
+		if !sys.Running(name) {
+			t.Errorf("%s exited before anything was proposed", name)
+		}
 	}
 }
