@@ -224,7 +224,11 @@ max by (namespace, nats_system, server_cluster, server_name) (nats_version_audit
 			WithTarget(instant(`label_replace(max by (namespace, nats_system, account, account_name, stream, consumer, server_name) (nats_version_auditor_consumer_leader_below_floor{` + sel + `}), "role", "leader", "", "")
 or
 label_replace(max by (namespace, nats_system, account, account_name, stream, consumer, server_name) (nats_version_auditor_consumer_replica_below_floor{` + sel + `}), "role", "follower", "", "")`))).
-		WithPanel(timeseriesPanel("Series dropped", "Per-consumer series left out by --metrics.max-asset-series.").
+		WithPanel(tablePanel("Assets a peer cannot run, or whose operations a follower cannot apply", "Each stream or consumer (consumer empty for a stream) with a follower (server_name) whose release predates a replicated operation (op) its leader proposes, or a peer would if it led: crashes_follower, it panics on it, again on every restart; halts_replica, its replica stops voting. And each with a peer that lacks a feature of its config (feature), where its API level does not tell: not_running, the group runs on fewer peers; diverges, its copy diverges. Whatever the floor. Capped by --metrics.max-asset-series.").
+			WithTarget(instant(`max by (namespace, nats_system, account, account_name, stream, consumer, server_name, op, verdict) (nats_version_auditor_asset_op_follower_cannot_apply{` + sel + `})
+or
+max by (namespace, nats_system, account, account_name, stream, consumer, server_name, feature, verdict) (nats_version_auditor_asset_peer_lacks_feature{` + sel + `})`))).
+		WithPanel(timeseriesPanel("Series dropped", "Per-asset series left out by --metrics.max-asset-series.").
 			WithTarget(query(`sum(nats_version_auditor_asset_series_dropped{`+sel+`})`, "dropped")).
 			Min(0).Decimals(0)).
 		WithRow(dashboard.NewRowBuilder("Completeness")).
