@@ -20,12 +20,15 @@ import (
 // application's (consumerFollower) and durable sourcing's
 // (sourcingFindings), which this adds nothing to. A follower that several
 // ops crash (an atomic batch's message and commit) is named once, for the
-// first.
-func opFindings(a *Asset, byName map[string]Server, sourced bool) []Finding {
+// first. A peer that did not answer and that an earlier audit of serve saw
+// (lastSeen) is judged as a follower on the version it last ran: the op
+// that crashed it is in the group's log, and crashes it again on every
+// restart on that release, so its finding must outlive its process.
+func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Finding {
 	if a.Ops == 0 || a.Replicas < 2 {
 		return nil
 	}
-	var peers []Server
+	var peers, missing []Server
 	var out []Finding
 	var named []string
 	for _, o := range ReplicatedOps {
@@ -38,6 +41,8 @@ func opFindings(a *Asset, byName map[string]Server, sourced bool) []Finding {
 			for _, p := range a.Peers {
 				if s, ok := byName[p]; ok {
 					peers = append(peers, s)
+				} else if s, ok := lastSeen[p]; ok {
+					missing = append(missing, s)
 				}
 			}
 		}
@@ -45,7 +50,7 @@ func opFindings(a *Asset, byName map[string]Server, sourced bool) []Finding {
 		if how == NotProposed {
 			continue
 		}
-		for _, s := range peers {
+		for i, s := range append(slices.Clone(peers), missing...) {
 			outcome, _ := o.FollowerOutcome(s.Parsed, a.Features)
 			if (outcome != CrashesOnApply && outcome != HaltsReplica) || slices.Contains(named, s.Name) {
 				continue
@@ -56,7 +61,7 @@ func opFindings(a *Asset, byName map[string]Server, sourced bool) []Finding {
 				continue
 			}
 			named = append(named, s.Name)
-			out = append(out, opFinding(a, o, s, outcome, others, byName, sourced))
+			out = append(out, opFinding(a, o, s, outcome, others, byName, sourced, i >= len(peers)))
 		}
 	}
 	return out
@@ -64,8 +69,9 @@ func opFindings(a *Asset, byName map[string]Server, sourced bool) []Finding {
 
 // opFinding is the finding of follower s, whose outcome for the op is
 // CrashesOnApply or HaltsReplica, of an asset that the proposers (s not
-// among them) propose the op to when they lead it.
-func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []string, byName map[string]Server, sourced bool) Finding {
+// among them) propose the op to when they lead it. missing is set for a
+// follower that did not answer, s being what an earlier audit saw of it.
+func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []string, byName map[string]Server, sourced, missing bool) Finding {
 	f := assetFinding(a)
 	f.Server, f.Cluster, f.Version, f.Op = s.Name, s.Cluster, s.Version, o.Name
 	if a.Leader != s.Name {
@@ -82,10 +88,19 @@ func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []
 	if !now {
 		follower = fmt.Sprintf("if %s becomes its leader, %s as its follower", orList(proposers), s.Name+" ("+s.Version+")")
 	}
+	if missing {
+		follower = fmt.Sprintf("follower %s, not answering and last seen running %s,", s.Name, s.Version)
+		if !now {
+			follower = fmt.Sprintf("if %s becomes its leader, %s, not answering and last seen running %s, as its follower", orList(proposers), s.Name, s.Version)
+		}
+	}
 	if outcome == CrashesOnApply {
 		f.Code = AssetOpCrashesFollower
 		f.Message = fmt.Sprintf("%s %s: %s panics on %s (Unknown group entry op type: %d), which %s, and again on every restart",
 			a.Kind, a.name(), follower, o.GoName, o.Op, which)
+		if missing {
+			f.Message += " on that release as it replays the entry: if that is why it is down, it stays down until it is upgraded"
+		}
 		return f
 	}
 	f.Code = AssetOpHaltsReplica
@@ -207,14 +222,14 @@ func (e *evaluation) peerFindings(a *Asset, required int) {
 // as the server that goes down takes every asset it hosts with it.
 func (e *evaluation) opHazards(snap *Snapshot) {
 	for i := range snap.Streams {
-		for _, f := range opFindings(&snap.Streams[i], e.seen, false) {
+		for _, f := range opFindings(&snap.Streams[i], e.seen, snap.LastSeen, false) {
 			e.add(f)
 		}
 	}
 	for i := range snap.Consumers {
 		a := &snap.Consumers[i]
 		sourced := len(e.sourcers[ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}]) > 0
-		for _, f := range opFindings(a, e.seen, sourced) {
+		for _, f := range opFindings(a, e.seen, snap.LastSeen, sourced) {
 			e.add(f)
 		}
 	}

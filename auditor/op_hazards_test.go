@@ -21,9 +21,11 @@ func TestOpAndPeerFindings(t *testing.T) {
 	tests := []struct {
 		name    string
 		servers []Server
-		asset   Asset
-		want    []string
-		says    []string
+		// lastSeen are servers only an earlier audit of serve saw.
+		lastSeen []Server
+		asset    Asset
+		want     []string
+		says     []string
 	}{
 		{
 			name:    "a 2.15 mirror leader's delete range crashes a 2.12 follower",
@@ -32,6 +34,21 @@ func TestOpAndPeerFindings(t *testing.T) {
 			want:    []string{"ASSET_OP_CRASHES_FOLLOWER(n3,n2,APP/M/)"},
 			says: []string{"stream APP > M: follower n3 (2.12.15) panics on deleteRangeOp (Unknown group entry op type: 15), which n2 (2.15.3) proposes as the mirror's leader whenever its origin has a gap",
 				"(js_raft_delete_range: true by default in 2.15.3), and again on every restart"},
+		},
+		{
+			name:     "the crashed follower is missing: what serve last saw of it keeps the finding",
+			servers:  []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4)},
+			lastSeen: []Server{srv("n3", "c1", "2.12.15", 3)},
+			asset:    withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
+			want:     []string{"ASSET_OP_CRASHES_FOLLOWER(n3,n2,APP/M/)"},
+			says: []string{"stream APP > M: follower n3, not answering and last seen running 2.12.15, panics on deleteRangeOp",
+				"and again on every restart on that release as it replays the entry: if that is why it is down, it stays down until it is upgraded"},
+		},
+		{
+			name:     "a missing server proposes nothing",
+			servers:  []Server{srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
+			lastSeen: []Server{srv("n1", "c1", "2.15.3", 4)},
+			asset:    withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
 		},
 		{
 			name:    "led by the 2.12 server, the crash waits for a 2.15 leader",
@@ -86,6 +103,12 @@ func TestOpAndPeerFindings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			snap := Snapshot{Servers: tt.servers}
+			for _, s := range tt.lastSeen {
+				if snap.LastSeen == nil {
+					snap.LastSeen = map[string]Server{}
+				}
+				snap.LastSeen[s.Name] = s
+			}
 			if tt.asset.Kind == KindStream {
 				snap.Streams = []Asset{tt.asset}
 			} else {

@@ -300,7 +300,43 @@ func TestServeExportsTheTableHazards(t *testing.T) {
 	}
 	for _, name := range []string{"n1", "n2", "n3"} {
 		if !sys.Running(name) {
-			t.Errorf("%s exited before anything was proposed", name)
+			t.Fatalf("%s exited before anything was proposed", name)
 		}
+	}
+
+	// The crash: n1 leads M, and a message outside its filter makes a gap.
+	if err := natstest.MoveStreamLeader(app, "M", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{"o.b", "o.a"} {
+		if _, err := app.Request(subj, []byte("x"), 5*time.Second); err != nil {
+			t.Fatalf("publish %s: %v", subj, err)
+		}
+	}
+	if err := sys.WaitExit("n3", 60*time.Second); err != nil {
+		t.Fatalf("the 2.11.12 follower survived the delete range: %v", err)
+	}
+	if !strings.Contains(sys.Log("n3"), "Unknown group entry op type: 15") {
+		t.Fatalf("n3 exited, but not with the delete-range panic:\n%s", sys.LogTail("n3", 20))
+	}
+	// What serve last saw of n3 keeps the finding: the entry is in M's
+	// log, and n3 panics on it again on every restart on 2.11.12. The
+	// status stays CRITICAL, not the UNKNOWN of a server missing alone.
+	err = natstest.Eventually(60*time.Second, func() error {
+		mfs := d.scrape(t)
+		if v := labelled(mfs, "nats_version_auditor_server_missing", "server_name=n3"); v != 1 {
+			return fmt.Errorf("server_missing{n3} = %v: no audit since the crash", v)
+		}
+		name := "nats_version_auditor_asset_op_follower_cannot_apply"
+		if got := series(mfs, name); !slices.Equal(got, want[name]) {
+			return fmt.Errorf("after the crash %s:\n%s", name, strings.Join(got, "\n"))
+		}
+		if v := value(mfs, "nats_version_auditor_status"); v != float64(auditor.Critical) {
+			return fmt.Errorf("status %v after the crash, want CRITICAL", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, d.stderr)
 	}
 }
