@@ -230,6 +230,11 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 	r.Snapshot = &shown
 	r.Findings = append(r.Findings, unknownLevelFindings(&shown, p, unknownLevel)...)
 	r.Findings = append(r.Findings, refusedFlagFindings(after.Servers, refused)...)
+	was := make(map[string]Server, len(snap.Servers))
+	for _, s := range snap.Servers {
+		was[s.Name] = s
+	}
+	r.Findings = append(r.Findings, pathFindings(was, after.Servers, changed)...)
 	markLeaderDependent(r.Findings, w.Depend)
 	sortFindings(r.Findings)
 	r.Status = StatusOf(r.Findings)
@@ -602,7 +607,9 @@ func Unexplained(predicted *Report, depend []LeaderChoice, actual *Report) (miss
 		return ok && slices.Contains(c, f.Code)
 	}
 	for _, f := range diffFindings(actual.Findings, predicted.Findings) {
-		if !dependent(f) {
+		// A path finding is about the move, which the audit after it
+		// cannot see.
+		if !dependent(f) && !slices.Contains(pathCodes(), f.Code) {
 			missing = append(missing, f)
 		}
 	}

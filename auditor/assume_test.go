@@ -90,6 +90,7 @@ func TestAssume(t *testing.T) {
 				"ASSET_API_LEVEL_UNSUPPORTED(n2,,APP/PLAIN/R1)",
 				"CLUSTER_MIXED_VERSIONS(,,//)",
 				"STREAM_LEADER_BELOW_FLOOR(n2,,APP/PLAIN/)",
+				"UPGRADE_PATH_UNSUPPORTED(n2,,//)", // more than one patch back
 			},
 			gone: []string{},
 			// C: led by n1 or n3 a RESET crashes n2, led by n2 it goes
@@ -122,9 +123,10 @@ func TestAssume(t *testing.T) {
 			name: "a version the table does not know: its level findings are unknown",
 			snap: Snapshot{Servers: cluster(), ExpectedCount: 3,
 				Streams: []Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4), stream("PLAIN", "n1", "n1", "n2", "n3")}},
-			assume:  []string{"n2=2.16.0"},
-			status:  Unknown,
-			appear:  []string{"API_LEVEL_UNKNOWN(n2,,APP/FAST/)", "CLUSTER_MIXED_VERSIONS(,,//)"},
+			assume: []string{"n2=2.16.0"},
+			status: Unknown,
+			// 2.16 is past 2.15, which wants 2.14.7 first.
+			appear:  []string{"API_LEVEL_UNKNOWN(n2,,APP/FAST/)", "CLUSTER_MIXED_VERSIONS(,,//)", "UPGRADE_PATH_UNSUPPORTED(n2,,//)"},
 			gone:    []string{},
 			depend:  []string{},
 			levels:  map[string]int{"n2": LevelUnknown},
@@ -132,7 +134,7 @@ func TestAssume(t *testing.T) {
 		},
 		{
 			name: "a version another server runs takes the level it reports",
-			snap: Snapshot{Servers: []Server{srv("n1", "c1", "2.16.0", 6), srv("n2", "c1", "2.16.0", 6), srv("n3", "c1", "2.14.0", 4)},
+			snap: Snapshot{Servers: []Server{srv("n1", "c1", "2.16.0", 6), srv("n2", "c1", "2.16.0", 6), srv("n3", "c1", "2.14.10", 4)},
 				ExpectedCount: 3,
 				Streams:       []Asset{levelAsset(stream("NEW", "n1", "n1", "n2", "n3"), 6)}},
 			assume: []string{"n3=2.16.0"},
@@ -146,9 +148,11 @@ func TestAssume(t *testing.T) {
 			name: "back to 2.10: a TTL stream runs online and diverges",
 			snap: Snapshot{Servers: cluster(), ExpectedCount: 3,
 				Streams: []Asset{levelAsset(stream("TTL", "n1", "n1", "n2", "n3"), 1)}},
-			assume:  []string{"n3=2.10.27"},
-			status:  Critical,
-			appear:  []string{"SERVER_BELOW_FLOOR(n3,,//)", "ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/TTL/)", "CLUSTER_MIXED_VERSIONS(,,//)", "STREAM_LEADER_BELOW_FLOOR(n3,,APP/TTL/)"},
+			assume: []string{"n3=2.10.27"},
+			status: Critical,
+			// Below 2.11.9, the floor of a downgrade from 2.12 or later.
+			appear: []string{"SERVER_BELOW_FLOOR(n3,,//)", "ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/TTL/)", "DOWNGRADE_BELOW_FLOOR(n3,,//)",
+				"CLUSTER_MIXED_VERSIONS(,,//)", "STREAM_LEADER_BELOW_FLOOR(n3,,APP/TTL/)", "UPGRADE_PATH_UNSUPPORTED(n3,,//)"},
 			gone:    []string{"STREAM_LEADER_BELOW_FLOOR(n1,,APP/TTL/)"}[:0],
 			depend:  []string{"stream/TTL/ n3"},
 			levels:  map[string]int{"n3": 0},
@@ -160,7 +164,7 @@ func TestAssume(t *testing.T) {
 				Meta: []MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}}},
 			assume: []string{"cluster/c1=2.12.15", "n1=2.14.0"},
 			status: Critical,
-			appear: []string{"SERVER_BELOW_FLOOR(n2,,//)", "META_LEADER_BELOW_FLOOR(n2,,//)"},
+			appear: []string{"SERVER_BELOW_FLOOR(n2,,//)", "META_LEADER_BELOW_FLOOR(n2,,//)", "UPGRADE_PATH_UNSUPPORTED(n2,,//)"},
 			gone:   []string{"META_LEADER_BELOW_FLOOR(n3,,//)"}[:0],
 			depend: []string{"meta// n2"},
 			levels: map[string]int{"n1": 4, "n2": 3, "n3": 3},
@@ -169,8 +173,9 @@ func TestAssume(t *testing.T) {
 			name:   "every server",
 			snap:   Snapshot{Servers: mixed, ExpectedCount: 3},
 			assume: []string{"*=2.15.3"},
-			status: OK,
-			appear: []string{},
+			// 2.15 wants 2.14.7 first, and none runs it.
+			status: Warning,
+			appear: []string{"UPGRADE_PATH_UNSUPPORTED(n1,,//)", "UPGRADE_PATH_UNSUPPORTED(n2,,//)", "UPGRADE_PATH_UNSUPPORTED(n3,,//)"},
 			gone:   []string{"SERVER_BELOW_FLOOR(n3,,//)", "CLUSTER_MIXED_VERSIONS(,,//)"},
 			depend: []string{},
 			levels: map[string]int{"n1": 5, "n2": 5, "n3": 5},
@@ -311,7 +316,7 @@ func TestAssumeDowngradeUnderAFeatureItCannotDecode(t *testing.T) {
 		t.Errorf("appear %q, status %s", got, w.After.Status)
 	}
 	// Upgraded instead, nothing crashes.
-	if w := assume(t, &snap, Policy{}, "n3=2.15.3"); len(w.Appear) != 1 || w.Appear[0].Code != ClusterMixedVersions {
+	if w := assume(t, &snap, Policy{}, "n3=2.14.10"); len(w.Appear) != 1 || w.Appear[0].Code != ClusterMixedVersions {
 		t.Errorf("an upgrade: appear %q", briefs(w.Appear))
 	}
 }

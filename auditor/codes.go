@@ -53,6 +53,22 @@ const (
 	// AssetPeerDiverges: a peer runs the asset online without a feature
 	// it does not know: its copy diverges.
 	AssetPeerDiverges Code = "ASSET_PEER_DIVERGES"
+
+	// KnownBadRelease: a server runs a release known to lose data
+	// (BadReleases).
+	KnownBadRelease Code = "KNOWN_BAD_RELEASE"
+	// UpgradePathUnsupported: only under --assume and plan: a server would
+	// move between releases the NATS docs do not support moving between
+	// directly (PathRules).
+	UpgradePathUnsupported Code = "UPGRADE_PATH_UNSUPPORTED"
+	// UpgradePathMixed: a server runs a release before the one a newer
+	// server of its meta group wants every server on first (PathRules,
+	// Mixed).
+	UpgradePathMixed Code = "UPGRADE_PATH_MIXED"
+	// DowngradeBelowFloor: only under --assume and plan: a server would
+	// downgrade below the release its line's release notes name as the
+	// lowest to go to (PathRules).
+	DowngradeBelowFloor Code = "DOWNGRADE_BELOW_FLOOR"
 )
 
 // CodeInfo registers a finding code: all there is to know of it but the
@@ -216,6 +232,14 @@ var Codes = []CodeInfo{
 		Description: "a consumer with a priority policy (a shard) has a backlog, no pull waiting on its leader and no delivery or ack for longer than the threshold: nobody owns it"},
 	{Code: ConsumerStalePin, Severity: Warning, Gauge: stalePinGauge,
 		Description: "a pinned_client consumer's leader keeps a pin older than priority_timeout and delivers nothing, with messages pending and pulls waiting: only standby pulls wait, behind a holder that renews its pin and takes nothing"},
+	{Code: KnownBadRelease, Severity: Critical,
+		Description: "whatever the floor: a server runs a release known to lose data (2.14.4 and 2.12.14: a create of a stream that exists makes a server that catches up from a meta snapshot delete its copy; 2.12.0 and 2.11.9: a meta snapshot drops the consumers of a stream held offline); the finding names the release that fixes it"},
+	{Code: UpgradePathUnsupported, Severity: Warning,
+		Description: "only under --assume and plan: a server would move on a path the NATS docs do not support: to 2.15 from before 2.14.7 (go to the newest 2.14 first), down from 2.15 below 2.14.7, or down more than one patch release"},
+	{Code: UpgradePathMixed, Severity: Warning,
+		Description: "a server runs a release before 2.14.7 in a JetStream meta group with a 2.15 server: it does not know 2.15's desired state, and a stream or consumer scale or move can get stuck"},
+	{Code: DowngradeBelowFloor, Severity: Critical,
+		Description: "only under --assume and plan: a server would downgrade below the lowest release its line's release notes allow (from 2.12 below 2.11.9, from 2.10 below 2.9.22): the older release does not protect, or cannot read, the data the newer one wrote"},
 }
 
 // Info returns the registration of code c, and false for a code that is

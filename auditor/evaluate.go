@@ -54,6 +54,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	for _, m := range snap.Meta {
 		e.meta(m)
 	}
+	e.releases(snap, r.Servers)
 	for i := range snap.Streams {
 		e.asset(&snap.Streams[i])
 	}

@@ -108,4 +108,8 @@ type Finding struct {
 	// Count is how many servers a SERVER_MISSING finding stands for when it
 	// cannot name them one by one.
 	Count int `json:"count,omitempty"`
+	// Release is the release to move the server to: for KNOWN_BAD_RELEASE
+	// the one that fixes it, for UPGRADE_PATH_UNSUPPORTED the one to go to
+	// first where a rule names one (PathRule.First).
+	Release string `json:"release,omitempty"`
 }

@@ -32,6 +32,11 @@ type Plan struct {
 	FloorMetAt *int `json:"floor_met_at_step"`
 	// Unchanged are the servers of the scope that already run To.
 	Unchanged []string `json:"unchanged"`
+	// First is the release to move the servers to before To, where a step's
+	// path breaks a rule that names one (PathRule.First): to 2.15 from
+	// before 2.14.7, the newest 2.14 release the level table knows. Zero
+	// when no step needs one.
+	First Version `json:"first,omitzero"`
 	// Before is the audit as it is.
 	Before *Report `json:"-"`
 }
@@ -63,6 +68,12 @@ type PlanStep struct {
 	// NoReset are the consumers that cannot take a RESET after the step,
 	// with why (the worst leader assumed where leadership decides).
 	NoReset []ResetRisk `json:"no_reset"`
+	// Path are the findings of the rules of PathRules the server's move
+	// breaks, from the release it runs to To (releases.go).
+	Path []Finding `json:"path"`
+	// First is the release to move the server to before To, where a rule
+	// it breaks names one.
+	First Version `json:"first,omitzero"`
 	// LevelFindings are the assets held offline, run online and diverging,
 	// or of unknown fate, by their peers' API levels after the step.
 	LevelFindings []Finding `json:"level_findings"`
@@ -164,11 +175,20 @@ func MakePlan(snap *Snapshot, p Policy, v Version, scope PlanScope) (*Plan, erro
 		st.Unavailable, st.BareQuorum = restartImpact(state, p, s.Name)
 		st.PinnedLeadersMoved = PinnedLedBy(state, s.Name)
 		st.NoReset = noReset(w.After.Snapshot, p)
-		st.LevelFindings = []Finding{}
+		st.LevelFindings, st.Path = []Finding{}, []Finding{}
 		for _, f := range w.After.Findings {
 			if k, _ := Info(f.Code); k.Level {
 				st.LevelFindings = append(st.LevelFindings, f)
 			}
+			if f.Server == s.Name && slices.Contains(pathCodes(), f.Code) {
+				st.Path = append(st.Path, f)
+				if first, err := ParseVersion(f.Release); err == nil && st.First.IsZero() {
+					st.First = first
+				}
+			}
+		}
+		if plan.First.IsZero() {
+			plan.First = st.First
 		}
 		st.Appear, st.Gone = diffFindings(prev.Findings, w.After.Findings), diffFindings(w.After.Findings, prev.Findings)
 		st.FloorMet = floorMet(w.After)

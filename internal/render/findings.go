@@ -88,6 +88,7 @@ func appendFindingJSON(buf []byte, f *auditor.Finding) []byte {
 	if f.Count != 0 {
 		buf = strconv.AppendInt(append(buf, `,"count":`...), int64(f.Count), 10)
 	}
+	buf = appendStringField(buf, `,"release":`, f.Release)
 	return append(buf, '}')
 }
 

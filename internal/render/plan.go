@@ -63,6 +63,10 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 	if len(p.Unchanged) > 0 {
 		ew.printf("already on %s: %s\n", p.To, strings.Join(p.Unchanged, ", "))
 	}
+	if !p.First.IsZero() {
+		ew.printf("The path to %s is not supported from where some servers are (each step says why): move them to %s first\n"+
+			"(`nats-version-auditor plan --to %s`), then plan to %s again.\n", p.To, p.First, p.First, p.To)
+	}
 	if len(p.Steps) > 0 {
 		// /healthz skips the assets a server holds offline as unsupported
 		// (2.12.15 monitor.go:4050-4053, 2.15.3 :4148-4151): it says 200
@@ -105,6 +109,12 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 					break
 				}
 				ew.printf("    %s %s\n", f.Code, f.Message)
+			}
+		}
+		if len(st.Path) > 0 {
+			findings("rules of the NATS docs on upgrade paths the step breaks", st.Path)
+			if !st.First.IsZero() {
+				ew.printf("  move %s to %s first\n", st.Server, st.First)
 			}
 		}
 		findings("assets held offline, diverging or of unknown fate after the step", st.LevelFindings)

@@ -44,6 +44,12 @@ func TestOutputsAreGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// To 2.15.3 from 2.14.0 and 2.12.15: a path the docs do not support,
+	// through 2.14.7 or later first.
+	through, err := auditor.MakePlan(r.Snapshot, pol, mustRelease(t, "2.15.3"), auditor.PlanScope{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The fixture as an operator-mode system reports it: account APP is a
 	// public key with its JWT's name beside it (JSZ), and only the key on
 	// the leafnode link (LEAFZ).
@@ -81,6 +87,8 @@ func TestOutputsAreGolden(t *testing.T) {
 		{"plan.txt", func(w io.Writer) error { return WritePlan(w, FormatText, up, r) }},
 		{"plan.json", func(w io.Writer) error { return WritePlan(w, FormatJSON, up, r) }},
 		{"plan-downgrade.txt", func(w io.Writer) error { return WritePlan(w, FormatText, down, r) }},
+		{"plan-path.txt", func(w io.Writer) error { return WritePlan(w, FormatText, through, r) }},
+		{"plan-path.json", func(w io.Writer) error { return WritePlan(w, FormatJSON, through, r) }},
 		{"check-operator.txt", func(w io.Writer) error { return WriteCheck(w, FormatText, op, nil) }},
 		{"report-operator.txt", func(w io.Writer) error { return WriteReport(w, FormatText, op, nil) }},
 		{"report-operator.json", func(w io.Writer) error { return WriteJSON(w, ReportOf(op, nil)) }},
