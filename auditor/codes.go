@@ -69,6 +69,9 @@ const (
 	// downgrade below the release its line's release notes name as the
 	// lowest to go to (PathRules).
 	DowngradeBelowFloor Code = "DOWNGRADE_BELOW_FLOOR"
+	// ServerNotMetaPeer: a server follows its domain's meta leader but is
+	// not in the peer set the leader lists: nothing can be placed on it.
+	ServerNotMetaPeer Code = "SERVER_NOT_META_PEER"
 )
 
 // CodeInfo registers a finding code: all there is to know of it but the
@@ -240,6 +243,12 @@ var Codes = []CodeInfo{
 		Description: "a server runs a release before 2.14.7 in a JetStream meta group with a 2.15 server: it does not know 2.15's desired state, and a stream or consumer scale or move can get stuck"},
 	{Code: DowngradeBelowFloor, Severity: Critical,
 		Description: "only under --assume and plan: a server would downgrade below the lowest release its line's release notes allow (from 2.12 below 2.11.9, from 2.10 below 2.9.22): the older release does not protect, or cannot read, the data the newer one wrote"},
+	// CRITICAL: every placement that needs the server fails (an R3 stream
+	// in a cluster of three: "no suitable peers for placement"); where the
+	// meta group's size no longer counts it, as after a peer-remove, the
+	// group survives one failure fewer than its operator counts on.
+	{Code: ServerNotMetaPeer, Severity: Critical,
+		Description: "a JetStream server runs and follows its domain's meta leader, but the leader does not list it as a meta peer: no stream or consumer can be placed on it"},
 }
 
 // Info returns the registration of code c, and false for a code that is

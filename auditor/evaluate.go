@@ -164,6 +164,7 @@ func (e *evaluation) clusters(servers []ServerReport) []ClusterReport {
 }
 
 func (e *evaluation) meta(m MetaGroup) {
+	e.metaUnlisted(m)
 	if m.Leader == "" {
 		return
 	}
@@ -171,6 +172,35 @@ func (e *evaluation) meta(m MetaGroup) {
 		e.add(Finding{Code: MetaLeaderBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 			Message: fmt.Sprintf("JetStream meta leader %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
 	}
+}
+
+// metaUnlisted finds the servers that follow the meta leader, each by its
+// own JSZ, yet are not in the peer set the leader lists: placement picks
+// from that set alone, so no asset can be placed on them. It judges from
+// the leader's own list, which a what-if that moves the leader does not
+// change. Without the leader's reply (Listed nil) it cannot judge and says
+// nothing more: a leader that did not answer is SERVER_MISSING, a JSZ
+// request of it that failed AUDIT_INCOMPLETE.
+func (e *evaluation) metaUnlisted(m MetaGroup) {
+	set := m.Listed
+	if set == nil {
+		return
+	}
+	for _, name := range sortedKeys(m.Follows) {
+		if m.Follows[name] != set.Leader || set.Lists(name) {
+			continue
+		}
+		s := e.seen[name]
+		e.add(Finding{Code: ServerNotMetaPeer, Server: name, Cluster: s.Cluster, Version: s.Version, Peer: set.Leader,
+			Message: fmt.Sprintf("server %s (%s) follows JetStream meta leader %s%s, which does not list it as a peer (it lists %s; cluster size %d): no stream or consumer can be placed on %s",
+				name, s.Version, set.Leader, domainSuffix(m.Domain), listedPeers(set), set.Size, name)})
+	}
+}
+
+// listedPeers writes a meta peer set's members, the leader first.
+func listedPeers(set *MetaPeerSet) string {
+	names := append([]string{set.Leader}, set.Names...)
+	return strings.Join(names, ", ")
 }
 
 func (e *evaluation) selected(a Asset) bool {

@@ -88,7 +88,8 @@ type Finding struct {
 	// consumer's leader (Server is the follower; Peer is empty while the
 	// consumer has no leader), for
 	// LEAFNODE_UNAUDITED the far end of the leafnode link (Server is the
-	// server whose LEAFZ listed it). Other codes leave it empty.
+	// server whose LEAFZ listed it), for SERVER_NOT_META_PEER the meta
+	// leader that does not list Server. Other codes leave it empty.
 	Peer          string `json:"peer,omitempty"`
 	Account       string `json:"account,omitempty"`
 	AccountName   string `json:"account_name,omitempty"`

@@ -125,7 +125,7 @@ func (d *jszDecoder) meta(mc *metaClusterInfo) error {
 		case "leader":
 			return d.Name(&mc.Leader)
 		case "replicas":
-			return d.replicas(&mc.Replicas)
+			return d.metaReplicas(&mc.Replicas)
 		case "cluster_size":
 			return d.Int(&mc.Size)
 		}
@@ -367,6 +367,27 @@ func (d *jszDecoder) replicas(p *[]*namedPeer) error {
 		return d.Object(func(key []byte) error {
 			if string(key) == "name" {
 				return d.Name(&np.Name)
+			}
+			return d.Skip()
+		})
+	})
+}
+
+// metaReplicas decodes the meta group's list of peers, of which the audit
+// reads the names and peer ids.
+func (d *jszDecoder) metaReplicas(p *[]*metaPeer) error {
+	return jsonscan.List(&d.Scanner, p, func(pp **metaPeer) error {
+		if d.Null() {
+			return nil
+		}
+		mp := &metaPeer{}
+		*pp = mp
+		return d.Object(func(key []byte) error {
+			switch string(key) {
+			case "name":
+				return d.Name(&mp.Name)
+			case "peer":
+				return d.Name(&mp.Peer)
 			}
 			return d.Skip()
 		})

@@ -153,6 +153,26 @@ func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named *na
 	if mc.Leader != "" && (g.Leader == "" || reporter == mc.Leader) {
 		g.Leader = mc.Leader
 	}
+	if mc.Leader != "" {
+		if g.Follows == nil {
+			g.Follows = map[string]string{}
+		}
+		g.Follows[reporter] = mc.Leader
+	}
+	if reporter == mc.Leader {
+		// The leader's own list, kept whole from its last page: each page
+		// of a JSZ reply carries meta_cluster again.
+		set := &MetaPeerSet{Leader: reporter, Size: mc.Size}
+		for _, p := range mc.Replicas {
+			if p != nil {
+				set.Names = append(set.Names, p.Name)
+				if p.Peer != "" {
+					set.IDs = append(set.IDs, p.Peer)
+				}
+			}
+		}
+		g.Listed = set
+	}
 	peers := []string{reporter, mc.Leader}
 	for _, p := range mc.Replicas {
 		if p != nil {

@@ -93,7 +93,7 @@ func TestMergeConsumerOwnsItsFields(t *testing.T) {
 func TestMergeNamesEveryServerOnce(t *testing.T) {
 	m := newMerger()
 	js := page("APP", "S", "", report{"n1", "n2", []string{"n2", "n3"}, 3})
-	js.Meta = &metaClusterInfo{Name: "c1", Leader: "n4", Replicas: []*namedPeer{{Name: "n1"}, {Name: "n5"}}, Size: 5}
+	js.Meta = &metaClusterInfo{Name: "c1", Leader: "n4", Replicas: []*metaPeer{{Name: "n1"}, {Name: "n5"}}, Size: 5}
 	if got := m.add("n1", "", js); !slices.Equal(got, []string{"n2", "n3", "n4", "n5"}) {
 		t.Errorf("named %v", got)
 	}

@@ -79,10 +79,18 @@ type clusterInfo struct {
 
 // metaClusterInfo is server.MetaClusterInfo.
 type metaClusterInfo struct {
-	Name     string       `json:"name,omitempty"`
-	Leader   string       `json:"leader,omitempty"`
-	Replicas []*namedPeer `json:"replicas,omitempty"`
-	Size     int          `json:"cluster_size"`
+	Name     string      `json:"name,omitempty"`
+	Leader   string      `json:"leader,omitempty"`
+	Replicas []*metaPeer `json:"replicas,omitempty"`
+	Size     int         `json:"cluster_size"`
+}
+
+// metaPeer is a server.PeerInfo of the meta group: its name, and its RAFT
+// peer id, by which a peer the reporter cannot name yet is still told
+// apart from a server that is no peer at all.
+type metaPeer struct {
+	Name string `json:"name"`
+	Peer string `json:"peer,omitempty"`
 }
 
 // apiError is server.ApiError, an error a server returns in a reply.

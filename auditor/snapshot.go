@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -150,6 +151,49 @@ type MetaGroup struct {
 	// Size is the group's cluster size as its members report it: every
 	// peer, answering or not, until it is removed from the group.
 	Size int
+	// Listed is the peer set as the leader lists it in its own JSZ: the
+	// only list placement reads. Nil when the leader's own reply is not
+	// in the snapshot.
+	Listed *MetaPeerSet
+	// Follows maps each server of the domain whose JSZ names a meta
+	// leader to the leader it names.
+	Follows map[string]string
+}
+
+// MetaPeerSet is a meta leader's own list of its group's peers: placement
+// picks peers for an asset from it alone (selectPeerGroup reads the meta
+// RAFT node's peers, jetstream_cluster.go in 2.12.15 to 2.15.3), and the
+// leader's meta_cluster.replicas are those peers but itself
+// (raftNodeToClusterInfo and clusterInfo). Before 2.15.0 only the leader
+// lists them at all; from 2.15.0 every member lists its own view, of which
+// only the leader's is placement's.
+type MetaPeerSet struct {
+	Leader string
+	// Names are the replicas' names; a replica the leader cannot name yet
+	// is "Server name unknown at this time (peerID: <id>)".
+	Names []string
+	// IDs are the replicas' RAFT peer ids where the reply has them.
+	IDs []string
+	// Size is the cluster size the leader reports.
+	Size int
+}
+
+// Lists reports whether server name is in the set: the leader, or a replica
+// by its name or by its RAFT peer id.
+func (s *MetaPeerSet) Lists(name string) bool {
+	if name == s.Leader || slices.Contains(s.Names, name) {
+		return true
+	}
+	id := peerID(name)
+	if slices.Contains(s.IDs, id) {
+		return true
+	}
+	for _, n := range s.Names {
+		if unknown, ok := unknownPeerID(n); ok && unknown == id {
+			return true
+		}
+	}
+	return false
 }
 
 // LeafLink is one leafnode connection as a server's LEAFZ lists it.
