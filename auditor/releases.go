@@ -257,7 +257,7 @@ func pathCodes() []Code {
 
 // releases adds the findings of the servers' releases: a bad release on
 // each server that runs one, and each Mixed path rule broken within a
-// JetStream meta group the audit saw, on every peer below its floor.
+// JetStream domain the audit saw, on every server below its floor.
 func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
 	for _, s := range servers {
 		if b, ok := BadReleaseOf(s.Parsed); ok {
@@ -265,19 +265,25 @@ func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
 				Message: fmt.Sprintf("server %s runs %s, a release known to lose data: %s (%s); upgrade it to %s or later", s.Name, s.Version, b.Defect, b.Cite, b.Fix)})
 		}
 	}
+	// A JetStream domain is one meta group: its servers are judged
+	// together, whoever leads it. The meta groups the servers report are
+	// not read here, as they split while a leader is elected.
+	domains := map[string][]Server{}
+	for _, s := range snap.Servers {
+		if s.JetStream {
+			domains[s.Domain] = append(domains[s.Domain], s)
+		}
+	}
 	for _, r := range PathRules {
 		if !r.Mixed {
 			continue
 		}
-		for _, m := range snap.Meta {
-			var peers []Server
+		for _, domain := range sortedKeys(domains) {
+			peers := domains[domain]
 			var newer []string
-			for _, n := range metaPeers(snap, m) {
-				if s, ok := e.seen[n]; ok {
-					peers = append(peers, s)
-					if s.Parsed.line().AtLeast(r.Line) {
-						newer = append(newer, s.Name+" ("+s.Version+")")
-					}
+			for _, s := range peers {
+				if s.Parsed.line().AtLeast(r.Line) {
+					newer = append(newer, s.Name+" ("+s.Version+")")
 				}
 			}
 			if len(newer) == 0 {
@@ -291,7 +297,7 @@ func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
 				}
 				e.add(Finding{Code: UpgradePathMixed, Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: r.First().String(),
 					Message: fmt.Sprintf("server %s runs %s in the JetStream meta group%s of %s: %s wants every server on %s or later first (%s): %s; move it to %s",
-						s.Name, s.Version, domainSuffix(m.Domain), strings.Join(newer, ", "), r.Line.minor(), r.Floor, r.Cite, r.Why, r.First())})
+						s.Name, s.Version, domainSuffix(domain), strings.Join(newer, ", "), r.Line.minor(), r.Floor, r.Cite, r.Why, r.First())})
 			}
 		}
 	}
