@@ -695,6 +695,12 @@ func (sys *System) Log(name string) string {
 	return string(b)
 }
 
+// StoreDir is the named server's JetStream store directory, which outlives
+// a restart.
+func (sys *System) StoreDir(name string) string {
+	return sys.Server(name).store
+}
+
 // LogTail returns the last n lines the named server logged.
 func (sys *System) LogTail(name string, n int) string {
 	lines := strings.Split(strings.TrimRight(sys.Log(name), "\n"), "\n")
