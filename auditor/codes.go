@@ -44,8 +44,9 @@ const (
 	// AssetOpCrashesFollower: a leader of the asset proposes a replicated
 	// op (ReplicatedOps) that a follower panics on.
 	AssetOpCrashesFollower Code = "ASSET_OP_CRASHES_FOLLOWER"
-	// AssetOpHaltsReplica: a leader of the asset proposes a replicated op
-	// that a follower cannot apply: its replica stops voting.
+	// AssetOpHaltsReplica: a leader of the asset proposes a replicated op,
+	// or sends a snapshot, that a follower cannot apply: its replica stops
+	// voting, or resets in a loop.
 	AssetOpHaltsReplica Code = "ASSET_OP_HALTS_REPLICA"
 	// AssetPeerNotRunning: a peer holds the asset offline or never loads
 	// it (Features): the group runs on fewer peers than it has.
@@ -214,7 +215,7 @@ var Codes = []CodeInfo{
 	{Code: AssetOpCrashesFollower, Severity: Critical, Leader: true, Follower: true, Gauge: opFollowerGauge, Verdict: "crashes_follower",
 		Description: "whatever the floor: a peer that leads a stream, or would if it led, proposes a replicated operation a follower before its release panics on (a 2.15 mirror leader's delete range, an atomic batch), again on every restart"},
 	{Code: AssetOpHaltsReplica, Severity: Critical, Leader: true, Follower: true, Gauge: opFollowerGauge, Verdict: "halts_replica",
-		Description: "whatever the floor: a peer that leads an asset, or would if it led, proposes a replicated operation a 2.15 or later follower does not know: it logs a critical write error and its replica stops voting"},
+		Description: "whatever the floor: a peer that leads an asset, or would if it led, sends a follower what it cannot apply, and the follower runs on without its replica: a replicated operation a 2.15 or later follower does not know, or, with js_snapshot_sources on, a stream snapshot with sourcing state, which a 2.14 follower rejects with a critical write error (its replica stops voting) and an older one by resetting its replica in a loop"},
 	{Code: AssetPeerNotRunning, Severity: Critical, Level: true, Gauge: peerFeatureGauge, Verdict: "not_running",
 		Description: "a peer of a stream or consumer holds it offline or never loads it, for a feature of its config the peer's version does not have, where its API level does not tell: the group runs on fewer peers than it has"},
 	{Code: AssetPeerDiverges, Severity: Critical, Level: true, Gauge: peerFeatureGauge, Verdict: "diverges",

@@ -72,7 +72,8 @@ var FeatureFlags = []FeatureFlag{
 	{
 		Name: FlagSnapshotSources, Title: "stream snapshots carrying sourcing state (v2 encoding)",
 		Defaults: []FlagDefault{{From: v215, On: false, Evidence: "2.15.3 feature_flags.go:26, :73"}},
-		Hazard:   "a stream it leads sends v2 snapshots, which older peers reject (2.15.3 feature_flags.go:63-72)",
+		Hazard: "a stream with sources it leads sends a follower it catches up its snapshot in encoding 2, which followers before 2.15.0 reject: " +
+			"2.14 with a critical write error, older releases by resetting the replica in a loop (ReplicatedOps, snapshot_sources; 2.15.3 feature_flags.go:63-72)",
 	},
 }
 

@@ -458,7 +458,7 @@ func outcomeRank(o Outcome) int {
 	switch o {
 	case IgnoredOnline:
 		return 1
-	case HeldOffline, HaltsReplica:
+	case HeldOffline, HaltsReplica, ResetsReplica:
 		return 2
 	case CreateRefused:
 		return 3

@@ -32,7 +32,7 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 	var out []Finding
 	var named []string
 	for _, o := range ReplicatedOps {
-		if o.Kind != a.Kind || o.Op == OpResetSeq || !a.Ops.Has(o.Op) {
+		if o.Kind != a.Kind || (o.Snapshot == 0 && o.Op == OpResetSeq) || !a.Ops.Holds(o) {
 			continue
 		}
 		// Made for the few assets with such an op: every consumer admits
@@ -52,7 +52,7 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 		}
 		for i, s := range append(slices.Clone(peers), missing...) {
 			outcome, _ := o.FollowerOutcome(s.Parsed, a.Features)
-			if (outcome != CrashesOnApply && outcome != HaltsReplica) || slices.Contains(named, s.Name) {
+			if (outcome != CrashesOnApply && outcome != HaltsReplica && outcome != ResetsReplica) || slices.Contains(named, s.Name) {
 				continue
 			}
 			// A peer proposes nothing to itself: the others must.
@@ -68,9 +68,10 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 }
 
 // opFinding is the finding of follower s, whose outcome for the op is
-// CrashesOnApply or HaltsReplica, of an asset that the proposers (s not
-// among them) propose the op to when they lead it. missing is set for a
-// follower that did not answer, s being what an earlier audit saw of it.
+// CrashesOnApply, HaltsReplica or ResetsReplica, of an asset that the
+// proposers (s not among them) propose the op to when they lead it. missing
+// is set for a follower that did not answer, s being what an earlier audit
+// saw of it.
 func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []string, byName map[string]Server, sourced, missing bool) Finding {
 	f := assetFinding(a)
 	f.Server, f.Cluster, f.Version, f.Op = s.Name, s.Cluster, s.Version, o.Name
@@ -104,19 +105,41 @@ func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []
 		return f
 	}
 	f.Code = AssetOpHaltsReplica
-	f.Message = fmt.Sprintf("%s %s: %s cannot apply %s (entry op %d), which %s: it logs a critical write error and its replica stops voting, so the group runs on one voting peer fewer",
-		a.Kind, a.name(), follower, o.GoName, o.Op, which)
+	if outcome == ResetsReplica {
+		f.Message = fmt.Sprintf("%s %s: %s cannot apply %s, which %s: it logs the error and runs on without it, and at the next message resets its replica and is caught up from the same snapshot again, in a loop, so its copy never catches up and the group runs on one peer fewer",
+			a.Kind, a.name(), follower, o.entry(), which)
+		return f
+	}
+	f.Message = fmt.Sprintf("%s %s: %s cannot apply %s, which %s: it logs a critical write error and its replica stops voting, so the group runs on one voting peer fewer",
+		a.Kind, a.name(), follower, o.entry(), which)
 	return f
+}
+
+// entry names what the leader sends, as a finding writes it.
+func (o ReplicatedOp) entry() string {
+	if o.Snapshot != 0 {
+		return fmt.Sprintf("the %s (stream state encoding %d, %s)", o.Title, o.Snapshot, o.GoName)
+	}
+	return fmt.Sprintf("%s (entry op %d)", o.GoName, o.Op)
+}
+
+// verb is what a leader does with the row's entry: it proposes an op, and
+// sends a snapshot to the follower it catches up.
+func (o ReplicatedOp) verb() string {
+	if o.Snapshot != 0 {
+		return "sends"
+	}
+	return "proposes"
 }
 
 // proposedBy says who proposes the op, how and when: "n2 (2.15.3)
 // proposes as the mirror's leader whenever ...".
 func (o ReplicatedOp) proposedBy(leader Server, sourced bool) string {
 	if p, ok := o.proposal(leader, sourced); ok {
-		return fmt.Sprintf("%s (%s) proposes %s", leader.Name, leader.Version, p.when(leader))
+		return fmt.Sprintf("%s (%s) %s %s", leader.Name, leader.Version, o.verb(), p.when(leader))
 	}
 	// A version that is not one: Proposes takes the worst.
-	return fmt.Sprintf("%s, whose version %q is not a version, may propose as its leader", leader.Name, leader.Version)
+	return fmt.Sprintf("%s, whose version %q is not a version, may %s as its leader", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"))
 }
 
 // orList writes names as "n1", "n1 or n2", "n1, n2 or n3".

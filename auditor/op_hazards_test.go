@@ -18,6 +18,9 @@ func TestOpAndPeerFindings(t *testing.T) {
 	prioritized := AssetConfig{AckPolicy: "explicit", PriorityGroups: []string{"g"}, PriorityPolicy: "prioritized"}
 	flagged := srv("n1", "c1", "2.14.0", 4)
 	flagged.FeatureFlags = map[string]bool{FlagRaftDeleteRange: true}
+	sources := AssetConfig{Sources: []*StreamSource{{Name: "O"}}}
+	snapshotting := srv("n1", "c1", "2.15.3", 4)
+	snapshotting.FeatureFlags = map[string]bool{FlagSnapshotSources: true}
 	tests := []struct {
 		name    string
 		servers []Server
@@ -68,6 +71,38 @@ func TestOpAndPeerFindings(t *testing.T) {
 			asset:   withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
 			want:    []string{"ASSET_OP_CRASHES_FOLLOWER(n3,n2,APP/M/)"},
 			says:    []string{"if n1 becomes its leader, n3 (2.12.15) as its follower panics", "(js_raft_delete_range: true as the server reports it)"},
+		},
+		{
+			name:    "a 2.15 leader with js_snapshot_sources halts a 2.14 follower of a stream with sources",
+			servers: []Server{snapshotting, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.10", 4)},
+			asset:   withConfig(stream("S", "n1", "n1", "n2", "n3"), sources),
+			want:    []string{"ASSET_OP_HALTS_REPLICA(n3,n1,APP/S/)"},
+			says: []string{"stream APP > S: follower n3 (2.14.10) cannot apply the stream snapshot with sourcing state (stream state encoding 2, streamStateVersionSources), " +
+				"which n1 (2.15.3) sends as the stream's leader whenever it catches up a follower from its snapshot: one that was down or fell behind while the leader compacted its log, or a new peer " +
+				"(js_snapshot_sources: true as the server reports it): it logs a critical write error and its replica stops voting"},
+		},
+		{
+			name:    "a 2.12 follower resets its replica in a loop, if the flagged peer leads",
+			servers: []Server{snapshotting, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
+			asset:   withConfig(stream("S", "n2", "n1", "n2", "n3"), sources),
+			want:    []string{"ASSET_OP_HALTS_REPLICA(n3,n2,APP/S/)"},
+			says: []string{"stream APP > S: if n1 becomes its leader, n3 (2.12.15) as its follower cannot apply the stream snapshot with sourcing state",
+				"it logs the error and runs on without it, and at the next message resets its replica and is caught up from the same snapshot again, in a loop"},
+		},
+		{
+			name:    "js_snapshot_sources is off by default in 2.15",
+			servers: []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.10", 4)},
+			asset:   withConfig(stream("S", "n1", "n1", "n2", "n3"), sources),
+		},
+		{
+			name:    "a mirror tracks no sourcing state",
+			servers: []Server{snapshotting, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.10", 4)},
+			asset:   withConfig(stream("M", "n1", "n1", "n2", "n3"), mirror),
+		},
+		{
+			name:    "the flag on a follower alone sends nothing to itself",
+			servers: []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), snapshotting},
+			asset:   withConfig(stream("S", "n1", "n1", "n2", "n3"), sources),
 		},
 		{
 			name:    "a single replica has no followers",
@@ -217,6 +252,37 @@ func TestLevelFindingSaysWhatTheTableSays(t *testing.T) {
 		}
 		if len(msgs) != 1 || !strings.Contains(msgs[0], tt.says) {
 			t.Errorf("%s: %q, want one saying %q", tt.version, msgs, tt.says)
+		}
+	}
+}
+
+// TestSnapshotSourcesWhatIf: a what-if that takes a peer of a stream with
+// sources back to 2.14.10, beside a 2.15.3 server whose config sets
+// js_snapshot_sources (it reports the flag on, off by default), finds the
+// halted replica; taking the flagged server itself to 2.14.10 drops the
+// flag (2.14 has none such) and finds nothing of it.
+func TestSnapshotSourcesWhatIf(t *testing.T) {
+	flagged := srv("n1", "c1", "2.15.3", 4)
+	flagged.FeatureFlags = map[string]bool{FlagSnapshotSources: true, FlagRaftDeleteRange: true}
+	snap := Snapshot{Servers: []Server{flagged, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.15.3", 4)}, ExpectedCount: 3,
+		Streams: []Asset{withConfig(stream("S", "n2", "n1", "n2", "n3"), AssetConfig{Sources: []*StreamSource{{Name: "O"}}})}}
+	for _, tt := range []struct {
+		assume string
+		want   []string
+	}{
+		{"n3=2.14.10", []string{"ASSET_OP_HALTS_REPLICA(n3,n2,APP/S/)"}},
+		{"n1=2.14.10", nil},
+	} {
+		w := assume(t, &snap, Policy{}, tt.assume)
+		var got []string
+		for _, f := range w.Appear {
+			if f.Op != "" {
+				got = append(got, brief(f))
+				t.Logf("%s: %s", tt.assume, f.Message)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: op findings %v, want %v", tt.assume, got, tt.want)
 		}
 	}
 }

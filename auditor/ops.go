@@ -1,6 +1,9 @@
 package auditor
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The second axis of what each server version does: the replicated
 // operations a stream's or consumer's RAFT leader proposes to its
@@ -44,7 +47,22 @@ const (
 	// "critical write error" and turns its replica into an observer: the
 	// server runs on, the group has one voting peer fewer.
 	HaltsReplica Outcome = "halts_replica"
+	// ResetsReplica: the follower logs the error as a warning and applies
+	// on without what it could not apply; at the next entry, whose
+	// sequence does not follow its store's, it resets its replica's
+	// cluster state and is caught up again, from the same snapshot: a
+	// loop. The server runs on; its copy never catches up.
+	ResetsReplica Outcome = "resets_replica"
 )
+
+// StreamStateVersion is an encoding version of the stream snapshot a
+// leader sends a follower it catches up: the byte after the magic of
+// nats-server's binary stream state (server/store.go, streamStateVersion).
+type StreamStateVersion uint8
+
+// StateWithSources is streamStateVersionSources: the stream snapshot that
+// also carries the stream's sourcing state (2.15.0 store.go:217-220).
+const StateWithSources StreamStateVersion = 2
 
 // OpHandling is what the followers of one version range do with an op.
 type OpHandling struct {
@@ -94,7 +112,10 @@ type Proposal struct {
 
 // ReplicatedOp is one row of the second axis: a replicated operation that
 // some released version cannot apply, what each version range of followers
-// does with it, and when a leader proposes it. The meta group is in no
+// does with it, and when a leader proposes it. A row with Snapshot set is
+// the stream snapshot in an encoding some released version rejects, which
+// a leader sends rather than proposes: the same questions, the same
+// findings. The meta group is in no
 // row: no release has brought a meta op that an older one cannot apply
 // (ops_source_test.go holds every tag it reads to that).
 type ReplicatedOp struct {
@@ -102,7 +123,11 @@ type ReplicatedOp struct {
 	Name  string
 	Title string
 	Op    EntryOp
-	// GoName is the op's name in nats-server's source.
+	// Snapshot, when set, makes the row one of the stream snapshot a
+	// leader sends a follower it catches up (a RAFT snapshot entry, which
+	// no entry op names) in that encoding; Op is then unused.
+	Snapshot StreamStateVersion
+	// GoName is the op's (or the encoding's) name in nats-server's source.
 	GoName string
 	// Kind is the asset whose RAFT group the op is proposed in.
 	Kind AssetKind
@@ -197,6 +222,7 @@ var ReplicatedOps = []ReplicatedOp{
 				"without the flag the gap is proposed as empty streamMsgOp entries (:3753-3769); TestOpDeleteRangeFromAMirrorLeader",
 		}},
 	},
+	snapshotSources,
 	{
 		Name: "atomic_batch_msg", Title: "atomic batch message (batchMsgOp)", Op: OpBatchMsg, GoName: "batchMsgOp",
 		Kind: KindStream, Since: v212, Admits: batchAllowed,
@@ -235,10 +261,42 @@ var ReplicatedOps = []ReplicatedOp{
 	},
 }
 
+// snapshotSources is the row of the stream snapshot that carries the
+// stream's sourcing state. Only a stream with sources tracks that state
+// (its store seeds it from the config's sources, never a mirror's), and a
+// leader encodes it only once a source has delivered a message.
+var snapshotSources = ReplicatedOp{
+	Name: "snapshot_sources", Title: "stream snapshot with sourcing state",
+	Snapshot: StateWithSources, GoName: "streamStateVersionSources",
+	Kind: KindStream, Since: v215,
+	Admits: func(c *AssetConfig) bool { return len(c.Sources) > 0 },
+	Source: "IsEncodedStreamState and DecodeStreamState accept version 2 (2.15.0 store.go:255-257, :262-266; 2.15.3 :256-258, :263-267)",
+	Older: []OpHandling{
+		{Below: v214, Apply: ResetsReplica,
+			Evidence: "TestOpSnapshotWithSourcesToAnOldFollower (a 2.12.15 or 2.10.27 follower logs the rejection, then at the next message resets its replica " +
+				"about once a second, and keeps the one message it had); " +
+				"IsEncodedStreamState knows version 1 only (2.10.27 store.go:222-223, 2.12.15 :240-241), so the snapshot falls to json.Unmarshal, " +
+				"which fails (2.12.15 jetstream_cluster.go:4231-4243); the monitor logs it as a warning and applies on (:3397), " +
+				"at the next entry its sequence does not match and it resets its cluster state (errLastSeqMismatch, :3398-3415), to be caught up from the same snapshot"},
+		{From: v214, Below: v215, Apply: HaltsReplica,
+			Evidence: "TestOpSnapshotWithSourcesToAnOldFollower (a 2.14.10 follower logs \"critical write error: invalid character '*'\" and keeps the one message it had); " +
+				"IsEncodedStreamState knows version 1 only (2.14.0 store.go:239-240, 2.14.10 :243-244), so json.Unmarshal fails (2.14.10 jetstream_cluster.go:4655-4668); " +
+				"the monitor calls setWriteErr for the error (2.14.0 :3394, 2.14.10 :3801), which steps the replica down and makes it an observer (2.14.10 stream.go:9611-9631)"},
+	},
+	Proposed: []Proposal{{
+		Since: v215, Flag: FlagSnapshotSources, How: ProposedByItself,
+		When: "as the stream's leader whenever it catches up a follower from its snapshot: one that was down or fell behind while the leader compacted its log, or a new peer",
+		Evidence: "stateSnapshotLocked encodes version 2 with the flag on (2.15.0 jetstream_cluster.go:12476-12486; 2.15.3 :13582-13592) " +
+			"once a source has delivered (EncodedStreamState: 2.15.3 filestore.go:13190-13228, memstore.go:2661-2698; sources tracked from the config's sources: filestore.go:2294-2300, memstore.go:90-95); " +
+			"the leader sends its last snapshot to a follower its log no longer reaches (sendSnapshotToFollower, 2.15.3 raft.go:4033), " +
+			"which installs it as its own (2.14.10 raft.go:4711) and applies it; TestOpSnapshotWithSourcesToAnOldFollower",
+	}},
+}
+
 // OpByValue returns the row of the given op, if the table has one.
 func OpByValue(op EntryOp) (ReplicatedOp, bool) {
 	for _, r := range ReplicatedOps {
-		if r.Op == op {
+		if r.Snapshot == 0 && r.Op == op {
 			return r, true
 		}
 	}
@@ -250,7 +308,16 @@ func OpByValue(op EntryOp) (ReplicatedOp, bool) {
 // range, as Feature.HandlingBy does.
 func (o ReplicatedOp) HandlingBy(v Version) OpHandling {
 	if v.IsZero() {
-		return OpHandling{Apply: CrashesOnApply, Evidence: "version unreadable: the worst of every older range"}
+		worst := OpHandling{Apply: Supported}
+		for _, h := range o.Older {
+			if outcomeRank(h.Apply) > outcomeRank(worst.Apply) {
+				worst = h
+			}
+		}
+		if o.Snapshot == 0 {
+			worst.Apply = CrashesOnApply // an op: the default branch of some release before it
+		}
+		return OpHandling{Apply: worst.Apply, Evidence: "version unreadable: the worst of every older range"}
 	}
 	if v.AtLeast(o.Since) {
 		return OpHandling{From: o.Since, Apply: Supported, Evidence: o.Source}
@@ -279,7 +346,17 @@ type OpSet uint64
 // Has reports whether the set holds the row of op.
 func (s OpSet) Has(op EntryOp) bool {
 	for i, r := range ReplicatedOps {
-		if r.Op == op {
+		if r.Snapshot == 0 && r.Op == op {
+			return s&(1<<i) != 0
+		}
+	}
+	return false
+}
+
+// Holds reports whether the set holds the row o.
+func (s OpSet) Holds(o ReplicatedOp) bool {
+	for i, r := range ReplicatedOps {
+		if r.Name == o.Name {
 			return s&(1<<i) != 0
 		}
 	}
@@ -311,18 +388,18 @@ func (o ReplicatedOp) Proposes(leader Server, ops OpSet, replicas int, sourced b
 	if replicas < 2 {
 		return NotProposed, "a single replica has no followers"
 	}
-	if !ops.Has(o.Op) {
+	if !ops.Holds(o) {
 		return NotProposed, fmt.Sprintf("its config admits no %s", o.GoName)
 	}
 	v := leader.Parsed
 	if v.IsZero() {
-		return ProposedByItself, fmt.Sprintf("%s reports version %q, which is not a version: it may propose %s", leader.Name, leader.Version, o.GoName)
+		return ProposedByItself, fmt.Sprintf("%s reports version %q, which is not a version: it may %s %s", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"), o.GoName)
 	}
 	p, ok := o.proposal(leader, sourced)
 	if !ok {
-		return NotProposed, fmt.Sprintf("%s (%s) does not propose %s for it", leader.Name, leader.Version, o.GoName)
+		return NotProposed, fmt.Sprintf("%s (%s) does not %s %s for it", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"), o.GoName)
 	}
-	return p.How, fmt.Sprintf("%s (%s) proposes %s %s", leader.Name, leader.Version, o.GoName, p.when(leader))
+	return p.How, fmt.Sprintf("%s (%s) %s %s %s", leader.Name, leader.Version, o.verb(), o.GoName, p.when(leader))
 }
 
 // proposal is the worst way a leader of a parsed version proposes the op,

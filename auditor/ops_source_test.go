@@ -206,6 +206,7 @@ func TestOpTablesAgainstSource(t *testing.T) {
 		t.Run(tag, func(t *testing.T) {
 			dir := filepath.Join(moduleSource(t, tag), "server")
 			checkOps(t, tag, dir)
+			checkSnapshots(t, tag, dir)
 			checkFlags(t, tag, dir)
 			checkEnums(t, tag, dir)
 			checkConfigFields(t, tag, dir)
@@ -366,6 +367,9 @@ func checkOps(t *testing.T, tag, dir string) {
 		}
 	}
 	for _, row := range ReplicatedOps {
+		if row.Snapshot != 0 {
+			continue // checkSnapshots
+		}
 		h := row.HandlingBy(mustVersion(tag))
 		g := groups[string(row.Kind)]
 		applied := g.handled[row.GoName]
@@ -836,4 +840,139 @@ func decodeFailurePanics(f *ast.File) bool {
 		return !panics
 	})
 	return panics
+}
+
+// streamStateVersions are the stream state encoding versions the release
+// whose store.go is f accepts in both IsEncodedStreamState and
+// DecodeStreamState: streamStateVersion (1) always, and a version whose
+// constant both functions name.
+func streamStateVersions(f *ast.File) map[StreamStateVersion]string {
+	out := map[StreamStateVersion]string{}
+	is, dec := funcBody(f, "IsEncodedStreamState"), funcBody(f, "DecodeStreamState")
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "streamStateVersion") {
+			return true
+		}
+		name := vs.Names[0].Name
+		// uint8(N)
+		if c, ok := vs.Values[0].(*ast.CallExpr); ok && len(c.Args) == 1 {
+			if lit, ok := c.Args[0].(*ast.BasicLit); ok && namesIdent(is, name) && namesIdent(dec, name) {
+				if v, err := strconv.Atoi(lit.Value); err == nil {
+					out[StreamStateVersion(v)] = name
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// namesIdent reports whether n names the identifier name.
+func namesIdent(n ast.Node, name string) bool {
+	found := false
+	if n == nil {
+		return false
+	}
+	ast.Inspect(n, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && id.Name == name {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// applyErrorHaltsStream: the last branch of monitorStream's handling of an
+// error from applyStreamEntries (after the cluster-reset and out-of-space
+// errors) sets a write error on the stream, which makes the replica an
+// observer; without it the monitor applies on.
+func applyErrorHaltsStream(f *ast.File) bool {
+	halts := false
+	ast.Inspect(funcBody(f, "monitorStream"), func(n ast.Node) bool {
+		is, ok := n.(*ast.IfStmt)
+		if !ok || !callsNamed(is.Cond, "isClusterResetErr") {
+			return !halts
+		}
+		for is != nil {
+			switch e := is.Else.(type) {
+			case *ast.IfStmt:
+				is = e
+				continue
+			case *ast.BlockStmt:
+				halts = halts || callsNamed(e, "setWriteErr")
+			}
+			is = nil
+		}
+		return !halts
+	})
+	return halts
+}
+
+// checkSnapshots reads, at tag, which stream state encodings a follower
+// accepts (store.go), what monitorStream does with the error of one it
+// does not, and whether a leader encodes its snapshot by a feature flag
+// (stateSnapshotLocked), and holds the snapshot rows of ReplicatedOps to
+// them.
+func checkSnapshots(t *testing.T, tag, dir string) {
+	t.Helper()
+	store := parseServerFile(t, dir, "store.go")
+	cluster := parseServerFile(t, dir, "jetstream_cluster.go")
+	if store == nil || cluster == nil {
+		t.Fatalf("%s has no server/store.go or jetstream_cluster.go", tag)
+	}
+	accepted := streamStateVersions(store)
+	if accepted[1] != "streamStateVersion" {
+		t.Errorf("%s: the stream state encoding version 1 is %q, not streamStateVersion", tag, accepted[1])
+	}
+	v := mustVersion(strings.TrimPrefix(tag, "v"))
+	rows := map[StreamStateVersion]ReplicatedOp{}
+	for _, row := range ReplicatedOps {
+		if row.Snapshot != 0 {
+			rows[row.Snapshot] = row
+		}
+	}
+	for ver, name := range accepted {
+		if row, ok := rows[ver]; ok && row.GoName != name {
+			t.Errorf("%s: stream state encoding %d is %s, the table's row %s says %s", tag, ver, name, row.Name, row.GoName)
+		} else if !ok && ver != 1 {
+			t.Errorf("%s accepts stream state encoding %d (%s), which the table (ReplicatedOps) does not judge", tag, ver, name)
+		}
+	}
+	halts := applyErrorHaltsStream(cluster)
+	snap := funcBody(cluster, "stateSnapshotLocked")
+	for ver, row := range rows {
+		h := row.HandlingBy(v)
+		_, accepts := accepted[ver]
+		want := ResetsReplica
+		if halts {
+			want = HaltsReplica
+		}
+		switch {
+		case accepts && h.Apply != Supported:
+			t.Errorf("%s accepts stream state encoding %d; the table says %s (%s)", tag, ver, h.Apply, h.Evidence)
+		case !accepts && h.Apply != want:
+			t.Errorf("%s rejects stream state encoding %d and its stream monitor %s; the table says %s (%s)",
+				tag, ver, map[bool]string{true: "sets a write error", false: "applies on"}[halts], h.Apply, h.Evidence)
+		}
+		for _, p := range row.Proposed {
+			flagged := snap != nil && namesIdent(snap, flagConstName(p.Flag))
+			if sends := !v.Before(p.Since); sends != flagged {
+				t.Errorf("%s: stateSnapshotLocked reads %s: %t; the table says a leader sends encoding %d from %s", tag, p.Flag, flagged, ver, p.Since)
+			}
+		}
+	}
+}
+
+// flagConstName is the Go constant of a feature flag in nats-server's
+// feature_flags.go: js_snapshot_sources is FeatureFlagJsSnapshotSources.
+func flagConstName(flag string) string {
+	var b strings.Builder
+	b.WriteString("FeatureFlag")
+	for _, part := range strings.Split(flag, "_") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
 }

@@ -218,3 +218,44 @@ func TestOlderFollowersOfALaterOp(t *testing.T) {
 		t.Errorf("olderFollowers(2.14.0) = %+v", got)
 	}
 }
+
+// TestSnapshotSourcesRow: what each follower does with the stream snapshot
+// that carries sourcing state, and which leaders send it.
+func TestSnapshotSourcesRow(t *testing.T) {
+	row := snapshotSources
+	for v, want := range map[string]Outcome{
+		"2.10.27": ResetsReplica, "2.12.15": ResetsReplica, "2.14.0-RC.1": ResetsReplica,
+		"2.14.0": HaltsReplica, "2.14.10": HaltsReplica, "2.15.0-RC.1": HaltsReplica,
+		"2.15.0": Supported, "2.15.3": Supported, "banana": ResetsReplica,
+	} {
+		if h := row.HandlingBy(parsed(v)); h.Apply != want || h.Evidence == "" {
+			t.Errorf("%s: %s (%s), want %s", v, h.Apply, h.Evidence, want)
+		}
+	}
+	sources := DetectOps(KindStream, &AssetConfig{Sources: []*StreamSource{{Name: "O"}}})
+	mirror := DetectOps(KindStream, &AssetConfig{Mirror: &StreamSource{Name: "O"}})
+	if !sources.Holds(row) || mirror.Holds(row) || sources.Has(0) {
+		t.Errorf("sources hold the row: %t, a mirror: %t, entry op 0: %t; want true, false, false", sources.Holds(row), mirror.Holds(row), sources.Has(0))
+	}
+	if _, ok := OpByValue(0); ok {
+		t.Error("OpByValue(0) found the snapshot row")
+	}
+	on := srv("n1", "c1", "2.15.3", 4)
+	on.FeatureFlags = map[string]bool{FlagSnapshotSources: true}
+	for _, tt := range []struct {
+		leader Server
+		ops    OpSet
+		want   Proposing
+		says   string
+	}{
+		{on, sources, ProposedByItself, "n1 (2.15.3) sends streamStateVersionSources as the stream's leader whenever it catches up a follower from its snapshot"},
+		{srv("n1", "c1", "2.15.3", 4), sources, NotProposed, "n1 (2.15.3) does not send streamStateVersionSources for it"},
+		{on, mirror, NotProposed, "its config admits no streamStateVersionSources"},
+		{srv("n1", "c1", "2.14.10", 4), sources, NotProposed, "does not send"},
+	} {
+		got, why := row.Proposes(tt.leader, tt.ops, 3, false)
+		if got != tt.want || !strings.Contains(why, tt.says) {
+			t.Errorf("%s %v: %s (%s), want %s saying %q", tt.leader.Version, tt.leader.FeatureFlags, got, why, tt.want, tt.says)
+		}
+	}
+}
