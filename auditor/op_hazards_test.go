@@ -259,8 +259,10 @@ func TestLevelFindingSaysWhatTheTableSays(t *testing.T) {
 // TestSnapshotSourcesWhatIf: a what-if that takes a peer of a stream with
 // sources back to 2.14.10, beside a 2.15.3 server whose config sets
 // js_snapshot_sources (it reports the flag on, off by default), finds the
-// halted replica; taking the flagged server itself to 2.14.10 drops the
-// flag (2.14 has none such) and finds nothing of it.
+// halted replica. Taking the flagged server itself to 2.14.10 drops the
+// flag (2.14 has none such), so no peer would send the snapshot: the row
+// gives no finding. (What the snapshots it wrote on 2.15 do to its own
+// recovery on 2.14 is a downgrade question this row does not judge.)
 func TestSnapshotSourcesWhatIf(t *testing.T) {
 	flagged := srv("n1", "c1", "2.15.3", 4)
 	flagged.FeatureFlags = map[string]bool{FlagSnapshotSources: true, FlagRaftDeleteRange: true}
