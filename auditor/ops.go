@@ -10,10 +10,12 @@ import (
 // followers. The first axis, what a server does with an asset's config, is
 // Features. A follower applies every committed entry of a group it runs;
 // one whose apply switch has no case for the entry's op panics (before
-// 2.15) or halts its replica (2.15 on). Every citation is to the
-// nats-server module at the tag named; ops_source_test.go reads the op list, the
-// apply switches and their default branches again at every tag it names and
-// at the newest the module proxy serves.
+// 2.15) or halts its replica (2.15 on). A follower the leader catches up
+// from its snapshot applies that too, and rejects an encoding it does not
+// know. Every citation is to the nats-server module at the tag named;
+// ops_source_test.go reads the op list, the apply switches and their
+// default branches, and the stream snapshot encodings, again at every tag
+// it names and at the newest the module proxy serves.
 
 // EntryOp is a replicated operation: the first byte of a JetStream RAFT
 // entry, nats-server's entryOp (server/jetstream_cluster.go; "ONLY ADD TO
@@ -115,9 +117,9 @@ type Proposal struct {
 // does with it, and when a leader proposes it. A row with Snapshot set is
 // the stream snapshot in an encoding some released version rejects, which
 // a leader sends rather than proposes: the same questions, the same
-// findings. The meta group is in no
-// row: no release has brought a meta op that an older one cannot apply
-// (ops_source_test.go holds every tag it reads to that).
+// findings. The meta group is in no row: no release has brought a meta op
+// that an older one cannot apply (ops_source_test.go holds every tag it
+// reads to that).
 type ReplicatedOp struct {
 	// Name is a stable identifier, as findings and metrics write it.
 	Name  string
@@ -201,8 +203,9 @@ var batchProposal = []Proposal{{
 }}
 
 // ReplicatedOps is the second axis of the table: every replicated operation
-// a leader proposes that some released version cannot apply. Ops 0-14 are
-// applied by every release from 2.10 on.
+// a leader proposes that some released version cannot apply, and every
+// encoding of the stream snapshot a leader sends that some released version
+// rejects. Ops 0-14 are applied by every release from 2.10 on.
 var ReplicatedOps = []ReplicatedOp{
 	{
 		Name: "delete_range", Title: "mirror delete range (deleteRangeOp)", Op: OpDeleteRange, GoName: "deleteRangeOp",
@@ -222,7 +225,6 @@ var ReplicatedOps = []ReplicatedOp{
 				"without the flag the gap is proposed as empty streamMsgOp entries (:3753-3769); TestOpDeleteRangeFromAMirrorLeader",
 		}},
 	},
-	snapshotSources,
 	{
 		Name: "atomic_batch_msg", Title: "atomic batch message (batchMsgOp)", Op: OpBatchMsg, GoName: "batchMsgOp",
 		Kind: KindStream, Since: v212, Admits: batchAllowed,
@@ -259,6 +261,7 @@ var ReplicatedOps = []ReplicatedOp{
 			},
 		},
 	},
+	snapshotSources,
 }
 
 // snapshotSources is the row of the stream snapshot that carries the
