@@ -125,8 +125,10 @@ func TestAssume(t *testing.T) {
 				Streams: []Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4), stream("PLAIN", "n1", "n1", "n2", "n3")}},
 			assume: []string{"n2=2.16.0"},
 			status: Unknown,
-			// 2.16 is past 2.15, which wants 2.14.7 first.
-			appear:  []string{"API_LEVEL_UNKNOWN(n2,,APP/FAST/)", "CLUSTER_MIXED_VERSIONS(,,//)", "UPGRADE_PATH_UNSUPPORTED(n2,,//)"},
+			// 2.16 is past 2.15, which wants 2.14.7 first, of n2 and of
+			// the 2.14.0 servers of its cluster.
+			appear: []string{"API_LEVEL_UNKNOWN(n2,,APP/FAST/)", "CLUSTER_MIXED_VERSIONS(,,//)", "UPGRADE_PATH_UNSUPPORTED(n2,,//)",
+				"UPGRADE_PATH_MIXED(n1,,//)", "UPGRADE_PATH_MIXED(n3,,//)"},
 			gone:    []string{},
 			depend:  []string{},
 			levels:  map[string]int{"n2": LevelUnknown},

@@ -257,7 +257,8 @@ func pathCodes() []Code {
 
 // releases adds the findings of the servers' releases: a bad release on
 // each server that runs one, and each Mixed path rule broken within a
-// JetStream domain the audit saw, on every server below its floor.
+// JetStream meta group the audit saw (metaGroupsOf), on every server below
+// its floor.
 func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
 	for _, s := range servers {
 		if b, ok := BadReleaseOf(s.Parsed); ok {
@@ -265,21 +266,12 @@ func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
 				Message: fmt.Sprintf("server %s runs %s, a release known to lose data: %s (%s); upgrade it to %s or later", s.Name, s.Version, b.Defect, b.Cite, b.Fix)})
 		}
 	}
-	// A JetStream domain is one meta group: its servers are judged
-	// together, whoever leads it. The meta groups the servers report are
-	// not read here, as they split while a leader is elected.
-	domains := map[string][]Server{}
-	for _, s := range snap.Servers {
-		if s.JetStream {
-			domains[s.Domain] = append(domains[s.Domain], s)
-		}
-	}
+	groups := metaGroupsOf(snap)
 	for _, r := range PathRules {
 		if !r.Mixed {
 			continue
 		}
-		for _, domain := range sortedKeys(domains) {
-			peers := domains[domain]
+		for _, peers := range groups {
 			var newer []string
 			for _, s := range peers {
 				if s.Parsed.line().AtLeast(r.Line) {
@@ -297,8 +289,76 @@ func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
 				}
 				e.add(Finding{Code: UpgradePathMixed, Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: r.First().String(),
 					Message: fmt.Sprintf("server %s runs %s in the JetStream meta group%s of %s: %s wants every server on %s or later first (%s): %s; move it to %s",
-						s.Name, s.Version, domainSuffix(domain), strings.Join(newer, ", "), r.Line.minor(), r.Floor, r.Cite, r.Why, r.First())})
+						s.Name, s.Version, domainSuffix(s.Domain), strings.Join(newer, ", "), r.Line.minor(), r.Floor, r.Cite, r.Why, r.First())})
 			}
 		}
 	}
+}
+
+// metaGroupsOf partitions the JetStream servers that answered into the meta
+// groups they belong to: the servers of one cluster and domain are one
+// group, and so are a server and the meta leader its JSZ names (a
+// supercluster's clusters, a leafnode that extends its hub). The groups do
+// not rest on which leader each server names alone: while a leader is
+// elected a server names none, and its cluster still holds it. A leafnode
+// cluster with its own JetStream is a group of its own, even in the same
+// (empty) domain.
+func metaGroupsOf(snap *Snapshot) [][]Server {
+	var js []Server
+	index := map[string]int{}
+	for _, s := range snap.Servers {
+		if s.JetStream {
+			index[s.Name] = len(js)
+			js = append(js, s)
+		}
+	}
+	parent := make([]int, len(js))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		if parent[i] != i {
+			parent[i] = find(parent[i])
+		}
+		return parent[i]
+	}
+	union := func(a, b string) {
+		i, ok1 := index[a]
+		j, ok2 := index[b]
+		if ok1 && ok2 {
+			parent[find(i)] = find(j)
+		}
+	}
+	byCluster := map[[2]string]string{}
+	for _, s := range js {
+		if s.Cluster == "" {
+			continue
+		}
+		k := [2]string{s.Domain, s.Cluster}
+		if first, ok := byCluster[k]; ok {
+			union(first, s.Name)
+		} else {
+			byCluster[k] = s.Name
+		}
+	}
+	for _, m := range snap.Meta {
+		for _, reporter := range sortedKeys(m.Follows) {
+			union(reporter, m.Follows[reporter])
+		}
+	}
+	members := map[int][]Server{}
+	var roots []int
+	for i, s := range js {
+		r := find(i)
+		if _, ok := members[r]; !ok {
+			roots = append(roots, r)
+		}
+		members[r] = append(members[r], s)
+	}
+	out := make([][]Server, 0, len(roots))
+	for _, r := range roots {
+		out = append(out, members[r])
+	}
+	return out
 }

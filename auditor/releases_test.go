@@ -211,3 +211,43 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 		t.Errorf("plan from 2.14.10: first %s", plan.First)
 	}
 }
+
+// TestMetaGroupsOf holds the groups UPGRADE_PATH_MIXED judges to what a
+// meta group is: a cluster's JetStream servers, joined by the leader each
+// names, whether or not it names one now; not a leafnode's own JetStream
+// beside its hub, though both have the empty domain.
+func TestMetaGroupsOf(t *testing.T) {
+	noJS := srv("x1", "c1", "2.15.3", 5)
+	noJS.JetStream = false
+	snap := &Snapshot{
+		Servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.15.3", 5), srv("e1", "c2", "2.14.0", 4),
+			srv("leaf", "", "2.15.3", 5), srv("hub2", "", "2.14.0", 4), noJS},
+		// n1 names no leader (an election); e1's cluster joins c1's by the
+		// leader it names.
+		Meta: []MetaGroup{{Follows: map[string]string{"n2": "n2", "e1": "n2", "leaf": "leaf"}}},
+	}
+	var got []string
+	for _, g := range metaGroupsOf(snap) {
+		var names []string
+		for _, s := range g {
+			names = append(names, s.Name)
+		}
+		slices.Sort(names)
+		got = append(got, strings.Join(names, ","))
+	}
+	slices.Sort(got)
+	if want := []string{"e1,n1,n2", "hub2", "leaf"}; !slices.Equal(got, want) {
+		t.Errorf("groups %v, want %v", got, want)
+	}
+	r := Evaluate(snap, Policy{})
+	var mixed []string
+	for _, f := range r.Findings {
+		if f.Code == UpgradePathMixed {
+			mixed = append(mixed, f.Server)
+		}
+	}
+	slices.Sort(mixed)
+	if want := []string{"e1", "n1"}; !slices.Equal(mixed, want) {
+		t.Errorf("UPGRADE_PATH_MIXED on %v, want %v (not hub2: the leaf's JetStream is its own)", mixed, want)
+	}
+}
