@@ -32,8 +32,21 @@ const (
 	New         = "v2.15.3"
 )
 
-// Versions lists every version the harness builds.
+// Versions lists every version the tests run side by side.
 var Versions = []string{NoLevels, FirstLevels, Old, Floor, Lenient, New}
+
+// The releases of one defect, each run by one test alone rather than beside
+// every other version: BadIdempotentCreate is a release the audit holds as
+// known bad (auditor.BadReleases, nats-server #8413), IdempotentCreateFixed
+// the patch release that fixes it (#8449).
+const (
+	BadIdempotentCreate   = "v2.14.4"
+	IdempotentCreateFixed = "v2.14.5"
+)
+
+// Pinned lists the versions some tests run alone, which the harness builds
+// up front with Versions.
+var Pinned = []string{BadIdempotentCreate, IdempotentCreateFixed}
 
 // CacheDir is where built nats-server binaries are kept: $NATS_SERVER_CACHE,
 // else .cache/nats-server at the module root (git-ignored).

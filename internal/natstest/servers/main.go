@@ -5,12 +5,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
 func main() {
-	for _, v := range natstest.Versions {
+	for _, v := range slices.Concat(natstest.Versions, natstest.Pinned) {
 		bin, err := natstest.Build(v)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
