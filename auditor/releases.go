@@ -103,6 +103,8 @@ type BadRelease struct {
 // server that runs it, whatever the floor: what it loses is silent, and
 // the fix is the next patch release of its line, a move the docs support.
 var BadReleases = []BadRelease{
+	// Reproduced on real servers, with 2.14.5 as the control:
+	// TestKnownBadReleaseLosesAStream.
 	badRelease("2.14.4", "2.14.5", idempotentCreate, "nats-server #8413, fixed by #8449",
 		"#8413 in 2.14.4 as 808368169: jetstream_cluster.go:2054-2057 deletes and recreates a stream whose Created differs in a meta snapshot, "+
 			"while a create of an existing stream still writes a new Created (:8300); #8449 in 2.14.5 as 47fb6c334 (:2054, :8299-8305)"),
