@@ -178,22 +178,23 @@ func (e *evaluation) meta(m MetaGroup) {
 // own JSZ, yet are not in the peer set the leader lists: placement picks
 // from that set alone, so no asset can be placed on them. It judges from
 // the leader's own list, which a what-if that moves the leader does not
-// change. Without the leader's reply (Listed nil) it cannot judge and says
+// change. Without the leader's reply (no list of it in Listed) it cannot judge and says
 // nothing more: a leader that did not answer is SERVER_MISSING, a JSZ
 // request of it that failed AUDIT_INCOMPLETE.
 func (e *evaluation) metaUnlisted(m MetaGroup) {
-	set := m.Listed
-	if set == nil {
-		return
-	}
 	for _, name := range sortedKeys(m.Follows) {
-		if m.Follows[name] != set.Leader || set.Lists(name) {
+		set := m.Listed[m.Follows[name]]
+		if set == nil || set.Lists(name) {
 			continue
 		}
-		s := e.seen[name]
+		// A server whose JSZ came without its STATSZ has no version here.
+		s, who := e.seen[name], name
+		if s.Version != "" {
+			who += " (" + s.Version + ")"
+		}
 		e.add(Finding{Code: ServerNotMetaPeer, Server: name, Cluster: s.Cluster, Version: s.Version, Peer: set.Leader,
-			Message: fmt.Sprintf("server %s (%s) follows JetStream meta leader %s%s, which does not list it as a peer (it lists %s; cluster size %d): no stream or consumer can be placed on %s",
-				name, s.Version, set.Leader, domainSuffix(m.Domain), listedPeers(set), set.Size, name)})
+			Message: fmt.Sprintf("server %s follows JetStream meta leader %s%s, which does not list it as a peer (it lists %s; cluster size %d): no stream or consumer can be placed on %s",
+				who, set.Leader, domainSuffix(m.Domain), listedPeers(set), set.Size, name)})
 	}
 }
 

@@ -171,7 +171,10 @@ func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named *na
 				}
 			}
 		}
-		g.Listed = set
+		if g.Listed == nil {
+			g.Listed = map[string]*MetaPeerSet{}
+		}
+		g.Listed[reporter] = set
 	}
 	peers := []string{reporter, mc.Leader}
 	for _, p := range mc.Replicas {

@@ -62,6 +62,10 @@ func TestServerNotMetaPeer(t *testing.T) {
 		{"a server that follows no leader yet, or another, is not judged by this one's list", func(t *testing.T) map[string]*jszData {
 			return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "", 2)}
 		}, nil},
+		{"two meta groups in one domain (a leafnode's own JetStream): each follower by its own leader's list", func(t *testing.T) map[string]*jszData {
+			return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2),
+				"x1": metaReply(t, "x1", 1)}
+		}, []string{"SERVER_NOT_META_PEER(n3,n1,//)"}},
 		{"a follower still naming an old leader is not judged by the new one's list", func(t *testing.T) map[string]*jszData {
 			return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n2", 2)}
 		}, nil},

@@ -151,10 +151,12 @@ type MetaGroup struct {
 	// Size is the group's cluster size as its members report it: every
 	// peer, answering or not, until it is removed from the group.
 	Size int
-	// Listed is the peer set as the leader lists it in its own JSZ: the
-	// only list placement reads. Nil when the leader's own reply is not
-	// in the snapshot.
-	Listed *MetaPeerSet
+	// Listed holds, by leader, the peer set each meta leader lists in its
+	// own JSZ: the only list placement reads. A leader whose own reply is
+	// not in the snapshot has none. It is keyed by leader because one
+	// domain can hold more than one meta group (a leafnode's own JetStream
+	// beside its hub's, both in the empty domain).
+	Listed map[string]*MetaPeerSet
 	// Follows maps each server of the domain whose JSZ names a meta
 	// leader to the leader it names.
 	Follows map[string]string
