@@ -93,8 +93,9 @@ type CodeInfo struct {
 	Leader bool
 	// Follower: a finding of the code is about a follower of its asset's
 	// group (Finding.Server) and Finding.Peer is the group's leader, empty
-	// while it has none. The leader reports it under --scope server (the
-	// follower while there is none); a what-if that moves the leader keeps
+	// while it has none. The leader reports it under --scope server while
+	// it answers (else the follower, else the first-named server that
+	// answered: see Report.Owner); a what-if that moves the leader keeps
 	// it the same finding.
 	Follower bool
 	// Level: a finding of the code weighs an asset's required JetStream

@@ -29,6 +29,7 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 		return nil
 	}
 	var peers, missing []Server
+	collected := false
 	var out []Finding
 	var named []string
 	for _, o := range ReplicatedOps {
@@ -37,7 +38,8 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 		}
 		// Made for the few assets with such an op: every consumer admits
 		// a RESET, and Evaluate meets each of them.
-		if peers == nil {
+		if !collected {
+			collected = true
 			for _, p := range a.Peers {
 				if s, ok := byName[p]; ok {
 					peers = append(peers, s)

@@ -288,3 +288,35 @@ func TestSnapshotSourcesWhatIf(t *testing.T) {
 		}
 	}
 }
+
+// TestOpFindingOwners: under --scope server each op finding has one owner
+// that answered: the leader while it answers, else the follower, else the
+// first-named server that answered, so a crashed follower of a group with
+// no leader does not take its finding down with its sidecar.
+func TestOpFindingOwners(t *testing.T) {
+	mirror := AssetConfig{Mirror: &StreamSource{Name: "O"}}
+	servers := []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4)}
+	for _, tt := range []struct {
+		name, leader string
+		want         string
+	}{
+		{"led by an answering peer", "n2", "n2"},
+		{"no leader, the follower missing", "", "n1"},
+		{"led by a server that does not answer", "n9", "n1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := Snapshot{Servers: servers, LastSeen: map[string]Server{"n3": srv("n3", "c1", "2.12.15", 3)},
+				Streams: []Asset{withConfig(stream("M", tt.leader, "n1", "n2", "n3"), mirror)}}
+			r := Evaluate(&snap, Policy{})
+			var owners []string
+			for _, f := range r.Findings {
+				if f.Code == AssetOpCrashesFollower {
+					owners = append(owners, r.Owner(f))
+				}
+			}
+			if !slices.Equal(owners, []string{tt.want}) {
+				t.Errorf("ASSET_OP_CRASHES_FOLLOWER owned by %v, want [%s]", owners, tt.want)
+			}
+		})
+	}
+}

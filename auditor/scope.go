@@ -17,8 +17,14 @@ func (r *Report) Owner(f Finding) string {
 	switch {
 	case k.owner != nil:
 		return k.owner(r, f)
-	case k.Follower && f.Peer != "":
-		return f.Peer
+	case k.Follower:
+		// The leader while it answers; else the follower while it answers
+		// (a group electing a leader, a leader gone), else someone who is
+		// up: a follower that crashed took its sidecar with it.
+		if f.Peer != "" && r.firstAnswered([]string{f.Peer}) != "" {
+			return f.Peer
+		}
+		return ownedByCrashingServer(r, f)
 	}
 	return f.Server
 }
