@@ -182,11 +182,9 @@ func MakePlan(snap *Snapshot, p Policy, v Version, scope PlanScope) (*Plan, erro
 			}
 			if f.Server == s.Name && slices.Contains(pathCodes(), f.Code) {
 				st.Path = append(st.Path, f)
-				if first, err := ParseVersion(f.Release); err == nil && st.First.IsZero() {
-					st.First = first
-				}
 			}
 		}
+		st.First = FirstBefore(s.Parsed, v)
 		if plan.First.IsZero() {
 			plan.First = st.First
 		}

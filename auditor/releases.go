@@ -226,24 +226,39 @@ func pathFindings(before map[string]Server, after []Server, changed map[string]b
 		from := before[s.Name]
 		for _, k := range pathCodes() {
 			var says []string
-			var first Version
 			for _, r := range PathRules {
-				if r.Code != k || !r.Breaks(from.Parsed, s.Parsed) {
-					continue
-				}
-				says = append(says, r.brokenBy(from.Parsed, s.Parsed))
-				if f := r.First(); !f.IsZero() && first.IsZero() {
-					first = f
+				if r.Code == k && r.Breaks(from.Parsed, s.Parsed) {
+					says = append(says, r.brokenBy(from.Parsed, s.Parsed))
 				}
 			}
 			if len(says) == 0 {
 				continue
 			}
-			out = append(out, Finding{Code: k, Severity: SeverityOf(k), Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: first.String(),
+			var release string
+			if k == UpgradePathUnsupported {
+				if first := FirstBefore(from.Parsed, s.Parsed); !first.IsZero() {
+					release = first.String()
+				}
+			}
+			out = append(out, Finding{Code: k, Severity: SeverityOf(k), Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: release,
 				Message: fmt.Sprintf("server %s would go from %s to %s: %s", s.Name, from.Version, s.Version, strings.Join(says, "; "))})
 		}
 	}
 	return out
+}
+
+// FirstBefore returns the release a server must move to before it moves
+// from from to to, where a rule the move breaks names one (PathRule.First);
+// zero when none does.
+func FirstBefore(from, to Version) Version {
+	for _, r := range PathRules {
+		if r.Breaks(from, to) {
+			if f := r.First(); !f.IsZero() {
+				return f
+			}
+		}
+	}
+	return Version{}
 }
 
 // pathCodes are the codes of PathRules, each once, in the table's order.

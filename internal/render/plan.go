@@ -111,11 +111,9 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 				ew.printf("    %s %s\n", f.Code, f.Message)
 			}
 		}
-		if len(st.Path) > 0 {
-			findings("rules of the NATS docs on upgrade paths the step breaks", st.Path)
-			if !st.First.IsZero() {
-				ew.printf("  move %s to %s first\n", st.Server, st.First)
-			}
+		// The step's path findings are among those that appear, below.
+		if !st.First.IsZero() {
+			ew.printf("  move %s to %s first: UPGRADE_PATH_UNSUPPORTED below says why\n", st.Server, st.First)
 		}
 		findings("assets held offline, diverging or of unknown fate after the step", st.LevelFindings)
 		findings("findings that appear", st.Appear)
