@@ -210,10 +210,18 @@ func TestWaitUntilEveryShardIsPulled(t *testing.T) {
 	}
 	a := sys.ShardOwner("a", "n1")
 	a.Own("WORK", shards[0])
+	// Each publish waits for the stream's ack: a plain publish sent before
+	// the stream's interest reaches n1 is dropped, and a shard with no
+	// backlog is rightly not reported.
 	for i := range shards {
 		for range 3 {
-			if err := app.Publish("work."+strconv.Itoa(i), []byte("job")); err != nil {
+			msg, err := app.Request("work."+strconv.Itoa(i), []byte("job"), 5*time.Second)
+			if err != nil {
 				t.Fatal(err)
+			}
+			var ack server.JSPubAckResponse
+			if err := json.Unmarshal(msg.Data, &ack); err != nil || ack.Error != nil || ack.PubAck == nil {
+				t.Fatalf("publish to work.%d: %v %s", i, err, msg.Data)
 			}
 		}
 	}
