@@ -17,8 +17,8 @@ import (
 // TestServerNotMetaPeerOnRealServers: in a cluster of three, n3 is removed
 // from the meta group ($JS.API.SERVER.REMOVE) while it runs; it disables
 // JetStream, and is restarted on its own store, as an operator who took the
-// removal back would. It follows the meta leader n1 again, but n1 keeps it
-// out of its peer set (a removed peer is not re-added for
+// removal back would. It follows the meta leader again (n1, or n2 if the
+// removal moved the leadership), but the leader keeps it out of its peer set (a removed peer is not re-added for
 // peerRemoveTimeout, 5 minutes: raft.go trackPeer in 2.14.0 and 2.15.3).
 // The gate finds SERVER_NOT_META_PEER first; then the server is the
 // oracle: a stream placed on n3 by its tag, and an R3 stream, are refused,
@@ -48,22 +48,42 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 			sys.Restart("n3", "")
 			restarted := time.Since(start)
 
-			// The finding, once n3 follows n1 again.
+			// The finding, once n3 follows the meta leader again. The
+			// removal can move the leadership from n1 to n2 (seen in CI),
+			// so the leader is the one the servers name before and after
+			// the audit.
 			var r *auditor.Report
 			var found []auditor.Finding
+			var leader string
 			audits := 0
 			if err := natstest.Eventually(30*time.Second, func() error {
 				audits++
+				before, err := natstest.MetaLeader(sysConn)
+				if err != nil {
+					return err
+				}
 				r, found = gate(t, sysConn, "2.12.0", auditor.ServerNotMetaPeer)
 				if len(found) == 0 {
 					return fmt.Errorf("no %s yet; findings %v", auditor.ServerNotMetaPeer, r.Findings)
 				}
+				after, err := natstest.MetaLeader(sysConn)
+				if err != nil {
+					return err
+				}
+				if before != after {
+					return fmt.Errorf("the meta leader moved from %s to %s during the audit", before, after)
+				}
+				leader = after
 				return nil
 			}); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("removed and restarted n3 in %s; found %s after %s, by audit %d", restarted.Round(time.Millisecond), auditor.ServerNotMetaPeer, time.Since(start).Round(time.Millisecond), audits)
-			wantFinding(t, r, found, "n3", "n1", "", "server n3 ("+strings.TrimPrefix(version, "v")+") follows JetStream meta leader n1, which does not list it as a peer (it lists n1, n2; cluster size 2)")
+			t.Logf("removed and restarted n3 in %s; found %s after %s, by audit %d; meta leader %s", restarted.Round(time.Millisecond), auditor.ServerNotMetaPeer, time.Since(start).Round(time.Millisecond), audits, leader)
+			other := map[string]string{"n1": "n2", "n2": "n1"}[leader]
+			if other == "" {
+				t.Fatalf("the meta leader is %s; want n1 or n2, the two members left", leader)
+			}
+			wantFinding(t, r, found, "n3", leader, "", "server n3 ("+strings.TrimPrefix(version, "v")+") follows JetStream meta leader "+leader+", which does not list it as a peer (it lists "+leader+", "+other+"; cluster size 2)")
 			if !sys.Running("n3") {
 				t.Fatal("n3 is not running")
 			}

@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -171,13 +172,8 @@ func JSZ(sysConn *nats.Conn, opts server.JSzOptions, servers int, wait time.Dura
 func MoveMetaLeader(sysConn *nats.Conn, preferred string, peers ...string) error {
 	req := map[string]any{"placement": map[string]any{"preferred": preferred}}
 	return Eventually(60*time.Second, func() error {
-		// With leader_only only the meta leader answers JSZ.
-		msg, err := sysConn.Request("$SYS.REQ.SERVER.PING.JSZ", []byte(`{"leader_only":true}`), 2*time.Second)
+		resp, err := metaLeaderJSZ(sysConn)
 		if err != nil {
-			return err
-		}
-		var resp server.ServerAPIJszResponse
-		if err := json.Unmarshal(msg.Data, &resp); err != nil {
 			return err
 		}
 		if resp.Server == nil || resp.Server.Name != preferred {
@@ -199,6 +195,35 @@ func MoveMetaLeader(sysConn *nats.Conn, preferred string, peers ...string) error
 		}
 		return metaPeersCurrent(resp.Data, preferred, peers)
 	})
+}
+
+// MetaLeader names the JetStream meta leader, as the leader itself says:
+// the one server that answers a leader_only JSZ. A test that removes or
+// restarts a meta member cannot count on the leader it chose before: the
+// group may elect another meanwhile.
+func MetaLeader(sysConn *nats.Conn) (string, error) {
+	resp, err := metaLeaderJSZ(sysConn)
+	if err != nil {
+		return "", err
+	}
+	if resp.Server == nil {
+		return "", errors.New("the meta leader's JSZ names no server")
+	}
+	return resp.Server.Name, nil
+}
+
+// metaLeaderJSZ asks for the meta leader's JSZ: with leader_only only the
+// meta leader answers.
+func metaLeaderJSZ(nc *nats.Conn) (*server.ServerAPIJszResponse, error) {
+	msg, err := nc.Request("$SYS.REQ.SERVER.PING.JSZ", []byte(`{"leader_only":true}`), 2*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("no meta leader answers: %w", err)
+	}
+	var resp server.ServerAPIJszResponse
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, fmt.Errorf("the meta leader's JSZ: %w", err)
+	}
+	return &resp, nil
 }
 
 // metaPeersCurrent says which of peers the meta leader's JSZ does not list

@@ -2,7 +2,6 @@ package natstest
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -195,12 +193,8 @@ func (sys *System) waitMetaPeers() error {
 	outSince := map[string]time.Time{}
 	restarted := map[string]bool{}
 	return Eventually(60*time.Second, func() error {
-		msg, err := nc.Request("$SYS.REQ.SERVER.PING.JSZ", []byte(`{"leader_only":true}`), 2*time.Second)
+		resp, err := metaLeaderJSZ(nc)
 		if err != nil {
-			return fmt.Errorf("no meta leader answers: %w", err)
-		}
-		var resp server.ServerAPIJszResponse
-		if err := json.Unmarshal(msg.Data, &resp); err != nil {
 			return err
 		}
 		if resp.Server == nil {
