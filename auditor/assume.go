@@ -200,11 +200,17 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 	}
 	for i := range after.Meta {
 		m := &after.Meta[i]
-		peers := metaPeers(&after, *m)
+		peers, _ := metaPeers(&after, *m)
 		if m.Leader == "" || !touches(peers) {
 			continue
 		}
 		if leader, choice := lc.meta(*m, peers); leader != "" {
+			if set := m.Listed[m.Leader]; set != nil && leader != m.Leader {
+				// Membership is the group's replicated state: the new
+				// leader lists the peers the old one did.
+				m.Listed = maps.Clone(m.Listed)
+				m.Listed[leader] = set.ledBy(leader)
+			}
 			m.Leader = leader
 			if choice != nil {
 				w.Depend = append(w.Depend, *choice)
@@ -266,11 +272,34 @@ func resolve(snap *Snapshot, as []Assumption) (map[string]Version, error) {
 	return want, nil
 }
 
-// metaPeers are the members of a domain's meta group: its peers as the
-// leader lists them, else every JetStream server of the domain that answered.
-func metaPeers(snap *Snapshot, m MetaGroup) []string {
+// metaPeers are the members of a domain's meta group, and its cluster
+// size. Where the meta leader's own list is in the snapshot, that list is
+// the group: a server that follows the leader but is not in its list
+// (SERVER_NOT_META_PEER) is no member, and counting it would make a restart
+// of a member look as if it left a quorum. A replica the leader cannot name
+// yet is found among the answering servers by its RAFT peer id, or stays a
+// peer of no name. Without the leader's list, every peer any member names,
+// or else every JetStream server of the domain.
+func metaPeers(snap *Snapshot, m MetaGroup) ([]string, int) {
+	if set := m.Listed[m.Leader]; set != nil {
+		out := []string{set.Leader}
+		for _, n := range set.Names {
+			if id, ok := unknownPeerID(n); ok {
+				n = ""
+				for _, s := range snap.Servers {
+					if peerID(s.Name) == id {
+						n = s.Name
+					}
+				}
+			}
+			if n == "" || !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		return out, max(set.Size, len(out))
+	}
 	if len(m.Peers) > 0 {
-		return m.Peers
+		return m.Peers, max(m.Size, len(m.Peers))
 	}
 	var out []string
 	for _, s := range snap.Servers {
@@ -278,7 +307,7 @@ func metaPeers(snap *Snapshot, m MetaGroup) []string {
 			out = append(out, s.Name)
 		}
 	}
-	return out
+	return out, max(m.Size, len(out))
 }
 
 // candidate is the outcome of one peer's leadership of a group.

@@ -192,10 +192,31 @@ func (e *evaluation) metaUnlisted(m MetaGroup) {
 		if s.Version != "" {
 			who += " (" + s.Version + ")"
 		}
-		e.add(Finding{Code: ServerNotMetaPeer, Server: name, Cluster: s.Cluster, Version: s.Version, Peer: set.Leader,
-			Message: fmt.Sprintf("server %s follows JetStream meta leader %s%s, which does not list it as a peer (it lists %s; cluster size %d): no stream or consumer can be placed on %s",
-				who, set.Leader, domainSuffix(m.Domain), listedPeers(set), set.Size, name)})
+		msg := fmt.Sprintf("server %s follows JetStream meta leader %s%s, which does not list it as a peer (it lists %s; cluster size %d): no stream or consumer can be placed on %s",
+			who, set.Leader, domainSuffix(m.Domain), listedPeers(set), set.Size, name)
+		if voters := e.outsiderVoters(set); len(voters) > 0 {
+			verb := "count"
+			if len(voters) == 1 {
+				verb = "counts"
+			}
+			msg += fmt.Sprintf("; %s %s its vote (a candidate before 2.12.14 and 2.14.4 does, nats-server #8353): once the meta leader is lost, a leader can be elected with it, %s itself included",
+				strings.Join(voters, " and "), verb, name)
+		}
+		e.add(Finding{Code: ServerNotMetaPeer, Server: name, Cluster: s.Cluster, Version: s.Version, Peer: set.Leader, Message: msg})
 	}
+}
+
+// outsiderVoters names, with their versions, the members of a meta peer
+// set that answered and whose release counts the vote of a server outside
+// the set (MemberVotesOnly).
+func (e *evaluation) outsiderVoters(set *MetaPeerSet) []string {
+	var out []string
+	for _, n := range sortedKeys(e.seen) {
+		if s := e.seen[n]; set.Lists(n) && !MemberVotesOnly(s.Parsed) {
+			out = append(out, n+" ("+s.Version+")")
+		}
+	}
+	return out
 }
 
 // listedPeers writes a meta peer set's members, the leader first.

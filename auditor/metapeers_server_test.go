@@ -3,6 +3,7 @@ package auditor_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,11 @@ import (
 // peerRemoveTimeout, 5 minutes: raft.go trackPeer in 2.14.0 and 2.15.3).
 // The gate finds SERVER_NOT_META_PEER first; then the server is the
 // oracle: a stream placed on n3 by its tag, and an R3 stream, are refused,
-// while one placed on n2 is created.
+// while one placed on n2 is created. A plan counts only the two members:
+// a member's restart leaves the group below its quorum. Killing the
+// leader shows what that means: on 2.15.3 the other member has no meta
+// leader; on 2.14.0, before nats-server #8353, it counts n3's vote and the
+// two elect one, as the finding and the plan say.
 func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 	for _, version := range []string{natstest.Floor, natstest.New} {
 		t.Run(version, func(t *testing.T) {
@@ -83,7 +88,13 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 			if other == "" {
 				t.Fatalf("the meta leader is %s; want n1 or n2, the two members left", leader)
 			}
-			wantFinding(t, r, found, "n3", leader, "", "server n3 ("+strings.TrimPrefix(version, "v")+") follows JetStream meta leader "+leader+", which does not list it as a peer (it lists "+leader+", "+other+"; cluster size 2)")
+			v := strings.TrimPrefix(version, "v")
+			wantFinding(t, r, found, "n3", leader, "", "server n3 ("+v+") follows JetStream meta leader "+leader+", which does not list it as a peer (it lists "+leader+", "+other+"; cluster size 2)")
+			// Members before nats-server #8353 count n3's vote.
+			outsiderVotes := !auditor.MemberVotesOnly(mustParse(t, v))
+			if says := strings.Contains(found[0].Message, "n1 ("+v+") and n2 ("+v+") count its vote"); says != outsiderVotes {
+				t.Errorf("the finding says the members count n3's vote: %v; want %v", says, outsiderVotes)
+			}
 			if !sys.Running("n3") {
 				t.Fatal("n3 is not running")
 			}
@@ -106,6 +117,94 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 				Storage: server.FileStorage, Placement: &server.Placement{Tags: []string{"node:n2"}}}); err != nil {
 				t.Fatalf("stream placed on n2: %v", err)
 			}
+
+			// The plan counts only the members: a member's restart leaves
+			// one of two up, below the quorum; where the other member counts
+			// n3's vote, the reason says so.
+			to := map[string]string{natstest.Floor: natstest.New, natstest.New: natstest.Floor}[version]
+			plan, err := auditor.MakePlan(r.Snapshot, auditor.Policy{Floor: mustParse(t, "2.12.0")}, mustParse(t, strings.TrimPrefix(to, "v")), auditor.PlanScope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range plan.Steps {
+				var meta *auditor.GroupImpact
+				for _, g := range append(slices.Clone(st.Unavailable), st.BareQuorum...) {
+					if g.Kind == "meta" {
+						meta = &g
+					}
+				}
+				if (st.Server == "n3") != (meta == nil) || (meta != nil && (meta.Peers != 2 || meta.Up != 1 || !slices.Contains(st.Unavailable, *meta))) {
+					t.Fatalf("plan to %s, step %d (%s): meta group %+v; want none for n3, else unavailable with 1 of 2 up", to, st.Step, st.Server, meta)
+				}
+				if meta != nil {
+					t.Logf("plan to %s, step %d (%s): %s", to, st.Step, st.Server, meta.Reason)
+				}
+				if st.Step == 1 {
+					if says := strings.Contains(meta.Reason, "("+v+") counts the vote of n3, no member"); says != outsiderVotes {
+						t.Errorf("the first step's reason says the other member counts n3's vote: %v; want %v", says, outsiderVotes)
+					}
+				}
+			}
+
+			// Then the server is the oracle: the meta leader is killed. Not
+			// stopped: a leader that stops hands its leadership to the
+			// other member, which holds it until it misses its quorum.
+			sysOther, appOther := sys.Connect(other, natstest.SysUser, natstest.SysPassword), sys.Connect(other, natstest.AppUser, natstest.AppPassword)
+			sys.Kill(leader)
+			killed := time.Now()
+			metaLeader := func() (string, error) {
+				replies, err := natstest.JSZ(sysOther, server.JSzOptions{}, 2, 2*time.Second)
+				if err != nil {
+					return "", err
+				}
+				js := replies[other].Data
+				if js == nil || js.Meta == nil {
+					return "", fmt.Errorf("%s sent no meta_cluster", other)
+				}
+				return js.Meta.Leader, nil
+			}
+			if outsiderVotes {
+				// The other member cannot win alone: a new leader means
+				// n3's vote counted (seen: n3 itself elected, and n2).
+				var elected string
+				if err := natstest.Eventually(60*time.Second, func() error {
+					var err error
+					if elected, err = metaLeader(); err != nil {
+						return err
+					}
+					if elected == "" || elected == leader {
+						return fmt.Errorf("%s names meta leader %q", other, elected)
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s killed: %s and n3 elected %s as meta leader after %s", leader, other, elected, time.Since(killed).Round(time.Millisecond))
+				return
+			}
+			// The other member has no meta leader and refuses the
+			// JetStream API beyond the longest election timeout
+			// (maxElectionTimeoutDefault, 9 s: raft.go:329 in 2.15.3), in
+			// which n3's counted vote would have elected one.
+			if err := natstest.Eventually(30*time.Second, func() error {
+				if l, err := metaLeader(); err != nil || l != "" {
+					return fmt.Errorf("%s names meta leader %q: %v", other, l, err)
+				}
+				msg, err := appOther.Request("$JS.API.STREAM.CREATE.AFTER", []byte(`{"name":"AFTER","subjects":["after"],"num_replicas":1}`), 5*time.Second)
+				var resp server.JSApiStreamCreateResponse
+				if err != nil || json.Unmarshal(msg.Data, &resp) != nil || resp.Error == nil || resp.Error.ErrCode != uint16(server.JSClusterNotAvailErr) {
+					return fmt.Errorf("stream create on %s: %v %s; want JetStream system temporarily unavailable", other, err, msgData(msg))
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for hold := time.Now().Add(12 * time.Second); time.Now().Before(hold); {
+				if l, err := metaLeader(); err != nil || l != "" {
+					t.Fatalf("%s after %s was killed: %s names meta leader %q: %v", time.Since(killed).Round(time.Millisecond), leader, other, l, err)
+				}
+			}
+			t.Logf("%s killed: %s had no meta leader for %s and refused the JetStream API", leader, other, time.Since(killed).Round(time.Millisecond))
 		})
 	}
 }

@@ -125,3 +125,102 @@ func findingOf(r *Report, c Code) Finding {
 	}
 	return Finding{}
 }
+
+// TestPlanCountsOnlyMetaMembers: a server that follows the meta leader but
+// is not in its list is no member of the meta group. Restarting the leader
+// of a group of two leaves one of two up, below its quorum; counting the
+// outsider would call it a bare quorum, two of three. Restarting the
+// outsider touches no meta quorum. A replica the leader cannot name yet is
+// found by its RAFT peer id.
+func TestPlanCountsOnlyMetaMembers(t *testing.T) {
+	snap := metaSnapshot(map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 3)})
+	meta := func(gs []GroupImpact) *GroupImpact {
+		for i := range gs {
+			if gs[i].Kind == "meta" {
+				return &gs[i]
+			}
+		}
+		return nil
+	}
+	down, bare := restartImpact(snap, Policy{}, "n1")
+	if g := meta(down); g == nil || g.Peers != 2 || g.Up != 1 || g.Quorum != 2 {
+		t.Errorf("restarting n1: meta group down %+v, bare %+v; want down, 1 of 2 up, quorum 2", g, meta(bare))
+	}
+	down, bare = restartImpact(snap, Policy{}, "n3")
+	if g, b := meta(down), meta(bare); g != nil || b != nil {
+		t.Errorf("restarting n3, no member: meta group down %+v, bare %+v; want neither", g, b)
+	}
+
+	// Each step of a plan is a what-if that may move the meta leader (to
+	// n2, once it runs 2.11.12, below the floor: the worse leader); the
+	// group's members stay the two.
+	for _, to := range []string{"2.15.3", "2.11.12"} {
+		plan, err := MakePlan(snap, Policy{Floor: mustVersion("2.12.0")}, mustVersion(to), PlanScope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range plan.Steps {
+			g := meta(append(slices.Clone(st.Unavailable), st.BareQuorum...))
+			if (st.Server == "n3") != (g == nil) || (g != nil && (g.Peers != 2 || g.Up != 1)) {
+				t.Errorf("plan to %s, step %d (%s): meta group %+v; want none for n3, else 1 of 2 up", to, st.Step, st.Server, g)
+			}
+		}
+	}
+
+	snap = metaSnapshot(map[string]*jszData{"n1": metaReply(t, "n1", 3, "n2", unknownPeerPrefix+peerID("n3")+")"), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)})
+	if peers, size := metaPeers(snap, snap.Meta[0]); !slices.Equal(peers, []string{"n1", "n2", "n3"}) || size != 3 {
+		t.Errorf("members %v of %d; want n1, n2, n3 of 3", peers, size)
+	}
+	down, bare = restartImpact(snap, Policy{}, "n1")
+	if g, b := meta(down), meta(bare); g != nil || b == nil || b.Peers != 3 || b.Up != 2 {
+		t.Errorf("restarting n1 of three: meta group down %+v, bare %+v; want a bare quorum, 2 of 3", g, b)
+	}
+}
+
+// TestServerNotMetaPeerVotes: members whose release counts any server's
+// vote (before nats-server #8353) are named in the finding and in a
+// plan's reason; members of releases with it are not.
+func TestServerNotMetaPeerVotes(t *testing.T) {
+	pages := func(t *testing.T) map[string]*jszData {
+		return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)}
+	}
+	for _, tt := range []struct {
+		name             string
+		versions         [3]string
+		finding, restart string
+	}{
+		{"2.14.0 members count n3's vote", [3]string{"2.14.0", "2.14.0", "2.15.3"},
+			"; n1 (2.14.0) and n2 (2.14.0) count its vote (a candidate before 2.12.14 and 2.14.4 does, nats-server #8353): once the meta leader is lost, a leader can be elected with it, n3 itself included",
+			"1 of 2 peers up while n1 restarts, below the quorum of 2: unavailable; but n2 (2.14.0) counts the vote of n3, no member (a candidate before 2.12.14 and 2.14.4 does, nats-server #8353): with it a leader can be elected"},
+		{"one member of 2.14.4", [3]string{"2.14.4", "2.14.3", "2.14.0"},
+			"; n2 (2.14.3) counts its vote (",
+			"1 of 2 peers up while n1 restarts, below the quorum of 2: unavailable; but n2 (2.14.3) counts the vote of n3, no member ("},
+		{"members of 2.12.14 and 2.15.3 count only each other's", [3]string{"2.12.14", "2.15.3", "2.10.27"}, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := metaSnapshot(pages(t))
+			for i, v := range tt.versions {
+				snap.Servers[i].Version, snap.Servers[i].Parsed = v, mustVersion(v)
+			}
+			f := findingOf(Evaluate(snap, Policy{}), ServerNotMetaPeer)
+			_, tail, _ := strings.Cut(f.Message, "no stream or consumer can be placed on n3")
+			if f.Code == "" || (tt.finding == "" && tail != "") || !strings.HasPrefix(tail, tt.finding) {
+				t.Errorf("finding %q; want it to end %q", f.Message, tt.finding)
+			}
+			down, _ := restartImpact(snap, Policy{}, "n1")
+			var reason string
+			for _, g := range down {
+				if g.Kind == "meta" {
+					reason = g.Reason
+				}
+			}
+			want := tt.restart
+			if want == "" {
+				want = "1 of 2 peers up while n1 restarts, below the quorum of 2: unavailable"
+			}
+			if !strings.HasPrefix(reason, want) || (tt.restart == "" && reason != want) {
+				t.Errorf("restarting n1: %q; want %q", reason, want)
+			}
+		})
+	}
+}

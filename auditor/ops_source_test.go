@@ -211,6 +211,7 @@ func TestOpTablesAgainstSource(t *testing.T) {
 			checkEnums(t, tag, dir)
 			checkConfigFields(t, tag, dir)
 			checkDecoder(t, tag, dir)
+			checkVotes(t, tag, dir)
 		})
 	}
 }
@@ -259,7 +260,11 @@ func tablesTags() []string {
 	for _, h := range undecodableValue {
 		add(h.From, h.Below)
 	}
+	for _, r := range memberVotes {
+		add(r.From, r.Below)
+	}
 	add(FeatureFlagsSince, v215)
+	tags = append(tags, votesChecked...)
 	return append(tags, decoderChecked...)
 }
 
@@ -765,6 +770,25 @@ func checkDecoder(t *testing.T, tag, dir string) {
 	v := mustVersion(strings.TrimPrefix(tag, "v"))
 	if want := UndecodableValue(v).Asset; got != want {
 		t.Errorf("%s: an undecodable config value is %s in the source, %s in undecodableValue", tag, got, want)
+	}
+}
+
+// votesChecked are the last releases before each bound of memberVotes
+// (the module proxy serves no 2.12.13), where checkVotes must find no check.
+var votesChecked = []string{"v2.12.12", "v2.14.3"}
+
+// checkVotes holds MemberVotesOnly to the source: a candidate that counts
+// only its peers' votes asks shouldCountVoteFromPeer (nats-server #8353).
+func checkVotes(t *testing.T, tag, dir string) {
+	t.Helper()
+	f := parseServerFile(t, dir, "raft.go")
+	body := funcBody(f, "runAsCandidate")
+	if body == nil {
+		t.Fatalf("%s: raft.go has no runAsCandidate", tag)
+	}
+	got := hasFunc(f, "shouldCountVoteFromPeer") && callsNamed(body, "shouldCountVoteFromPeer")
+	if want := MemberVotesOnly(mustVersion(strings.TrimPrefix(tag, "v"))); got != want {
+		t.Errorf("%s: a candidate counts only its peers' votes: %v in the source, %v in memberVotes", tag, got, want)
 	}
 }
 

@@ -289,7 +289,7 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 		up[s.Name] = s.Name != server
 	}
 	down, bare = []GroupImpact{}, []GroupImpact{}
-	judge := func(g GroupImpact, peers []string) {
+	judge := func(g GroupImpact, peers []string, note string) {
 		if !slices.Contains(peers, server) {
 			return
 		}
@@ -305,10 +305,10 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 			g.Reason = fmt.Sprintf("R1 on %s: unavailable while it restarts", server)
 			down = append(down, g)
 		case g.Up < g.Quorum:
-			g.Reason = fmt.Sprintf("%d of %d peers up while %s restarts, below the quorum of %d: unavailable", g.Up, g.Peers, server, g.Quorum)
+			g.Reason = fmt.Sprintf("%d of %d peers up while %s restarts, below the quorum of %d: unavailable", g.Up, g.Peers, server, g.Quorum) + note
 			down = append(down, g)
 		case g.Up == g.Quorum:
-			g.Reason = fmt.Sprintf("%d of %d peers up while %s restarts: a bare quorum, one more failure takes it down", g.Up, g.Peers, server)
+			g.Reason = fmt.Sprintf("%d of %d peers up while %s restarts: a bare quorum, one more failure takes it down", g.Up, g.Peers, server) + note
 			bare = append(bare, g)
 		}
 	}
@@ -323,17 +323,44 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 				// Peers the audit did not see are down for all it knows.
 				peers = append(slices.Clone(peers), make([]string, a.Replicas-len(peers))...)
 			}
-			judge(GroupImpact{GroupRef: groupOf(a)}, peers)
+			judge(GroupImpact{GroupRef: groupOf(a)}, peers, "")
 		}
 	}
 	for _, m := range snap.Meta {
-		peers := metaPeers(snap, m)
-		if m.Size > len(peers) {
-			peers = append(slices.Clone(peers), make([]string, m.Size-len(peers))...)
+		peers, size := metaPeers(snap, m)
+		if size > len(peers) {
+			peers = append(slices.Clone(peers), make([]string, size-len(peers))...)
 		}
-		judge(GroupImpact{GroupRef: GroupRef{Kind: "meta", Domain: m.Domain}}, peers)
+		judge(GroupImpact{GroupRef: GroupRef{Kind: "meta", Domain: m.Domain}}, peers, outsiderVotes(snap, m, peers, up))
 	}
 	return down, bare
+}
+
+// outsiderVotes says, of a meta group, which of its members that stay up
+// count the vote of a server outside it that follows its leader
+// (MemberVotesOnly): with it they can elect a leader below their own
+// quorum. Empty where none do.
+func outsiderVotes(snap *Snapshot, m MetaGroup, members []string, up map[string]bool) string {
+	var outside, voters []string
+	for _, n := range sortedKeys(m.Follows) {
+		if up[n] && !slices.Contains(members, n) {
+			outside = append(outside, n)
+		}
+	}
+	for _, s := range snap.Servers {
+		if up[s.Name] && slices.Contains(members, s.Name) && !MemberVotesOnly(s.Parsed) {
+			voters = append(voters, s.Name+" ("+s.Version+")")
+		}
+	}
+	if len(outside) == 0 || len(voters) == 0 {
+		return ""
+	}
+	verb := "count"
+	if len(voters) == 1 {
+		verb = "counts"
+	}
+	return fmt.Sprintf("; but %s %s the vote of %s, no member (a candidate before 2.12.14 and 2.14.4 does, nats-server #8353): with it a leader can be elected",
+		strings.Join(voters, " and "), verb, strings.Join(outside, " and "))
 }
 
 // noReset lists the consumers of snap that cannot take a RESET.

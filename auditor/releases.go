@@ -90,6 +90,33 @@ var PathRules = []PathRule{
 		Cite: `the NATS docs, "Upgrading a Cluster", "Downgrading": the current release and one patch release prior are supported`},
 }
 
+// memberVotes are the releases whose RAFT candidates count only the votes
+// of their group's own peers: nats-server #8353, "NRG: Ignore votes from
+// removed peers during elections" (shouldCountVoteFromPeer, raft.go:3690
+// and :3772 in 2.12.14; :3772 and :3854 in 2.14.4; :4363 and :4554 in
+// 2.15.3). A candidate of an earlier release counts any server's granted
+// vote (raft.go:3783 in 2.12.12, :3724 in 2.14.0, :3856 in 2.14.3), and a
+// voter of any release grants its vote without asking whether the
+// candidate is a peer (processVoteRequest).
+var memberVotes = []struct{ From, Below Version }{
+	{From: mustVersion("2.12.14"), Below: v214},
+	{From: mustVersion("2.14.4")},
+}
+
+// MemberVotesOnly reports whether a server of version v, as a RAFT
+// candidate, counts only its group's peers' votes. An earlier one counts
+// the vote of a server its group removed that still runs: when its group's
+// leader is lost, the two can elect a leader between them. No version is
+// the worse: false.
+func MemberVotesOnly(v Version) bool {
+	for _, r := range memberVotes {
+		if !v.IsZero() && !v.Before(r.From) && (r.Below.IsZero() || v.Before(r.Below)) {
+			return true
+		}
+	}
+	return false
+}
+
 // BadRelease is a release that loses data, and the release that fixes it.
 type BadRelease struct {
 	Release, Fix Version

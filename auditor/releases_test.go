@@ -251,3 +251,18 @@ func TestMetaGroupsOf(t *testing.T) {
 		t.Errorf("UPGRADE_PATH_MIXED on %v, want %v (not hub2: the leaf's JetStream is its own)", mixed, want)
 	}
 }
+
+// TestMemberVotesOnly: nats-server #8353 reached 2.12.14 and 2.14.4; 2.14.0
+// to 2.14.3 came out before it. TestOpTablesAgainstSource holds the table
+// to the source at each bound.
+func TestMemberVotesOnly(t *testing.T) {
+	for v, want := range map[string]bool{"2.10.27": false, "2.11.12": false, "2.12.12": false, "2.12.14": true, "2.12.15": true,
+		"2.14.0": false, "2.14.3": false, "2.14.4": true, "2.14.10": true, "2.15.0": true, "2.15.3": true, "2.16.0-RC.1": true} {
+		if got := MemberVotesOnly(mustVersion(v)); got != want {
+			t.Errorf("%s: %v, want %v", v, got, want)
+		}
+	}
+	if MemberVotesOnly(Version{}) {
+		t.Error("no version counts only its members' votes")
+	}
+}

@@ -180,6 +180,22 @@ type MetaPeerSet struct {
 	Size int
 }
 
+// ledBy is the same peer set as listed by another of its members.
+func (s *MetaPeerSet) ledBy(leader string) *MetaPeerSet {
+	out := &MetaPeerSet{Leader: leader, Size: s.Size}
+	for _, n := range append([]string{s.Leader}, s.Names...) {
+		if n != leader {
+			out.Names = append(out.Names, n)
+		}
+	}
+	for _, id := range append([]string{peerID(s.Leader)}, s.IDs...) {
+		if id != peerID(leader) {
+			out.IDs = append(out.IDs, id)
+		}
+	}
+	return out
+}
+
 // Lists reports whether server name is in the set: the leader, or a replica
 // by its name or by its RAFT peer id.
 func (s *MetaPeerSet) Lists(name string) bool {
