@@ -274,29 +274,14 @@ func resolve(snap *Snapshot, as []Assumption) (map[string]Version, error) {
 
 // metaPeers are the members of a domain's meta group, and its cluster
 // size. Where the meta leader's own list is in the snapshot, that list is
-// the group: a server that follows the leader but is not in its list
-// (SERVER_NOT_META_PEER) is no member, and counting it would make a restart
-// of a member look as if it left a quorum. A replica the leader cannot name
-// yet is found among the answering servers by its RAFT peer id, or stays a
-// peer of no name. Without the leader's list, every peer any member names,
-// or else every JetStream server of the domain.
+// the group (MetaPeerSet.members): a server that follows the leader but is
+// not in its list (SERVER_NOT_META_PEER) is no member, and counting it
+// would make a restart of a member look as if it left a quorum. Without
+// the leader's list, every server that reports the group or that a member
+// names, or else every JetStream server of the domain.
 func metaPeers(snap *Snapshot, m MetaGroup) ([]string, int) {
 	if set := m.Listed[m.Leader]; set != nil {
-		out := []string{set.Leader}
-		for _, n := range set.Names {
-			if id, ok := unknownPeerID(n); ok {
-				n = ""
-				for _, s := range snap.Servers {
-					if peerID(s.Name) == id {
-						n = s.Name
-					}
-				}
-			}
-			if n == "" || !slices.Contains(out, n) {
-				out = append(out, n)
-			}
-		}
-		return out, max(set.Size, len(out))
+		return set.members(snap)
 	}
 	if len(m.Peers) > 0 {
 		return m.Peers, max(m.Size, len(m.Peers))

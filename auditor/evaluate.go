@@ -195,31 +195,39 @@ func (e *evaluation) metaUnlisted(m MetaGroup) {
 		msg := fmt.Sprintf("server %s follows JetStream meta leader %s%s, which does not list it as a peer (it lists %s; cluster size %d): no stream or consumer can be placed on %s",
 			who, set.Leader, domainSuffix(m.Domain), listedPeers(set), set.Size, name)
 		if voters := e.outsiderVoters(set); len(voters) > 0 {
-			verb := "count"
-			if len(voters) == 1 {
-				verb = "counts"
-			}
-			msg += fmt.Sprintf("; %s %s its vote (a candidate before 2.12.14 and 2.14.4 does, nats-server #8353): once the meta leader is lost, a leader can be elected with it, %s itself included",
-				strings.Join(voters, " and "), verb, name)
+			msg += fmt.Sprintf("; %s %s its vote, %s: once the meta leader is lost, a leader can be elected with it, %s itself included",
+				joinSorted(voters), countVerb(len(voters)), outsiderVoteCite, name)
 		}
 		e.add(Finding{Code: ServerNotMetaPeer, Server: name, Cluster: s.Cluster, Version: s.Version, Peer: set.Leader, Message: msg})
 	}
 }
 
+// outsiderVoteCite says which members count the vote of a server outside
+// their meta group (MetaPeerSet.countsOutsiderVote).
+const outsiderVoteCite = "as a candidate of a release before 2.12.14, or of 2.14.0 to 2.14.3, does, " +
+	"or of any release while it knows fewer peers than its cluster size (nats-server #8353)"
+
 // outsiderVoters names, with their versions, the members of a meta peer
-// set that answered and whose release counts the vote of a server outside
-// the set (MemberVotesOnly).
+// set but its leader (the one whose loss the finding speaks of) that
+// answered and count the vote of a server outside the set.
 func (e *evaluation) outsiderVoters(set *MetaPeerSet) []string {
 	var out []string
 	for _, n := range sortedKeys(e.seen) {
-		if s := e.seen[n]; set.Lists(n) && !MemberVotesOnly(s.Parsed) {
+		if s := e.seen[n]; n != set.Leader && set.Lists(n) && set.countsOutsiderVote(s.Parsed) {
 			out = append(out, n+" ("+s.Version+")")
 		}
 	}
 	return out
 }
 
-// listedPeers writes a meta peer set's members, the leader first.
+// countVerb is "count", or "counts" after one name.
+func countVerb(names int) string {
+	if names == 1 {
+		return "counts"
+	}
+	return "count"
+}
+
 func listedPeers(set *MetaPeerSet) string {
 	names := append([]string{set.Leader}, set.Names...)
 	return strings.Join(names, ", ")

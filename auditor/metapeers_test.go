@@ -177,50 +177,102 @@ func TestPlanCountsOnlyMetaMembers(t *testing.T) {
 	}
 }
 
-// TestServerNotMetaPeerVotes: members whose release counts any server's
-// vote (before nats-server #8353) are named in the finding and in a
-// plan's reason; members of releases with it are not.
+// TestServerNotMetaPeerVotes: the members whose release counts any
+// server's vote (before nats-server #8353), or that know fewer peers than
+// their cluster size, are named in the finding (but the leader, whose loss
+// it speaks of) and in a plan's reason for a group below its quorum, where
+// the outsiders' votes make up that quorum; members that count only each
+// other's are not.
 func TestServerNotMetaPeerVotes(t *testing.T) {
-	pages := func(t *testing.T) map[string]*jszData {
+	const cite = ", as a candidate of a release before 2.12.14, or of 2.14.0 to 2.14.3, does, or of any release while it knows fewer peers than its cluster size (nats-server #8353)"
+	twoOfThree := func(t *testing.T) map[string]*jszData {
 		return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)}
 	}
 	for _, tt := range []struct {
 		name             string
 		versions         [3]string
-		finding, restart string
+		pages            func(t *testing.T) map[string]*jszData
+		restart          string
+		finding, outcome string
 	}{
-		{"2.14.0 members count n3's vote", [3]string{"2.14.0", "2.14.0", "2.15.3"},
-			"; n1 (2.14.0) and n2 (2.14.0) count its vote (a candidate before 2.12.14 and 2.14.4 does, nats-server #8353): once the meta leader is lost, a leader can be elected with it, n3 itself included",
-			"1 of 2 peers up while n1 restarts, below the quorum of 2: unavailable; but n2 (2.14.0) counts the vote of n3, no member (a candidate before 2.12.14 and 2.14.4 does, nats-server #8353): with it a leader can be elected"},
-		{"one member of 2.14.4", [3]string{"2.14.4", "2.14.3", "2.14.0"},
-			"; n2 (2.14.3) counts its vote (",
-			"1 of 2 peers up while n1 restarts, below the quorum of 2: unavailable; but n2 (2.14.3) counts the vote of n3, no member ("},
-		{"members of 2.12.14 and 2.15.3 count only each other's", [3]string{"2.12.14", "2.15.3", "2.10.27"}, "", ""},
+		{"2.14.0 members count n3's vote", [3]string{"2.14.0", "2.14.0", "2.15.3"}, twoOfThree, "n1",
+			"; n2 (2.14.0) counts its vote" + cite + ": once the meta leader is lost, a leader can be elected with it, n3 itself included",
+			"1 of 2 peers up while n1 restarts, below the quorum of 2: unavailable; but n2 (2.14.0) counts the vote of n3, no member" + cite + ": with it a leader can be elected"},
+		{"a 2.14.3 member beside a 2.14.4 leader", [3]string{"2.14.4", "2.14.3", "2.14.0"}, twoOfThree, "n1",
+			"; n2 (2.14.3) counts its vote, as",
+			"1 of 2 peers up while n1 restarts, below the quorum of 2: unavailable; but n2 (2.14.3) counts the vote of n3, no member, as"},
+		{"the leader alone counts it: the finding speaks of its loss", [3]string{"2.14.0", "2.15.3", "2.14.0"}, twoOfThree, "n2",
+			"",
+			"1 of 2 peers up while n2 restarts, below the quorum of 2: unavailable; but n1 (2.14.0) counts the vote of n3, no member, as"},
+		{"members of 2.12.14 and 2.15.3 count only each other's", [3]string{"2.12.14", "2.15.3", "2.10.27"}, twoOfThree, "n1",
+			"", "1 of 2 peers up while n1 restarts, below the quorum of 2: unavailable"},
+		{"2.15.3 members that know fewer peers than their size count it", [3]string{"2.15.3", "2.15.3", "2.15.3"}, func(t *testing.T) map[string]*jszData {
+			return map[string]*jszData{"n1": metaReply(t, "n1", 3, "n2"), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)}
+		}, "n1",
+			"; n2 (2.15.3) counts its vote, as",
+			"1 of 3 peers up while n1 restarts, below the quorum of 2: unavailable; but n2 (2.15.3) counts the vote of n3, no member, as"},
+		{"one outsider's vote does not make up a quorum of three", [3]string{"2.14.0", "2.14.0", "2.14.0"}, func(t *testing.T) map[string]*jszData {
+			return map[string]*jszData{"n1": metaReply(t, "n1", 5, "n2", "x", "y", "z"), "n2": metaReply(t, "n1", 5), "n3": metaReply(t, "n1", 5)}
+		}, "n2",
+			"; n2 (2.14.0) counts its vote, as",
+			"1 of 5 peers up while n2 restarts, below the quorum of 3: unavailable"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := metaSnapshot(pages(t))
+			snap := metaSnapshot(tt.pages(t))
 			for i, v := range tt.versions {
-				snap.Servers[i].Version, snap.Servers[i].Parsed = v, mustVersion(v)
+				snap.Servers[i].SetVersion(v)
 			}
 			f := findingOf(Evaluate(snap, Policy{}), ServerNotMetaPeer)
 			_, tail, _ := strings.Cut(f.Message, "no stream or consumer can be placed on n3")
 			if f.Code == "" || (tt.finding == "" && tail != "") || !strings.HasPrefix(tail, tt.finding) {
 				t.Errorf("finding %q; want it to end %q", f.Message, tt.finding)
 			}
-			down, _ := restartImpact(snap, Policy{}, "n1")
+			down, _ := restartImpact(snap, Policy{}, tt.restart)
 			var reason string
 			for _, g := range down {
 				if g.Kind == "meta" {
 					reason = g.Reason
 				}
 			}
-			want := tt.restart
-			if want == "" {
-				want = "1 of 2 peers up while n1 restarts, below the quorum of 2: unavailable"
-			}
-			if !strings.HasPrefix(reason, want) || (tt.restart == "" && reason != want) {
-				t.Errorf("restarting n1: %q; want %q", reason, want)
+			if !strings.HasPrefix(reason, tt.outcome) || (!strings.Contains(tt.outcome, "; but") && reason != tt.outcome) {
+				t.Errorf("restarting %s: %q; want %q", tt.restart, reason, tt.outcome)
 			}
 		})
+	}
+}
+
+// TestPlanJudgesEachMetaGroupOfADomain: a leafnode's own JetStream beside
+// its hub's, in one domain, is a meta group of its own: a restart in
+// either is judged against its own leader's list, and a server that
+// follows the other group's leader is no outsider of this one.
+func TestPlanJudgesEachMetaGroupOfADomain(t *testing.T) {
+	m := newMerger()
+	pages := map[string]*jszData{
+		"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2),
+		"l1": metaReply(t, "l1", 3, "l2", "l3"), "l2": metaReply(t, "l1", 3), "l3": metaReply(t, "l1", 3),
+	}
+	for _, name := range sortedKeys(pages) {
+		m.add(name, "", pages[name])
+	}
+	snap := &Snapshot{Servers: append(cluster(), srv("l1", "leaf", "2.14.0", 4), srv("l2", "leaf", "2.14.0", 4), srv("l3", "leaf", "2.14.0", 4)),
+		Meta: m.metaGroups()}
+	if len(snap.Meta) != 1 || len(snap.Meta[0].groups()) != 2 {
+		t.Fatalf("meta groups %+v; want one domain of two groups", snap.Meta)
+	}
+	for server, want := range map[string]string{
+		"n2": "led by n1, 1 of 2 peers up while n2 restarts, below the quorum of 2: unavailable; but n1 (2.14.0) counts the vote of n3, no member, as",
+		"l2": "led by l1, 2 of 3 peers up while l2 restarts: a bare quorum, one more failure takes it down",
+		"n3": "",
+	} {
+		down, bare := restartImpact(snap, Policy{}, server)
+		var reasons []string
+		for _, g := range append(down, bare...) {
+			if g.Kind == "meta" {
+				reasons = append(reasons, g.Reason)
+			}
+		}
+		if (want == "") != (len(reasons) == 0) || (want != "" && (len(reasons) != 1 || !strings.HasPrefix(reasons[0], want))) {
+			t.Errorf("restarting %s: %q; want %q", server, reasons, want)
+		}
 	}
 }

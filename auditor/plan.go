@@ -289,7 +289,8 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 		up[s.Name] = s.Name != server
 	}
 	down, bare = []GroupImpact{}, []GroupImpact{}
-	judge := func(g GroupImpact, peers []string, note string) {
+	// note, where given, adds to the reason of a group below its quorum.
+	judge := func(g GroupImpact, peers []string, label string, note func(GroupImpact) string) {
 		if !slices.Contains(peers, server) {
 			return
 		}
@@ -305,10 +306,13 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 			g.Reason = fmt.Sprintf("R1 on %s: unavailable while it restarts", server)
 			down = append(down, g)
 		case g.Up < g.Quorum:
-			g.Reason = fmt.Sprintf("%d of %d peers up while %s restarts, below the quorum of %d: unavailable", g.Up, g.Peers, server, g.Quorum) + note
+			g.Reason = label + fmt.Sprintf("%d of %d peers up while %s restarts, below the quorum of %d: unavailable", g.Up, g.Peers, server, g.Quorum)
+			if note != nil {
+				g.Reason += note(g)
+			}
 			down = append(down, g)
 		case g.Up == g.Quorum:
-			g.Reason = fmt.Sprintf("%d of %d peers up while %s restarts: a bare quorum, one more failure takes it down", g.Up, g.Peers, server) + note
+			g.Reason = label + fmt.Sprintf("%d of %d peers up while %s restarts: a bare quorum, one more failure takes it down", g.Up, g.Peers, server)
 			bare = append(bare, g)
 		}
 	}
@@ -323,44 +327,59 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 				// Peers the audit did not see are down for all it knows.
 				peers = append(slices.Clone(peers), make([]string, a.Replicas-len(peers))...)
 			}
-			judge(GroupImpact{GroupRef: groupOf(a)}, peers, "")
+			judge(GroupImpact{GroupRef: groupOf(a)}, peers, "", nil)
 		}
 	}
-	for _, m := range snap.Meta {
-		peers, size := metaPeers(snap, m)
+	pad := func(peers []string, size int) []string {
 		if size > len(peers) {
-			peers = append(slices.Clone(peers), make([]string, size-len(peers))...)
+			return append(slices.Clone(peers), make([]string, size-len(peers))...)
 		}
-		judge(GroupImpact{GroupRef: GroupRef{Kind: "meta", Domain: m.Domain}}, peers, outsiderVotes(snap, m, peers, up))
+		return peers
+	}
+	for _, m := range snap.Meta {
+		ref := GroupRef{Kind: "meta", Domain: m.Domain}
+		sets := m.groups()
+		if len(sets) == 0 {
+			peers, size := metaPeers(snap, m)
+			judge(GroupImpact{GroupRef: ref}, pad(peers, size), "", nil)
+			continue
+		}
+		for _, set := range sets {
+			members, size := set.members(snap)
+			label := ""
+			if len(sets) > 1 {
+				// A leafnode's own JetStream beside its hub's, in one domain.
+				label = "led by " + set.Leader + ", "
+			}
+			judge(GroupImpact{GroupRef: ref}, pad(members, size), label, func(g GroupImpact) string {
+				return outsiderVotes(snap, m, set, members, up, g)
+			})
+		}
 	}
 	return down, bare
 }
 
-// outsiderVotes says, of a meta group, which of its members that stay up
-// count the vote of a server outside it that follows its leader
-// (MemberVotesOnly): with it they can elect a leader below their own
-// quorum. Empty where none do.
-func outsiderVotes(snap *Snapshot, m MetaGroup, members []string, up map[string]bool) string {
+// outsiderVotes says, of a meta group below its quorum, which of its
+// members that stay up count the vote of a server outside it that follows
+// it (MetaPeerSet.countsOutsiderVote), where those votes make up the
+// quorum: with them a leader can be elected. Empty otherwise.
+func outsiderVotes(snap *Snapshot, m MetaGroup, set *MetaPeerSet, members []string, up map[string]bool, g GroupImpact) string {
 	var outside, voters []string
 	for _, n := range sortedKeys(m.Follows) {
-		if up[n] && !slices.Contains(members, n) {
+		if up[n] && !slices.Contains(members, n) && slices.Contains(members, m.Follows[n]) {
 			outside = append(outside, n)
 		}
 	}
 	for _, s := range snap.Servers {
-		if up[s.Name] && slices.Contains(members, s.Name) && !MemberVotesOnly(s.Parsed) {
+		if up[s.Name] && slices.Contains(members, s.Name) && set.countsOutsiderVote(s.Parsed) {
 			voters = append(voters, s.Name+" ("+s.Version+")")
 		}
 	}
-	if len(outside) == 0 || len(voters) == 0 {
+	if len(outside) == 0 || len(voters) == 0 || g.Up+len(outside) < g.Quorum {
 		return ""
 	}
-	verb := "count"
-	if len(voters) == 1 {
-		verb = "counts"
-	}
-	return fmt.Sprintf("; but %s %s the vote of %s, no member (a candidate before 2.12.14 and 2.14.4 does, nats-server #8353): with it a leader can be elected",
-		strings.Join(voters, " and "), verb, strings.Join(outside, " and "))
+	return fmt.Sprintf("; but %s %s the vote of %s, no member, %s: with it a leader can be elected",
+		joinSorted(voters), countVerb(len(voters)), joinSorted(outside), outsiderVoteCite)
 }
 
 // noReset lists the consumers of snap that cannot take a RESET.

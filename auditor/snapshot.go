@@ -180,6 +180,55 @@ type MetaPeerSet struct {
 	Size int
 }
 
+// members are the set's servers, the leader first, and the group's
+// cluster size. A replica the leader cannot name yet is found among snap's
+// servers by its RAFT peer id, or stays a peer of no name ("").
+func (s *MetaPeerSet) members(snap *Snapshot) ([]string, int) {
+	out := []string{s.Leader}
+	for _, n := range s.Names {
+		if id, ok := unknownPeerID(n); ok {
+			n = ""
+			for _, srv := range snap.Servers {
+				if peerID(srv.Name) == id {
+					n = srv.Name
+				}
+			}
+		}
+		if n == "" || !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, max(s.Size, len(out))
+}
+
+// countsOutsiderVote reports whether a member of the set that runs version
+// v, as a candidate, counts the vote of a server outside the set: a release
+// before nats-server #8353 counts any server's vote (MemberVotesOnly), and
+// one after it still does while it knows fewer peers than its cluster size
+// (shouldCountVoteFromPeer: 2.12.14 raft.go:3690-3699, 2.15.3
+// raft.go:4363-4372). The leader's list stands for each member's.
+func (s *MetaPeerSet) countsOutsiderVote(v Version) bool {
+	return !MemberVotesOnly(v) || 1+len(s.Names) < s.Size
+}
+
+// groups are the peer sets of the distinct meta groups m holds, by leader:
+// one, or two where a leafnode's own JetStream shares its hub's domain. A
+// set whose leader another set lists is the same group as seen by an
+// earlier leader (a what-if that moved the leadership), and only m.Leader's
+// is kept of those. Nil without any leader's own list.
+func (m MetaGroup) groups() []*MetaPeerSet {
+	var out []*MetaPeerSet
+	for _, leader := range sortedKeys(m.Listed) {
+		if leader != m.Leader && slices.ContainsFunc(sortedKeys(m.Listed), func(o string) bool {
+			return o != leader && m.Listed[o].Lists(leader)
+		}) {
+			continue
+		}
+		out = append(out, m.Listed[leader])
+	}
+	return out
+}
+
 // ledBy is the same peer set as listed by another of its members.
 func (s *MetaPeerSet) ledBy(leader string) *MetaPeerSet {
 	out := &MetaPeerSet{Leader: leader, Size: s.Size}
