@@ -228,6 +228,7 @@ func countVerb(names int) string {
 	return "count"
 }
 
+// listedPeers writes a meta peer set's members, the leader first.
 func listedPeers(set *MetaPeerSet) string {
 	names := append([]string{set.Leader}, set.Names...)
 	return strings.Join(names, ", ")
