@@ -11,7 +11,7 @@ import (
 
 const namespace = "nats_version_auditor"
 
-// DefaultMaxAssetSeries caps the per-consumer series one scrape exposes.
+// DefaultMaxAssetSeries caps the per-asset (stream and consumer) series one scrape exposes.
 const DefaultMaxAssetSeries = 500
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -35,14 +35,14 @@ var (
 	serverInfoDesc  = desc("server_info", "A server that answered the last audit.",
 		"server_name", "server_id", "server_cluster", "server_domain", "server_version", "api_level")
 	serverBelowDesc   = desc("server_below_floor", "1 if the server runs a version below the floor, else 0.", "server_name", "server_cluster")
-	serverFlagDesc    = desc("server_feature_flag_enabled", "1 if the server's feature flag is on, else 0, as the server reports it in STATSZ (2.14.0 on; older servers have none): its config's value, else its release's default. js_raft_delete_range on makes a replicated mirror's leader propose deleteRangeOp, which a follower before 2.14.0 panics on; it is on by default from 2.15.0.", "server_name", "server_cluster", "flag")
+	serverFlagDesc    = desc("server_feature_flag_enabled", "1 if the server's feature flag is on, else 0, as the server reports it in STATSZ (2.14.0 on; older servers have none): its config's value, else its release's default. js_raft_delete_range on makes a replicated mirror's leader propose deleteRangeOp, which a follower before 2.14.0 panics on; it is on by default from 2.15.0. js_snapshot_sources on (off by default) makes a 2.15 leader of a stream with sources send a snapshot that a follower before 2.15.0 cannot read.", "server_name", "server_cluster", "flag")
 	serverMissingDesc = desc("server_missing", "Expected servers that did not answer the last audit; server_name is empty for those no server could name.", "server_name")
 	clusterVerDesc    = desc("cluster_versions", "Number of distinct server versions in the cluster.", "server_cluster")
 	clusterLevelDesc  = desc("cluster_min_api_level", "Lowest JetStream API level the cluster's JetStream servers report: JSApiLevel of nats-server's jetstream_versioning.go, 1 from 2.11.0, 2 from 2.12.0, 3 from 2.12.5, 4 from 2.14.0, 5 from 2.15.0; 0 before 2.11, which has no levels. An asset needing a higher level is held offline, or on 2.10 run online and diverging.", "server_cluster")
 	consumerLedDesc   = desc("consumer_leaders", "Consumers the server leads.", "server_name")
 	streamLedDesc     = desc("stream_leaders", "Streams the server leads.", "server_name")
 	leafDesc          = desc("leafnode_unaudited", "1 for a leafnode link whose peer was not audited: it does not share the system account, or it is not answering.", "server_name", "peer", "account")
-	droppedDesc       = desc("asset_series_dropped", "Per-consumer series left out of this scrape by --metrics.max-asset-series.")
+	droppedDesc       = desc("asset_series_dropped", "Per-asset (stream and consumer) series left out of this scrape by --metrics.max-asset-series.")
 
 	assetDescs, seriesOf = assetGaugeDescs()
 )
@@ -116,7 +116,7 @@ type Collector struct {
 }
 
 // NewCollector returns a collector of the results latest returns;
-// maxAssetSeries caps the per-consumer series (0 or less:
+// maxAssetSeries caps the per-asset series (0 or less:
 // DefaultMaxAssetSeries).
 func NewCollector(latest func() auditor.Result, maxAssetSeries int) *Collector {
 	if maxAssetSeries <= 0 {

@@ -83,7 +83,7 @@ nats_version_auditor_consumer_replica_below_floor{account="APP",account_name="",
 # HELP nats_version_auditor_leafnode_unaudited 1 for a leafnode link whose peer was not audited: it does not share the system account, or it is not answering.
 # TYPE nats_version_auditor_leafnode_unaudited gauge
 nats_version_auditor_leafnode_unaudited{account="APP",peer="edge",server_name="n1"} 1
-# HELP nats_version_auditor_asset_series_dropped Per-consumer series left out of this scrape by --metrics.max-asset-series.
+# HELP nats_version_auditor_asset_series_dropped Per-asset (stream and consumer) series left out of this scrape by --metrics.max-asset-series.
 # TYPE nats_version_auditor_asset_series_dropped gauge
 nats_version_auditor_asset_series_dropped 0
 `
@@ -113,7 +113,7 @@ func TestCollectorCapsAssetSeries(t *testing.T) {
 	res := mixedResult()
 	c := NewCollector(func() auditor.Result { return res }, 1)
 	want := `
-# HELP nats_version_auditor_asset_series_dropped Per-consumer series left out of this scrape by --metrics.max-asset-series.
+# HELP nats_version_auditor_asset_series_dropped Per-asset (stream and consumer) series left out of this scrape by --metrics.max-asset-series.
 # TYPE nats_version_auditor_asset_series_dropped gauge
 nats_version_auditor_asset_series_dropped 1
 # HELP nats_version_auditor_consumer_leader_below_floor 1 for a consumer whose leader (server_name) runs below the floor; a leader before 2.14.0 leaves RESET unanswered. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
@@ -222,7 +222,7 @@ func TestCollectorFeatureFlags(t *testing.T) {
 	}}
 	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
 	want := `
-# HELP nats_version_auditor_server_feature_flag_enabled 1 if the server's feature flag is on, else 0, as the server reports it in STATSZ (2.14.0 on; older servers have none): its config's value, else its release's default. js_raft_delete_range on makes a replicated mirror's leader propose deleteRangeOp, which a follower before 2.14.0 panics on; it is on by default from 2.15.0.
+# HELP nats_version_auditor_server_feature_flag_enabled 1 if the server's feature flag is on, else 0, as the server reports it in STATSZ (2.14.0 on; older servers have none): its config's value, else its release's default. js_raft_delete_range on makes a replicated mirror's leader propose deleteRangeOp, which a follower before 2.14.0 panics on; it is on by default from 2.15.0. js_snapshot_sources on (off by default) makes a 2.15 leader of a stream with sources send a snapshot that a follower before 2.15.0 cannot read.
 # TYPE nats_version_auditor_server_feature_flag_enabled gauge
 nats_version_auditor_server_feature_flag_enabled{flag="js_ack_fc_v2",server_cluster="c1",server_name="n1"} 0
 nats_version_auditor_server_feature_flag_enabled{flag="js_raft_delete_range",server_cluster="c1",server_name="n1"} 1

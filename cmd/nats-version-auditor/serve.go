@@ -61,7 +61,7 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 		Default("true").BoolVar(&c.events)
 	c.cmd.Flag("audit.event-min-interval", "Least time between the start of any audit and one an event starts; bursts of events share one audit").
 		Default("1s").DurationVar(&c.eventMinInterval)
-	c.cmd.Flag("metrics.max-asset-series", "Most per-consumer series one scrape exposes").Default(fmt.Sprint(metrics.DefaultMaxAssetSeries)).IntVar(&c.maxAssetSeries)
+	c.cmd.Flag("metrics.max-asset-series", "Most per-asset (stream and consumer) series one scrape exposes").Default(fmt.Sprint(metrics.DefaultMaxAssetSeries)).IntVar(&c.maxAssetSeries)
 	c.cmd.Flag("metrics.system", "Name of the NATS system this auditor watches, exported as the label "+metrics.SystemLabel+
 		" on every series, so that alerts tell apart systems watched from one namespace (e.g. <nats namespace>/<nats release>)").
 		PlaceHolder("NAME").StringVar(&c.system)

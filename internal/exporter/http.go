@@ -21,7 +21,7 @@ type HandlerConfig struct {
 	Name string
 	// TelemetryPath is where the metrics are (--web.telemetry-path).
 	TelemetryPath string
-	// MaxAssetSeries bounds the per-consumer series of one scrape.
+	// MaxAssetSeries bounds the per-asset series of one scrape.
 	MaxAssetSeries int
 	// System is exported as the label metrics.SystemLabel on every series.
 	System string
