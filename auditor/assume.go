@@ -205,13 +205,9 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 			continue
 		}
 		if leader, choice := lc.meta(*m, peers); leader != "" {
-			if set := m.Listed[m.Leader]; set != nil && leader != m.Leader {
-				// Membership is the group's replicated state: the new
-				// leader lists the peers the old one did.
-				m.Listed = maps.Clone(m.Listed)
-				m.Listed[leader] = set.ledBy(leader)
+			if leader != m.Leader {
+				m.moveLeader(leader)
 			}
-			m.Leader = leader
 			if choice != nil {
 				w.Depend = append(w.Depend, *choice)
 			}
@@ -564,7 +560,7 @@ type findingKey struct {
 
 func keyOf(f Finding) findingKey {
 	peer := f.Peer
-	if k, _ := Info(f.Code); k.Follower {
+	if k, _ := Info(f.Code); k.Follower || k.LeaderPeer {
 		peer = ""
 	}
 	return findingKey{f.Code, f.Server, f.Cluster, peer, f.Account, f.Stream, f.Consumer, f.RequiredLevel}
@@ -623,7 +619,7 @@ func Unexplained(predicted *Report, depend []LeaderChoice, actual *Report) (miss
 	for _, f := range diffFindings(actual.Findings, predicted.Findings) {
 		// A path finding is about the move, which the audit after it
 		// cannot see.
-		if !dependent(f) && !slices.Contains(pathCodes(), f.Code) {
+		if !dependent(f) && !slices.Contains(pathCodes, f.Code) {
 			missing = append(missing, f)
 		}
 	}

@@ -98,6 +98,10 @@ type CodeInfo struct {
 	// answered: see Report.Owner); a what-if that moves the leader keeps
 	// it the same finding.
 	Follower bool
+	// LeaderPeer: Finding.Peer is the leader a server of the finding
+	// follows, which a what-if that moves the leader changes, as for a
+	// Follower code: the finding stays the same finding.
+	LeaderPeer bool
 	// Level: a finding of the code weighs an asset's required JetStream
 	// API level, or its config's features, against a server's; a rollout
 	// plan lists them at each step.
@@ -249,7 +253,7 @@ var Codes = []CodeInfo{
 	// in a cluster of three: "no suitable peers for placement"); where the
 	// meta group's size no longer counts it, as after a peer-remove, the
 	// group survives one failure fewer than its operator counts on.
-	{Code: ServerNotMetaPeer, Severity: Critical,
+	{Code: ServerNotMetaPeer, Severity: Critical, LeaderPeer: true,
 		Description: "a JetStream server runs and follows its domain's meta leader, but the leader does not list it as a meta peer: no stream or consumer can be placed on it"},
 }
 

@@ -94,26 +94,37 @@ func TestServerNotMetaPeer(t *testing.T) {
 	}
 }
 
-// TestServerNotMetaPeerWhatIf: a what-if that moves the meta leader (n1
-// downgraded below the floor) keeps the finding: membership is the group's
-// replicated state, which no version change rewrites; and a what-if of
-// one leader's group (the leader chooser's own evaluations) invents none.
+// TestServerNotMetaPeerWhatIf: a what-if that moves the meta leader (n2
+// downgraded below the floor is the worse leader) keeps the finding, now
+// naming n2: membership is the group's replicated state, which no version
+// change rewrites, and n3 follows whoever leads. It is the same finding,
+// neither gone nor new; and a what-if of one leader's group (the leader
+// chooser's own evaluations) invents none.
 func TestServerNotMetaPeerWhatIf(t *testing.T) {
 	snap := metaSnapshot(map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)})
-	w := assume(t, snap, Policy{}, "n1=2.12.15")
+	w := assume(t, snap, Policy{Floor: mustVersion("2.14.0")}, "n2=2.12.15")
+	if w.After.Snapshot.Meta[0].Leader != "n2" {
+		t.Fatalf("the what-if left the meta leader at %s; want n2, the worse", w.After.Snapshot.Meta[0].Leader)
+	}
 	var got []string
 	for _, f := range w.After.Findings {
 		if f.Code == ServerNotMetaPeer {
 			got = append(got, brief(f))
+			if !strings.Contains(f.Message, "follows JetStream meta leader n2, which does not list it as a peer (it lists n2, n1; cluster size 2)") {
+				t.Errorf("after the what-if: %s", f.Message)
+			}
 		}
 	}
-	if !slices.Equal(got, []string{"SERVER_NOT_META_PEER(n3,n1,//)"}) {
+	if !slices.Equal(got, []string{"SERVER_NOT_META_PEER(n3,n2,//)"}) {
 		t.Errorf("after the what-if: %v", got)
 	}
 	for _, f := range append(w.Appear, w.Gone...) {
 		if f.Code == ServerNotMetaPeer {
 			t.Errorf("the what-if changed %s", brief(f))
 		}
+	}
+	if snap.Meta[0].Leader != "n1" || snap.Meta[0].Follows["n3"] != "n1" || snap.Meta[0].Listed["n1"] == nil {
+		t.Errorf("the what-if changed the audit's own snapshot: %+v", snap.Meta[0])
 	}
 }
 

@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -213,9 +214,9 @@ func (s *MetaPeerSet) countsOutsiderVote(v Version) bool {
 
 // groups are the peer sets of the distinct meta groups m holds, by leader:
 // one, or two where a leafnode's own JetStream shares its hub's domain. A
-// set whose leader another set lists is the same group as seen by an
-// earlier leader (a what-if that moved the leadership), and only m.Leader's
-// is kept of those. Nil without any leader's own list.
+// set whose leader another set lists is the same group, answered from
+// either side of an election, and only m.Leader's is kept of those. Nil
+// without any leader's own list.
 func (m MetaGroup) groups() []*MetaPeerSet {
 	var out []*MetaPeerSet
 	for _, leader := range sortedKeys(m.Listed) {
@@ -227,6 +228,26 @@ func (m MetaGroup) groups() []*MetaPeerSet {
 		out = append(out, m.Listed[leader])
 	}
 	return out
+}
+
+// moveLeader makes leader, a member, lead the group in a what-if: it lists
+// the peers the old leader did (membership is the group's replicated
+// state), and the servers that followed the old leader follow it. The maps
+// are copied: the snapshot the what-if started from keeps its own.
+func (m *MetaGroup) moveLeader(leader string) {
+	old := m.Leader
+	if set := m.Listed[old]; set != nil {
+		m.Listed = maps.Clone(m.Listed)
+		delete(m.Listed, old)
+		m.Listed[leader] = set.ledBy(leader)
+	}
+	m.Follows = maps.Clone(m.Follows)
+	for n, l := range m.Follows {
+		if l == old {
+			m.Follows[n] = leader
+		}
+	}
+	m.Leader = leader
 }
 
 // ledBy is the same peer set as listed by another of its members.
