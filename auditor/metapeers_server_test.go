@@ -200,7 +200,9 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			for hold := time.Now().Add(12 * time.Second); time.Now().Before(hold); {
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			for hold := time.Now().Add(12 * time.Second); time.Now().Before(hold); <-tick.C {
 				if l, err := metaLeader(); err != nil || l != "" {
 					t.Fatalf("%s after %s was killed: %s names meta leader %q: %v", time.Since(killed).Round(time.Millisecond), leader, other, l, err)
 				}

@@ -180,7 +180,7 @@ func MakePlan(snap *Snapshot, p Policy, v Version, scope PlanScope) (*Plan, erro
 			if k, _ := Info(f.Code); k.Level {
 				st.LevelFindings = append(st.LevelFindings, f)
 			}
-			if f.Server == s.Name && slices.Contains(pathCodes(), f.Code) {
+			if f.Server == s.Name && slices.Contains(pathCodes, f.Code) {
 				st.Path = append(st.Path, f)
 			}
 		}

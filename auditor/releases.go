@@ -3,10 +3,7 @@ package auditor
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-
-	"golang.org/x/mod/semver"
 )
 
 // The release history the audit holds servers to: which release a server
@@ -168,30 +165,6 @@ func BadReleaseOf(v Version) (BadRelease, bool) {
 	return BadRelease{}, false
 }
 
-// line is the first release of v's minor line: 2.15.0 for 2.15.3 and for
-// 2.15.0-RC.1.
-func (v Version) line() Version {
-	if v.IsZero() {
-		return v
-	}
-	return Version{semver.MajorMinor(v.canonical) + ".0"}
-}
-
-// patch is v's patch number, -1 for no version.
-func (v Version) patch() int {
-	if v.IsZero() {
-		return -1
-	}
-	core := strings.TrimPrefix(semver.Canonical(v.canonical), semver.MajorMinor(v.canonical)+".")
-	core, _, _ = strings.Cut(core, "-")
-	core, _, _ = strings.Cut(core, "+")
-	n, err := strconv.Atoi(core)
-	if err != nil {
-		return -1
-	}
-	return n
-}
-
 // Breaks reports whether a server moving from from to to breaks the rule.
 // A move from or to no version breaks none: what it is cannot be told.
 func (r PathRule) Breaks(from, to Version) bool {
@@ -227,7 +200,7 @@ func (r PathRule) First() Version {
 }
 
 // brokenBy says how the move breaks the rule, and why it matters.
-func (r PathRule) brokenBy(from, to Version) string {
+func (r PathRule) brokenBy() string {
 	switch {
 	case r.OnePatch:
 		return fmt.Sprintf("a downgrade more than one patch release back is outside what the NATS docs support (%s): %s", r.Cite, r.Why)
@@ -236,9 +209,6 @@ func (r PathRule) brokenBy(from, to Version) string {
 	}
 	return fmt.Sprintf("an upgrade to %s wants %s or later first (%s): %s; go to %s first", r.Line.minor(), r.Floor, r.Cite, r.Why, r.First())
 }
-
-// minor writes v's minor line ("2.15").
-func (v Version) minor() string { return strings.TrimPrefix(semver.MajorMinor(v.canonical), "v") }
 
 // pathFindings are the findings of the rules that each changed server's
 // move breaks, from the version it ran (before) to the one it would run: one
@@ -251,11 +221,11 @@ func pathFindings(before map[string]Server, after []Server, changed map[string]b
 			continue
 		}
 		from := before[s.Name]
-		for _, k := range pathCodes() {
+		for _, k := range pathCodes {
 			var says []string
 			for _, r := range PathRules {
 				if r.Code == k && r.Breaks(from.Parsed, s.Parsed) {
-					says = append(says, r.brokenBy(from.Parsed, s.Parsed))
+					says = append(says, r.brokenBy())
 				}
 			}
 			if len(says) == 0 {
@@ -289,7 +259,7 @@ func FirstBefore(from, to Version) Version {
 }
 
 // pathCodes are the codes of PathRules, each once, in the table's order.
-func pathCodes() []Code {
+var pathCodes = func() []Code {
 	var out []Code
 	for _, r := range PathRules {
 		if !slices.Contains(out, r.Code) {
@@ -297,7 +267,7 @@ func pathCodes() []Code {
 		}
 	}
 	return out
-}
+}()
 
 // releases adds the findings of the servers' releases: a bad release on
 // each server that runs one, and each Mixed path rule broken within a

@@ -131,8 +131,8 @@ func TestEvaluateReleases(t *testing.T) {
 		{"bad releases", []Server{srv("n1", "c1", "2.14.4", 4), srv("n2", "c1", "2.12.14", 3), srv("n3", "c1", "2.14.5", 4)},
 			[]string{"KNOWN_BAD_RELEASE(n1,2.14.5)", "KNOWN_BAD_RELEASE(n2,2.12.15)"}},
 		{"2.15 beside 2.14.6", []Server{srv("n1", "c1", "2.15.3", 5), srv("n2", "c1", "2.14.6", 4), srv("n3", "c1", "2.14.7", 4), noJS},
-			[]string{"UPGRADE_PATH_MIXED(n2,2.14.10)"}},
-		{"2.15 in another domain", []Server{onDomain(srv("n1", "c1", "2.15.3", 5), "hub"), onDomain(srv("n2", "c2", "2.14.0", 4), "leaf")}, nil},
+			[]string{"UPGRADE_PATH_MIXED(n2," + PathRules[0].First().String() + ")"}},
+		{"2.15 in another domain, of the same cluster name", []Server{onDomain(srv("n1", "c1", "2.15.3", 5), "hub"), onDomain(srv("n2", "c1", "2.14.0", 4), "leaf")}, nil},
 		{"no 2.15", []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.12.15", 3)}, nil},
 	} {
 		// Each domain's meta group: every JetStream server of it.
@@ -160,7 +160,8 @@ func TestEvaluateReleases(t *testing.T) {
 
 // TestAssumeAndPlanHoldPaths: a what-if onto a bad release finds it; a plan
 // from 2.14.0 to 2.15.3 says at every step that the path is not supported
-// and names 2.14.10 to go to first; from 2.14.10 it says nothing of paths.
+// and names the newest 2.14 the level table knows to go to first; from
+// there it says nothing of paths.
 func TestAssumeAndPlanHoldPaths(t *testing.T) {
 	snap := Snapshot{Servers: cluster(), ExpectedCount: 3,
 		Streams: []Asset{stream("S", "n2", "n1", "n2", "n3")},
@@ -177,7 +178,7 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.First != mustVersion("2.14.10") || len(plan.Steps) != 3 {
+	if plan.First != PathRules[0].First() || len(plan.Steps) != 3 {
 		t.Fatalf("plan to 2.15.3 from 2.14.0: first %s, %d steps", plan.First, len(plan.Steps))
 	}
 	for _, st := range plan.Steps {
@@ -264,5 +265,31 @@ func TestMemberVotesOnly(t *testing.T) {
 	}
 	if MemberVotesOnly(Version{}) {
 		t.Error("no version counts only its members' votes")
+	}
+}
+
+// TestReleaseCodesDescribeTheTables: the descriptions of the release codes
+// (the runbook's and the findings table's words) name the releases of the
+// tables, so a new row of BadReleases or PathRules cannot leave them stale.
+func TestReleaseCodesDescribeTheTables(t *testing.T) {
+	desc := func(c Code) string { k, _ := Info(c); return k.Description }
+	for _, b := range BadReleases {
+		if !strings.Contains(desc(KnownBadRelease), b.Release.String()) {
+			t.Errorf("%s's description does not name %s", KnownBadRelease, b.Release)
+		}
+	}
+	for _, r := range PathRules {
+		if r.OnePatch {
+			continue
+		}
+		codes := []Code{r.Code}
+		if r.Mixed {
+			codes = append(codes, UpgradePathMixed)
+		}
+		for _, c := range codes {
+			if !strings.Contains(desc(c), r.Floor.String()) || !strings.Contains(desc(c), r.Line.minor()) {
+				t.Errorf("%s's description does not name %s and %s, of a rule of its", c, r.Line.minor(), r.Floor)
+			}
+		}
 	}
 }

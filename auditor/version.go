@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"golang.org/x/mod/semver"
@@ -181,3 +182,28 @@ func CompareToFloor(v, floor Version) Verdict {
 		return VerdictAbove
 	}
 }
+
+// line is the first release of v's minor line: 2.15.0 for 2.15.3 and for
+// 2.15.0-RC.1.
+func (v Version) line() Version {
+	if v.IsZero() {
+		return v
+	}
+	return Version{semver.MajorMinor(v.canonical) + ".0"}
+}
+
+// patch is v's patch number, -1 for no version.
+func (v Version) patch() int {
+	if v.IsZero() {
+		return -1
+	}
+	core := strings.TrimPrefix(v.canonical, semver.MajorMinor(v.canonical)+".")
+	n, err := strconv.Atoi(strings.TrimSuffix(core, semver.Prerelease(v.canonical)))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// minor writes v's minor line ("2.15").
+func (v Version) minor() string { return strings.TrimPrefix(semver.MajorMinor(v.canonical), "v") }

@@ -23,7 +23,7 @@ type planCommand struct {
 
 func addPlanCommand(app *kingpin.Application) *planCommand {
 	c := &planCommand{}
-	c.cmd = app.Command("plan", "Plan restarting every server that does not run --to onto it, one at a time (followers first, the meta leader last), and say what each step does, a path the NATS docs do not support (2.14.0 to 2.15.3) with the release to go to first; exit with the worst step's status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
+	c.cmd = app.Command("plan", "Plan restarting every server that does not run --to onto it, one at a time (followers first, the meta leader last), and say what each step does, a path the NATS docs do not support (to 2.15 from before 2.14.7) with the release to go to first; exit with the worst step's status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
 	addFloorFlag(c.cmd, &c.pol)
 	addUnpulledAfterFlag(c.cmd, &c.pol)
 	c.cmd.Flag("to", "Version to restart the servers on, an upgrade or a downgrade (2.14.0)").Required().StringVar(&c.to)
