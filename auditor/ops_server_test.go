@@ -176,13 +176,8 @@ func filteredMirror(t *testing.T, app *nats.Conn, leader string) {
 // publish publishes one message to a stream and waits for its ack.
 func publish(t *testing.T, nc *nats.Conn, subject string) {
 	t.Helper()
-	msg, err := nc.Request(subject, []byte("x"), 5*time.Second)
-	if err != nil {
-		t.Fatalf("publish %s: %v", subject, err)
-	}
-	var ack server.JSPubAckResponse
-	if err := json.Unmarshal(msg.Data, &ack); err != nil || ack.Error != nil || ack.PubAck == nil {
-		t.Fatalf("publish %s: %v %s", subject, err, msg.Data)
+	if _, err := natstest.Publish(nc, subject, []byte("x"), 5*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -163,15 +163,8 @@ func publishOnce(t *testing.T, nc *nats.Conn, subject, id string) {
 	msg.Header.Set(nats.MsgIdHdr, id)
 	msg.Data = []byte("x")
 	err := natstest.Eventually(30*time.Second, func() error {
-		reply, err := nc.RequestMsg(msg, 2*time.Second)
-		if err != nil {
-			return err
-		}
-		var ack server.JSPubAckResponse
-		if err := json.Unmarshal(reply.Data, &ack); err != nil || ack.Error != nil || ack.PubAck == nil {
-			return fmt.Errorf("publish %s: %v %s", subject, err, reply.Data)
-		}
-		return nil
+		_, err := natstest.PublishMsg(nc, msg, 2*time.Second)
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -309,8 +309,8 @@ func TestServeExportsTheTableHazards(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, subj := range []string{"o.b", "o.a"} {
-		if _, err := app.Request(subj, []byte("x"), 5*time.Second); err != nil {
-			t.Fatalf("publish %s: %v", subj, err)
+		if _, err := natstest.Publish(app, subj, []byte("x"), 5*time.Second); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := sys.WaitExit("n3", 60*time.Second); err != nil {
