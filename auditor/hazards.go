@@ -7,11 +7,14 @@ import (
 )
 
 // DecodeCrash is a server that cannot decode an asset's config and crashes
-// on it: every member of a JetStream domain's meta group decodes every
-// assignment of the domain, so hosting the asset does not matter.
+// on it, or halts its meta group: every member of a JetStream domain's meta
+// group decodes every assignment of the domain, so hosting the asset does
+// not matter.
 type DecodeCrash struct {
 	Server  Server
 	Feature Feature
+	// Outcome is CrashesOnDecode or HaltsMeta.
+	Outcome Outcome
 	// Missing is set for a server that did not answer this audit: its
 	// version is the one an earlier audit saw.
 	Missing bool
@@ -22,13 +25,15 @@ type DecodeCrash struct {
 // audit saw (lastSeen), which crash again when they come back. A server
 // that crashes on several of its features is listed once, for the first.
 func DecodeCrashes(a *Asset, servers []Server, lastSeen map[string]Server) []DecodeCrash {
-	return domainDecodes(a, servers, lastSeen, CrashesOnDecode)
+	return slices.DeleteFunc(domainDecodes(a, servers, lastSeen), func(c DecodeCrash) bool { return c.Outcome != CrashesOnDecode })
 }
 
 // domainDecodes lists, as DecodeCrashes does, the servers of the asset's
-// JetStream domain whose decoding of its config ends in outcome: one that
-// every member of the domain's meta group meets, peer or not.
-func domainDecodes(a *Asset, servers []Server, lastSeen map[string]Server, outcome Outcome) []DecodeCrash {
+// JetStream domain whose decoding of its config crashes them or halts
+// their meta group: outcomes that every member of the domain's meta group
+// meets, peer or not. A server is listed once per outcome, for the first
+// feature that brings it.
+func domainDecodes(a *Asset, servers []Server, lastSeen map[string]Server) []DecodeCrash {
 	if a.Features == 0 {
 		return nil
 	}
@@ -39,11 +44,18 @@ func domainDecodes(a *Asset, servers []Server, lastSeen map[string]Server, outco
 		if !s.JetStream || s.Domain != a.Domain {
 			return
 		}
+		var crashes, halts bool
 		for _, f := range features {
-			if f.HandlingBy(s.Parsed).Asset == outcome {
-				out = append(out, DecodeCrash{Server: s, Feature: f, Missing: missing})
-				return
+			o := f.HandlingBy(s.Parsed).Asset
+			switch {
+			case o == CrashesOnDecode && !crashes:
+				crashes = true
+			case o == HaltsMeta && !halts:
+				halts = true
+			default:
+				continue
 			}
+			out = append(out, DecodeCrash{Server: s, Feature: f, Outcome: o, Missing: missing})
 		}
 	}
 	for _, s := range servers {
@@ -138,29 +150,28 @@ func sourcerNames(ss []Sourcer) string {
 // of one asset.
 func crashFindings(a *Asset, servers []Server, lastSeen map[string]Server) []Finding {
 	var out []Finding
-	for _, c := range DecodeCrashes(a, servers, lastSeen) {
+	for _, c := range domainDecodes(a, servers, lastSeen) {
 		s, f := c.Server, c.Feature
-		fd := Finding{Code: AssetCrashesServer, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
-			Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer, Feature: f.Name}
-		if c.Missing {
+		fd := assetFinding(a)
+		fd.Server, fd.Cluster, fd.Version, fd.Feature = s.Name, s.Cluster, s.Version, f.Name
+		switch {
+		case c.Outcome == HaltsMeta:
+			seen := fmt.Sprintf("server %s running %s", s.Name, s.Version)
+			if c.Missing {
+				seen = fmt.Sprintf("server %s, not answering and last seen running %s,", s.Name, s.Version)
+			}
+			fd.Code = AssetHaltsMeta
+			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: %s cannot decode it; applying its assignment fails with a meta group critical write error and the server stops applying the meta group's log, whether it hosts the %s or not: it runs on, but no later create, update or removal of any stream or consumer of its domain reaches it, after every restart again, until it is upgraded or the %s is removed",
+				a.Kind, a.name(), f.Title, f.Since, seen, a.Kind, a.Kind)
+		case c.Missing:
+			fd.Code = AssetCrashesServer
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s, not answering and last seen running %s, cannot decode it; each time it restarts it fails to decode it again and can panic at its next meta snapshot, whether it hosts the %s or not, until it is upgraded or the %s is removed",
 				a.Kind, a.name(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
-		} else {
+		default:
+			fd.Code = AssetCrashesServer
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s running %s cannot decode it and panics at its next meta snapshot (about a minute after it starts), whether it hosts the %s or not; after every restart it fails to decode it again and can panic again, until it is upgraded or the %s is removed",
 				a.Kind, a.name(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
 		}
-		out = append(out, fd)
-	}
-	for _, c := range domainDecodes(a, servers, lastSeen, HaltsMeta) {
-		s, f := c.Server, c.Feature
-		fd := Finding{Code: AssetHaltsMeta, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
-			Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer, Feature: f.Name}
-		seen := fmt.Sprintf("server %s running %s", s.Name, s.Version)
-		if c.Missing {
-			seen = fmt.Sprintf("server %s, not answering and last seen running %s,", s.Name, s.Version)
-		}
-		fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: %s cannot decode it; applying its assignment fails with a meta group critical write error and the server stops applying the meta group's log, whether it hosts the %s or not: it runs on, but no later create, update or removal of any stream or consumer of its domain reaches it, after every restart again, until it is upgraded or the %s is removed",
-			a.Kind, a.name(), f.Title, f.Since, seen, a.Kind, a.Kind)
 		out = append(out, fd)
 	}
 	return out
