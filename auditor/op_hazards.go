@@ -32,8 +32,8 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 	collected := false
 	var out []Finding
 	var named []string
-	for _, o := range ReplicatedOps {
-		if o.Kind != a.Kind || (o.Snapshot == 0 && o.Op == OpResetSeq) || !a.Ops.Holds(o) {
+	for i, o := range ReplicatedOps {
+		if o.Kind != a.Kind || o.Op == OpResetSeq || a.Ops&(1<<i) == 0 {
 			continue
 		}
 		// Made for the few assets with such an op: every consumer admits

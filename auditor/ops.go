@@ -346,16 +346,6 @@ func OpOutcome(op EntryOp, followerVersion Version) OpHandling {
 // OpSet is a set of ReplicatedOps rows, by index.
 type OpSet uint64
 
-// Has reports whether the set holds the row of op.
-func (s OpSet) Has(op EntryOp) bool {
-	for i, r := range ReplicatedOps {
-		if r.Snapshot == 0 && r.Op == op {
-			return s&(1<<i) != 0
-		}
-	}
-	return false
-}
-
 // Holds reports whether the set holds the row o.
 func (s OpSet) Holds(o ReplicatedOp) bool {
 	for i, r := range ReplicatedOps {

@@ -186,20 +186,21 @@ func TestDetectOps(t *testing.T) {
 	tests := []struct {
 		kind AssetKind
 		cfg  *AssetConfig
-		want []EntryOp
+		want []string
 	}{
 		{KindStream, &AssetConfig{}, nil},
-		{KindStream, &AssetConfig{Mirror: &StreamSource{Name: "O"}}, []EntryOp{OpDeleteRange}},
-		{KindStream, &AssetConfig{Sources: []*StreamSource{{Name: "O"}}}, nil}, // sources never call skipMsgs
-		{KindStream, &AssetConfig{AllowAtomicPublish: true}, []EntryOp{OpBatchMsg, OpBatchCommitMsg}},
-		{KindConsumer, &AssetConfig{}, []EntryOp{OpResetSeq}},
+		{KindStream, &AssetConfig{Mirror: &StreamSource{Name: "O"}}, []string{"delete_range"}},
+		// Sources never call skipMsgs; their snapshot carries their state.
+		{KindStream, &AssetConfig{Sources: []*StreamSource{{Name: "O"}}}, []string{"snapshot_sources"}},
+		{KindStream, &AssetConfig{AllowAtomicPublish: true}, []string{"atomic_batch_msg", "atomic_batch_commit"}},
+		{KindConsumer, &AssetConfig{}, []string{"consumer_reset"}},
 		{KindConsumer, nil, nil},
 	}
 	for _, tt := range tests {
 		got := DetectOps(tt.kind, tt.cfg)
 		for _, o := range ReplicatedOps {
-			if want := slices.Contains(tt.want, o.Op); got.Has(o.Op) != want {
-				t.Errorf("DetectOps(%s, %+v) has %s: %t, want %t", tt.kind, tt.cfg, o.Name, got.Has(o.Op), want)
+			if want := slices.Contains(tt.want, o.Name); got.Holds(o) != want {
+				t.Errorf("DetectOps(%s, %+v) holds %s: %t, want %t", tt.kind, tt.cfg, o.Name, got.Holds(o), want)
 			}
 		}
 	}
@@ -234,8 +235,8 @@ func TestSnapshotSourcesRow(t *testing.T) {
 	}
 	sources := DetectOps(KindStream, &AssetConfig{Sources: []*StreamSource{{Name: "O"}}})
 	mirror := DetectOps(KindStream, &AssetConfig{Mirror: &StreamSource{Name: "O"}})
-	if !sources.Holds(row) || mirror.Holds(row) || sources.Has(0) {
-		t.Errorf("sources hold the row: %t, a mirror: %t, entry op 0: %t; want true, false, false", sources.Holds(row), mirror.Holds(row), sources.Has(0))
+	if !sources.Holds(row) || mirror.Holds(row) {
+		t.Errorf("sources hold the row: %t, a mirror: %t; want true, false", sources.Holds(row), mirror.Holds(row))
 	}
 	if _, ok := OpByValue(0); ok {
 		t.Error("OpByValue(0) found the snapshot row")
