@@ -176,19 +176,22 @@ var undecodableValue = []Handling{
 		Evidence: "decodeConfig holds it offline as \"unsupported - config error\" (2.15.3 jetstream_versioning.go:60-106, jetstream_cluster.go:12813, :562-566)"},
 }
 
-// UndecodableValue returns what a server of the given version does with an
-// asset whose config holds a value its decoder rejects; a version that is
-// not one gets the worst of every range.
-func UndecodableValue(v Version) Handling {
+// undecodableValueBy returns what a server of the given version does with
+// an asset whose config holds a value its decoder rejects; a version that
+// is not one gets the worst of every range.
+func undecodableValueBy(v Version) Handling {
 	if v.IsZero() {
 		return Feature{Since: v2153, Older: undecodableValue}.HandlingBy(v)
 	}
-	for _, h := range undecodableValue {
-		if !v.Before(h.From) && (h.Below.IsZero() || v.Before(h.Below)) {
+	// The ranges run oldest first, each from where the one before ends;
+	// the last is open.
+	last := len(undecodableValue) - 1
+	for _, h := range undecodableValue[:last] {
+		if v.Before(h.Below) {
 			return h
 		}
 	}
-	return undecodableValue[len(undecodableValue)-1]
+	return undecodableValue[last]
 }
 
 // valueFeature is the handling of a feature that adds an enum value, which
@@ -198,10 +201,10 @@ func UndecodableValue(v Version) Handling {
 func valueFeature(since Version, evidence ...string) []Handling {
 	var out []Handling
 	for _, h := range undecodableValue {
-		if !since.IsZero() && h.From.AtLeast(since) {
+		if h.From.AtLeast(since) {
 			break
 		}
-		if !since.IsZero() && (h.Below.IsZero() || h.Below.Compare(since) > 0) {
+		if h.Below.IsZero() || h.Below.Compare(since) > 0 {
 			h.Below = since
 		}
 		if i := len(out); i < len(evidence) && evidence[i] != "" {

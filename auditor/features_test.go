@@ -171,27 +171,3 @@ func TestDetectFeaturesReadsServerConfigs(t *testing.T) {
 		})
 	}
 }
-
-// TestUndecodableValueByVersion pins each range of what a server does with
-// a config value its decoder rejects (ops_source_test.go reads the decoders
-// at every bound).
-func TestUndecodableValueByVersion(t *testing.T) {
-	want := map[string]auditor.Outcome{
-		"2.10.27": auditor.NotLoaded, "2.11.12": auditor.NotLoaded, "2.12.4": auditor.NotLoaded,
-		"2.12.5": auditor.CrashesOnDecode, "2.14.0": auditor.CrashesOnDecode, "2.14.9": auditor.CrashesOnDecode,
-		"2.14.10": auditor.HeldOffline, "2.15.0": auditor.HaltsMeta,
-		"2.15.2": auditor.HaltsMeta, "2.15.3": auditor.HeldOffline, "2.16.0": auditor.HeldOffline,
-	}
-	for v, o := range want {
-		parsed, err := auditor.ParseVersion(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h := auditor.UndecodableValue(parsed); h.Asset != o || h.Create != auditor.CreateRefused || h.Evidence == "" {
-			t.Errorf("%s: %s/%s (%q), want %s", v, h.Asset, h.Create, h.Evidence, o)
-		}
-	}
-	if h := auditor.UndecodableValue(auditor.Version{}); h.Asset != auditor.CrashesOnDecode {
-		t.Errorf("a version that is not one: %s, want the worst", h.Asset)
-	}
-}

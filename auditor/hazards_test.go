@@ -292,6 +292,32 @@ func TestDurableSourcingNeedsLevel4(t *testing.T) {
 	}
 }
 
+// TestUndecodableValueByVersion pins each range of what a server does with
+// a config value its decoder rejects (ops_source_test.go reads the decoders
+// at every bound).
+func TestUndecodableValueByVersion(t *testing.T) {
+	want := map[string]Outcome{
+		"2.10.27": NotLoaded, "2.11.12": NotLoaded, "2.12.4": NotLoaded,
+		"2.12.5": CrashesOnDecode, "2.14.0": CrashesOnDecode, "2.14.9": CrashesOnDecode,
+		"2.14.10": HeldOffline, "2.15.0": HaltsMeta,
+		"2.15.2": HaltsMeta, "2.15.3": HeldOffline, "2.16.0": HeldOffline,
+	}
+	for v, o := range want {
+		if h := undecodableValueBy(parsed(v)); h.Asset != o || h.Create != CreateRefused || h.Evidence == "" {
+			t.Errorf("%s: %s/%s (%q), want %s", v, h.Asset, h.Create, h.Evidence, o)
+		}
+	}
+	if h := undecodableValueBy(Version{}); h.Asset != CrashesOnDecode {
+		t.Errorf("a version that is not one: %s, want the worst", h.Asset)
+	}
+	// undecodableValueBy reads the ranges as one run, oldest first.
+	for i, h := range undecodableValue {
+		if open := i == len(undecodableValue)-1; h.Below.IsZero() != open || (i == 0) != h.From.IsZero() || (i > 0 && h.From != undecodableValue[i-1].Below) {
+			t.Errorf("range %d [%s, %s) does not follow on from the one before, or is open but not the last", i, h.From, h.Below)
+		}
+	}
+}
+
 // TestUndecodableValueHaltsMeta adds a feature of a release after every
 // one the table knows, an enum value like ack_flow_control's, and holds
 // each server to the range of undecodableValue its version is in: 2.15.0

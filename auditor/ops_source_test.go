@@ -768,7 +768,7 @@ func checkDecoder(t *testing.T, tag, dir string) {
 		}
 	}
 	v := mustVersion(strings.TrimPrefix(tag, "v"))
-	if want := UndecodableValue(v).Asset; got != want {
+	if want := undecodableValueBy(v).Asset; got != want {
 		t.Errorf("%s: an undecodable config value is %s in the source, %s in undecodableValue", tag, got, want)
 	}
 }
