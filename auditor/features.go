@@ -9,9 +9,10 @@ import (
 type Outcome string
 
 // The outcomes, from harmless to fatal. Every one but Supported concerns the
-// server as a peer of the asset, except CrashesOnDecode: every member of a
-// JetStream domain's meta group decodes every assignment, so a server that
-// crashes on one crashes whether it hosts the asset or not.
+// server as a peer of the asset, except CrashesOnDecode and HaltsMeta: every
+// member of a JetStream domain's meta group decodes every assignment, so a
+// server that crashes on one, or halts its meta group, does so whether it
+// hosts the asset or not.
 const (
 	// Supported: the server runs the asset with the feature.
 	Supported Outcome = "supported"
