@@ -21,7 +21,7 @@ func (r *Report) Owner(f Finding) string {
 		// The leader while it answers; else the follower while it answers
 		// (a group electing a leader, a leader gone), else someone who is
 		// up: a follower that crashed took its sidecar with it.
-		if f.Peer != "" && r.firstAnswered([]string{f.Peer}) != "" {
+		if f.Peer != "" && r.answered(f.Peer) {
 			return f.Peer
 		}
 		return ownedByCrashingServer(r, f)
@@ -66,13 +66,21 @@ func (r *Report) firstAnswered(names []string) string {
 	names = slices.Clone(names)
 	slices.Sort(names)
 	for _, n := range names {
-		for _, s := range r.Servers {
-			if s.Name == n {
-				return n
-			}
+		if r.answered(n) {
+			return n
 		}
 	}
 	return ""
+}
+
+// answered reports whether the server named name answered the audit.
+func (r *Report) answered(name string) bool {
+	for _, s := range r.Servers {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // ForServer narrows a report to what concerns one server: its own entry,
@@ -113,14 +121,13 @@ func (r *Report) ForServer(name string) *Report {
 	return &out
 }
 
-// ownedByCrashingServer: a server that crashes on an asset owns the finding
-// while it answers; once it is missing, its sidecar is down with it, and
-// the first-named server that answered owns it.
+// ownedByCrashingServer: the server a finding is about owns it while it
+// answers (one that crashes on an asset or halts its meta group, a
+// follower whose leader does not answer); once it is missing, its sidecar
+// is down with it, and the first-named server that answered owns it.
 func ownedByCrashingServer(r *Report, f Finding) string {
-	for _, s := range r.Servers {
-		if s.Name == f.Server {
-			return f.Server
-		}
+	if r.answered(f.Server) {
+		return f.Server
 	}
 	return ownedByAnyAnswered(r, f)
 }
