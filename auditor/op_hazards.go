@@ -87,15 +87,14 @@ func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []
 		who = byName[a.Leader]
 	}
 	which := o.proposedBy(who, sourced)
-	follower := fmt.Sprintf("follower %s (%s)", s.Name, s.Version)
-	if !now {
-		follower = fmt.Sprintf("if %s becomes its leader, %s as its follower", orList(proposers), s.Name+" ("+s.Version+")")
-	}
+	follower := s.Name + " (" + s.Version + ")"
 	if missing {
-		follower = fmt.Sprintf("follower %s, not answering and last seen running %s,", s.Name, s.Version)
-		if !now {
-			follower = fmt.Sprintf("if %s becomes its leader, %s, not answering and last seen running %s, as its follower", orList(proposers), s.Name, s.Version)
-		}
+		follower = s.Name + ", not answering and last seen running " + s.Version + ","
+	}
+	if now {
+		follower = "follower " + follower
+	} else {
+		follower = "if " + orList(proposers) + " becomes its leader, " + follower + " as its follower"
 	}
 	if outcome == CrashesOnApply {
 		f.Code = AssetOpCrashesFollower
