@@ -754,12 +754,12 @@ var decoderChecked = []string{"v2.12.4", "v2.14.9", "v2.15.2"}
 func checkDecoder(t *testing.T, tag, dir string) {
 	t.Helper()
 	var got Outcome
-	if f := parseServerFile(t, dir, "jetstream_versioning.go"); f != nil && hasFunc(f, "decodeConfig") {
+	if funcBody(parseServerFile(t, dir, "jetstream_versioning.go"), "decodeConfig") != nil {
 		got = HeldOffline
 	} else {
 		f := parseServerFile(t, dir, "jetstream_cluster.go")
 		switch {
-		case applyErrorHaltsMeta(f):
+		case applyErrorHaltsMeta(mustFuncBody(t, tag, "jetstream_cluster.go", f, "monitorCluster")):
 			got = HaltsMeta
 		case decodeFailurePanics(f):
 			got = CrashesOnDecode
@@ -781,34 +781,37 @@ var votesChecked = []string{"v2.12.12", "v2.14.3"}
 // only its peers' votes asks shouldCountVoteFromPeer (nats-server #8353).
 func checkVotes(t *testing.T, tag, dir string) {
 	t.Helper()
-	f := parseServerFile(t, dir, "raft.go")
-	body := funcBody(f, "runAsCandidate")
-	if body == nil {
-		t.Fatalf("%s: raft.go has no runAsCandidate", tag)
-	}
-	got := hasFunc(f, "shouldCountVoteFromPeer") && callsNamed(body, "shouldCountVoteFromPeer")
+	body := mustFuncBody(t, tag, "raft.go", parseServerFile(t, dir, "raft.go"), "runAsCandidate")
+	got := callsNamed(body, "shouldCountVoteFromPeer")
 	if want := MemberVotesOnly(mustVersion(strings.TrimPrefix(tag, "v"))); got != want {
 		t.Errorf("%s: a candidate counts only its peers' votes: %v in the source, %v in memberVotes", tag, got, want)
 	}
 }
 
-func hasFunc(f *ast.File, name string) bool {
-	for _, d := range f.Decls {
-		if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// funcBody returns the body of the function or method named name.
+// funcBody returns the body of the function or method named name; nil when
+// there is none, or no file.
 func funcBody(f *ast.File, name string) *ast.BlockStmt {
+	if f == nil {
+		return nil
+	}
 	for _, d := range f.Decls {
 		if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == name {
 			return fd.Body
 		}
 	}
 	return nil
+}
+
+// mustFuncBody is funcBody for a function a check cannot do without: a
+// release that renamed or moved it, or has no such file, fails the test by
+// name instead of panicking.
+func mustFuncBody(t *testing.T, tag, file string, f *ast.File, name string) *ast.BlockStmt {
+	t.Helper()
+	body := funcBody(f, name)
+	if body == nil {
+		t.Fatalf("%s: %s has no %s", tag, file, name)
+	}
+	return body
 }
 
 // callsNamed reports whether n calls a function or method named name.
@@ -828,10 +831,9 @@ func callsNamed(n ast.Node, name string) bool {
 	return found
 }
 
-// applyErrorHaltsMeta: monitorCluster's branch for an error from
-// applyMetaEntries sets a meta write error.
-func applyErrorHaltsMeta(f *ast.File) bool {
-	body := funcBody(f, "monitorCluster")
+// applyErrorHaltsMeta: monitorCluster's branch (body is its body) for an
+// error from applyMetaEntries sets a meta write error.
+func applyErrorHaltsMeta(body *ast.BlockStmt) bool {
 	halts := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		if is, ok := n.(*ast.IfStmt); ok && is.Init != nil && is.Else != nil && callsNamed(is.Init, "applyMetaEntries") {
@@ -870,9 +872,10 @@ func decodeFailurePanics(f *ast.File) bool {
 // whose store.go is f accepts in both IsEncodedStreamState and
 // DecodeStreamState: streamStateVersion (1) always, and a version whose
 // constant both functions name.
-func streamStateVersions(f *ast.File) map[StreamStateVersion]string {
+func streamStateVersions(t *testing.T, tag string, f *ast.File) map[StreamStateVersion]string {
+	t.Helper()
 	out := map[StreamStateVersion]string{}
-	is, dec := funcBody(f, "IsEncodedStreamState"), funcBody(f, "DecodeStreamState")
+	is, dec := mustFuncBody(t, tag, "store.go", f, "IsEncodedStreamState"), mustFuncBody(t, tag, "store.go", f, "DecodeStreamState")
 	ast.Inspect(f, func(n ast.Node) bool {
 		vs, ok := n.(*ast.ValueSpec)
 		if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "streamStateVersion") {
@@ -910,10 +913,10 @@ func namesIdent(n ast.Node, name string) bool {
 // applyErrorHaltsStream: the last branch of monitorStream's handling of an
 // error from applyStreamEntries (after the cluster-reset and out-of-space
 // errors) sets a write error on the stream, which makes the replica an
-// observer; without it the monitor applies on.
-func applyErrorHaltsStream(f *ast.File) bool {
+// observer; without it the monitor applies on. body is monitorStream's.
+func applyErrorHaltsStream(body *ast.BlockStmt) bool {
 	halts := false
-	ast.Inspect(funcBody(f, "monitorStream"), func(n ast.Node) bool {
+	ast.Inspect(body, func(n ast.Node) bool {
 		is, ok := n.(*ast.IfStmt)
 		if !ok || !callsNamed(is.Cond, "isClusterResetErr") {
 			return !halts
@@ -945,7 +948,7 @@ func checkSnapshots(t *testing.T, tag, dir string) {
 	if store == nil || cluster == nil {
 		t.Fatalf("%s has no server/store.go or jetstream_cluster.go", tag)
 	}
-	accepted := streamStateVersions(store)
+	accepted := streamStateVersions(t, tag, store)
 	if accepted[1] != "streamStateVersion" {
 		t.Errorf("%s: the stream state encoding version 1 is %q, not streamStateVersion", tag, accepted[1])
 	}
@@ -963,7 +966,7 @@ func checkSnapshots(t *testing.T, tag, dir string) {
 			t.Errorf("%s accepts stream state encoding %d (%s), which the table (ReplicatedOps) does not judge", tag, ver, name)
 		}
 	}
-	halts := applyErrorHaltsStream(cluster)
+	halts := applyErrorHaltsStream(mustFuncBody(t, tag, "jetstream_cluster.go", cluster, "monitorStream"))
 	snap := funcBody(cluster, "stateSnapshotLocked")
 	for ver, row := range rows {
 		h := row.HandlingBy(v)
