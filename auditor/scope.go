@@ -24,7 +24,7 @@ func (r *Report) Owner(f Finding) string {
 		if f.Peer != "" && r.answered(f.Peer) {
 			return f.Peer
 		}
-		return ownedByCrashingServer(r, f)
+		return ownedByServerWhileAnswering(r, f)
 	}
 	return f.Server
 }
@@ -121,11 +121,11 @@ func (r *Report) ForServer(name string) *Report {
 	return &out
 }
 
-// ownedByCrashingServer: the server a finding is about owns it while it
+// ownedByServerWhileAnswering: the server a finding is about owns it while it
 // answers (one that crashes on an asset or halts its meta group, a
 // follower whose leader does not answer); once it is missing, its sidecar
 // is down with it, and the first-named server that answered owns it.
-func ownedByCrashingServer(r *Report, f Finding) string {
+func ownedByServerWhileAnswering(r *Report, f Finding) string {
 	if r.answered(f.Server) {
 		return f.Server
 	}
