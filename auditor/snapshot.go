@@ -219,8 +219,9 @@ func (s *MetaPeerSet) countsOutsiderVote(v Version) bool {
 // without any leader's own list.
 func (m MetaGroup) groups() []*MetaPeerSet {
 	var out []*MetaPeerSet
-	for _, leader := range sortedKeys(m.Listed) {
-		if leader != m.Leader && slices.ContainsFunc(sortedKeys(m.Listed), func(o string) bool {
+	leaders := sortedKeys(m.Listed)
+	for _, leader := range leaders {
+		if leader != m.Leader && slices.ContainsFunc(leaders, func(o string) bool {
 			return o != leader && m.Listed[o].Lists(leader)
 		}) {
 			continue
