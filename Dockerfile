@@ -21,16 +21,14 @@ RUN GOOS=${TARGETOS} GOARCH=${TARGETARCH} make build VERSION=${VERSION} REVISION
 FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION=dev
 ARG REVISION=unknown
-# The repository carries no licence file yet: NOASSERTION (SPDX) until it
-# does; pass --build-arg LICENSES=<SPDX expression> to state one.
-ARG LICENSES=NOASSERTION
 LABEL org.opencontainers.image.title="nats-version-auditor" \
       org.opencontainers.image.description="Audits the versions of every NATS server, and the leaders and peers of every JetStream asset, against a version floor." \
       org.opencontainers.image.source="https://github.com/natsaudit/nats-version-auditor" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.licenses="${LICENSES}"
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /src/bin/nats-version-auditor /nats-version-auditor
+COPY LICENSE /licenses/nats-version-auditor/LICENSE
 USER 65532:65532
 EXPOSE 7779
 ENTRYPOINT ["/nats-version-auditor"]

@@ -81,15 +81,18 @@ func TestDockerfileLabels(t *testing.T) {
 		"org.opencontainers.image.source":   "https://github.com/natsaudit/nats-version-auditor",
 		"org.opencontainers.image.version":  "${VERSION}",
 		"org.opencontainers.image.revision": "${REVISION}",
-		"org.opencontainers.image.licenses": "${LICENSES}",
+		"org.opencontainers.image.licenses": "Apache-2.0",
 	}
 	for k, v := range want {
 		if labels[k] != v {
 			t.Errorf("runtime stage LABEL %s=%q, want %q", k, labels[k], v)
 		}
 	}
-	if !declaresArgs(final.body, "VERSION", "REVISION", "LICENSES") {
-		t.Error("the runtime stage does not declare ARG VERSION, REVISION and LICENSES its labels use")
+	if !declaresArgs(final.body, "VERSION", "REVISION") {
+		t.Error("the runtime stage does not declare ARG VERSION and REVISION its labels use")
+	}
+	if !regexp.MustCompile(`(?m)^COPY LICENSE /licenses/nats-version-auditor/LICENSE$`).MatchString(final.body) {
+		t.Error("the runtime stage does not carry the LICENSE file the licences label names")
 	}
 	if !declaresArgs(build.body, "VERSION", "REVISION") || !regexp.MustCompile(`make build.* VERSION=\$\{VERSION\} REVISION=\$\{REVISION\}`).MatchString(build.body) {
 		t.Error("the build stage does not pass VERSION and REVISION to make build: the labels and --version would disagree")
@@ -100,6 +103,32 @@ func TestDockerfileLabels(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(mod), "module github.com/natsaudit/nats-version-auditor\n") {
 		t.Error("go.mod's module path is not the repository the source label names")
+	}
+}
+
+// TestLicense: the LICENSE file is the Apache License 2.0, the licence the
+// image's label names, whole: its terms and the appendix that says how to
+// apply it.
+func TestLicense(t *testing.T) {
+	b, err := os.ReadFile("../../LICENSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, want := range []string{
+		"Apache License\n                           Version 2.0, January 2004\n",
+		"TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION",
+		"9. Accepting Warranty or Additional Liability.",
+		"END OF TERMS AND CONDITIONS",
+		"APPENDIX: How to apply the Apache License to your work.",
+		"limitations under the License.\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("LICENSE lacks %q: not the whole Apache License 2.0", want)
+		}
+	}
+	if n := strings.Count(text, "\n"); n != 201 {
+		t.Errorf("LICENSE has %d lines, the Apache License 2.0 has 201", n)
 	}
 }
 
