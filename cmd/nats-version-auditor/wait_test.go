@@ -210,10 +210,15 @@ func TestWaitUntilEveryShardIsPulled(t *testing.T) {
 	}
 	a := sys.ShardOwner("a", "n1")
 	a.Own("WORK", shards[0])
-	// Each publish waits for the stream's ack: a plain publish sent before
-	// the stream's interest reaches n1 is dropped, and a shard with no
-	// backlog is rightly not reported.
+	// The stream's leader answered its create as soon as it was elected;
+	// its interest in the stream's subjects reaches n1 over a route a
+	// moment later, and a publish through n1 before that gets "no
+	// responders". Each publish then waits for the stream's ack: a shard
+	// with no backlog is rightly not reported.
 	for i := range shards {
+		if err := sys.WaitInterest("n1", "APP", "work."+strconv.Itoa(i), 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
 		for range 3 {
 			if _, err := natstest.Publish(app, "work."+strconv.Itoa(i), []byte("job"), 5*time.Second); err != nil {
 				t.Fatal(err)

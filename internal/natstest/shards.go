@@ -50,6 +50,10 @@ type ShardOwner struct {
 	Conn *nats.Conn
 	js   jetstream.JetStream
 	t    TB
+	// sys and server are where the owner connects: Own waits there for
+	// each shard's leader.
+	sys    *System
+	server string
 }
 
 // ShardOwner connects a new owner, name, to the named server as AppUser.
@@ -60,12 +64,20 @@ func (sys *System) ShardOwner(name, server string) *ShardOwner {
 	if err != nil {
 		sys.t.Fatal(err)
 	}
-	return &ShardOwner{Name: name, Conn: nc, js: js, t: sys.t}
+	return &ShardOwner{Name: name, Conn: nc, js: js, t: sys.t, sys: sys, server: server}
 }
 
-// Own pulls shard of stream until the test ends or Kill.
+// Own pulls shard of stream until the test ends or Kill. It first waits
+// until the owner's server knows the shard's leader's interest in pulls
+// (WaitPullable): a shard created a moment ago has a leader whose
+// subscription may not have reached the owner's server yet, and a pull sent
+// then is dropped with "no responders" and sent again only when the next
+// heartbeat is missed.
 func (o *ShardOwner) Own(stream, shard string) {
 	o.t.Helper()
+	if err := o.sys.WaitPullable(o.server, o.sys.AccountKey(AppUser), stream, shard, 30*time.Second); err != nil {
+		o.t.Fatalf("%s owns %s: %v", o.Name, shard, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cons, err := o.js.Consumer(ctx, stream, shard)
