@@ -149,25 +149,43 @@ type ReplicatedOp struct {
 }
 
 // unknownOpPanics and unknownOpErrors cite the default branches of the
-// apply switches, which every op a follower has no case for reaches.
+// apply switches, which every op a follower has no case for reaches. The
+// stream's switch is in applyStreamEntries in every release; the
+// consumer's in applyConsumerEntries up to 2.15.2 and in
+// applyConsumerMsgOpLocked from 2.15.3.
 const (
-	unknownOpPanics = "no case in the apply switch; the default panics " +
-		"(stream: 2.10.27 jetstream_cluster.go:3155-3156, 2.11.12 :3414-3415, 2.12.15 :4211-4212, 2.14.10 :4635-4636; " +
-		"consumer: 2.10.27 :5110, 2.11.12 :5539, 2.12.15 :6885, 2.14.10 :7425)"
-	unknownOpErrors = "the default returns an error (2.15.3 jetstream_cluster.go:6056-6057 stream, :9399 consumer); " +
-		"the monitor logs a critical write error and makes the replica an observer (:4760-4764, stream.go:9905-9925; :8619-8621, :8395-8417)"
+	unknownOpPanics = "no case in the apply switch; its default panics " +
+		"(stream, applyStreamEntries: 2.10.27 jetstream_cluster.go:3155-3156, 2.11.12 :3414-3415, 2.12.15 :4211-4212, 2.14.10 :4635-4636; " +
+		"consumer, applyConsumerEntries: 2.10.27 :5109-5110, 2.11.12 :5538-5539, 2.12.15 :6884-6885, 2.14.10 :7424-7425)"
+	unknownOpErrors = "no case in the apply switch; its default returns an error " +
+		"(stream, applyStreamEntries: 2.15.0 jetstream_cluster.go:5440-5441, 2.15.3 :6056-6057; " +
+		"consumer, applyConsumerEntries: 2.15.0 :8429-8430, 2.15.2 :8922-8923; applyConsumerMsgOpLocked: 2.15.3 :9398-9399); " +
+		"the monitor logs a critical write error and makes the replica an observer " +
+		"(monitorStream 2.15.3 :4760-4764, setWriteErrLocked stream.go:9905-9925; monitorConsumer :8608, :8618-8621, setWriteErrLocked :8395-8417)"
 )
 
 // UnknownOpOutcome is what a follower of the given version does with an op
 // it has no case for: one a newer release brings. From v215 it answers
-// with an error instead of a panic (the default branches of
-// applyStreamEntries and applyConsumerMsgOpLocked: 2.15.0
-// jetstream_cluster.go:5441, :8430).
+// with an error instead of a panic (unknownOpErrors).
 func UnknownOpOutcome(v Version) OpHandling {
 	if !v.AtLeast(v215) {
 		return OpHandling{Below: v215, Apply: CrashesOnApply, Evidence: unknownOpPanics}
 	}
 	return OpHandling{From: v215, Apply: HaltsReplica, Evidence: unknownOpErrors}
+}
+
+// unknownMetaOp is what a member of the meta group does with a meta op its
+// applyMetaEntries has no case for. No release has brought one yet (see
+// ReplicatedOp); ops_source_test.go holds the default branch to this, so
+// the first that does is judged from the line it will need.
+func unknownMetaOp(v Version) OpHandling {
+	if !v.AtLeast(v215) {
+		return OpHandling{Below: v215, Apply: CrashesOnApply,
+			Evidence: "applyMetaEntries' default panics (2.10.27 jetstream_cluster.go:2026-2027, 2.11.12 :2218-2219, 2.12.15 :2785-2786, 2.14.10 :3080-3081)"}
+	}
+	return OpHandling{From: v215, Apply: HaltsMeta,
+		Evidence: "applyMetaEntries' default returns an error (2.15.0 jetstream_cluster.go:3558-3559, 2.15.3 :3973-3974); " +
+			"monitorCluster sets a meta write error (2.15.3 :2537, :2554-2560): \"meta group critical write error\", step down, observer (:2047-2066)"}
 }
 
 // olderFollowers is the handling of an op by the followers that predate

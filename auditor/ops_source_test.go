@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,24 +96,33 @@ var configEnums = []configEnum{
 }
 
 // configStructs are the config types whose JSON fields an asset's
-// assignment carries, with the file that declares each, and the fields
-// every release from 2.10.27 on has.
+// assignment carries, with the file that declares each, the first release
+// that has it (zero: 2.10.27 or earlier), and the fields every release
+// from then on has. checkConfigFields fails on a struct-typed field of one
+// of them whose type is not listed here: a nested config it would not read.
 var configStructs = []struct {
 	Type, File string
+	Since      Version
 	Base       []string
 }{
-	{"StreamConfig", "stream.go", []string{"name", "description", "subjects", "retention", "max_consumers", "max_msgs", "max_bytes",
+	{"StreamConfig", "stream.go", Version{}, []string{"name", "description", "subjects", "retention", "max_consumers", "max_msgs", "max_bytes",
 		"max_age", "max_msgs_per_subject", "max_msg_size", "discard", "storage", "num_replicas", "no_ack", "duplicate_window",
 		"placement", "mirror", "sources", "compression", "first_seq", "subject_transform", "republish", "allow_direct",
 		"mirror_direct", "discard_new_per_subject", "sealed", "deny_delete", "deny_purge", "allow_rollup_hdrs",
 		"consumer_limits", "metadata", "template_owner"}},
-	{"ConsumerConfig", "consumer.go", []string{"durable_name", "name", "description", "deliver_policy", "opt_start_seq",
+	{"ConsumerConfig", "consumer.go", Version{}, []string{"durable_name", "name", "description", "deliver_policy", "opt_start_seq",
 		"opt_start_time", "ack_policy", "ack_wait", "max_deliver", "backoff", "filter_subject", "filter_subjects",
 		"replay_policy", "rate_limit_bps", "sample_freq", "max_waiting", "max_ack_pending", "flow_control",
 		"idle_heartbeat", "headers_only", "max_batch", "max_expires", "max_bytes", "inactive_threshold",
 		"num_replicas", "mem_storage", "direct", "deliver_subject", "deliver_group", "metadata"}},
-	{"StreamSource", "stream.go", []string{"name", "opt_start_seq", "opt_start_time", "filter_subject", "subject_transforms", "external"}},
-	{"Placement", "jetstream_cluster.go", []string{"cluster", "tags"}},
+	// Mirror and sources.
+	{"StreamSource", "stream.go", Version{}, []string{"name", "opt_start_seq", "opt_start_time", "filter_subject", "subject_transforms", "external"}},
+	{"ExternalStream", "stream.go", Version{}, []string{"api", "deliver"}},
+	{"StreamConsumerSource", "stream.go", v214, []string{"name", "deliver_subject"}},
+	{"SubjectTransformConfig", "stream.go", Version{}, []string{"src", "dest"}},
+	{"RePublish", "stream.go", Version{}, []string{"src", "dest", "headers_only"}},
+	{"StreamConsumerLimits", "stream.go", Version{}, []string{"inactive_threshold", "max_ack_pending"}},
+	{"Placement", "jetstream_cluster.go", Version{}, []string{"cluster", "tags"}},
 }
 
 // configField is how the tables judge a config field that came after
@@ -325,7 +335,8 @@ func parseServerFile(t *testing.T, dir, name string) *ast.File {
 // applySwitch is what one group's apply functions do with entry ops.
 type applySwitch struct {
 	handled map[string]bool
-	// unknown is what the default branch does: "panic", "error" or "".
+	// unknown is what the default branch of the op switch does
+	// (defaultAction); "" when it has none.
 	unknown string
 }
 
@@ -334,9 +345,9 @@ func checkOps(t *testing.T, tag, dir string) {
 	if f == nil {
 		t.Fatalf("%s has no server/jetstream_cluster.go", tag)
 	}
-	ops := entryOps(f)
+	ops := entryOpConsts(t, tag, dir)
 	if len(ops) == 0 {
-		t.Fatalf("%s: no entryOp const block in jetstream_cluster.go", tag)
+		t.Fatalf("%s: no constant of type entryOp in server/", tag)
 	}
 	names := map[string]bool{}
 	for _, n := range ops {
@@ -349,15 +360,27 @@ func checkOps(t *testing.T, tag, dir string) {
 			t.Fatalf("%s: no apply switch for the %s group in %v", tag, g, fns)
 		}
 	}
-	for _, g := range []AssetKind{KindStream, KindConsumer} {
-		want := UnknownOpOutcome(mustVersion(tag)).Apply
-		got := map[string]Outcome{"panic": CrashesOnApply, "error": HaltsReplica}[groups[string(g)].unknown]
-		if got != want {
-			t.Errorf("%s: the %s apply switch's default %q; the table says an unknown op %s", tag, g, groups[string(g)].unknown, want)
+	v := mustVersion(tag)
+	// What an op a group has no case for does, as the source says: the
+	// default branch, and for an error what the group's monitor does with it.
+	monitors := map[string]bool{
+		"meta":     applyErrorHaltsMeta(mustFuncBody(t, tag, "jetstream_cluster.go", f, "monitorCluster")),
+		"stream":   applyErrorHaltsStream(mustFuncBody(t, tag, "jetstream_cluster.go", f, "monitorStream")),
+		"consumer": applyErrorHaltsConsumer(mustFuncBody(t, tag, "jetstream_cluster.go", f, "monitorConsumer")),
+	}
+	unknown := map[string]Outcome{}
+	for g, sw := range groups {
+		unknown[g] = unknownOpInSource(g, sw.unknown, monitors[g])
+	}
+	want := map[string]OpHandling{"meta": unknownMetaOp(v), "stream": UnknownOpOutcome(v), "consumer": UnknownOpOutcome(v)}
+	for g, h := range want {
+		if unknown[g] != h.Apply {
+			t.Errorf("%s: the %s apply switch's default %s, and its monitor sets a write error on an apply error: %t; the table says an unknown op %s (%s)",
+				tag, g, groups[g].unknown, monitors[g], h.Apply, h.Evidence)
 		}
 	}
-	for i, name := range ops {
-		op := EntryOp(i)
+	for _, op := range slices.Sorted(maps.Keys(ops)) {
+		name := ops[op]
 		row, inTable := OpByValue(op)
 		base, isBase := baseOps[op]
 		switch {
@@ -375,43 +398,158 @@ func checkOps(t *testing.T, tag, dir string) {
 		if row.Snapshot != 0 {
 			continue // checkSnapshots
 		}
-		h := row.HandlingBy(mustVersion(tag))
-		g := groups[string(row.Kind)]
-		applied := g.handled[row.GoName]
+		h := row.HandlingBy(v)
+		g := string(row.Kind)
+		applied := groups[g].handled[row.GoName]
 		switch {
 		case applied && h.Apply != Supported:
 			t.Errorf("%s applies %s in the %s group; the table says %s (%s)", tag, row.GoName, row.Kind, h.Apply, h.Evidence)
 		case !applied && h.Apply == Supported:
 			t.Errorf("%s does not apply %s in the %s group; the table says it does (%s)", tag, row.GoName, row.Kind, h.Evidence)
-		case !applied && h.Apply != UnknownOpOutcome(mustVersion(tag)).Apply:
-			t.Errorf("%s: %s reaches the default branch (%s), the table says %s", tag, row.GoName, g.unknown, h.Apply)
+		case !applied && h.Apply != unknown[g]:
+			t.Errorf("%s: %s reaches the %s group's default branch (%s: %q in the source); the table says %s (%s)",
+				tag, row.GoName, g, groups[g].unknown, unknown[g], h.Apply, h.Evidence)
 		}
 	}
 }
 
-// entryOps lists the names of the entryOp const block, in value order.
-func entryOps(f *ast.File) []string {
+// unknownOpInSource is the outcome of an op that reaches the default
+// branch of a group's apply switch, which does action (defaultAction);
+// halts is whether the group's monitor sets a write error on an apply
+// error. "" is an outcome the tables have no name for: a default that
+// ignores the op, or an error the monitor logs and applies past.
+func unknownOpInSource(group, action string, halts bool) Outcome {
+	switch {
+	case action == defaultPanics:
+		return CrashesOnApply
+	case action != defaultErrors:
+		return ""
+	case halts && group == "meta":
+		return HaltsMeta
+	case halts:
+		return HaltsReplica
+	case group == "stream":
+		// Applied past, the next entry's sequence does not follow the
+		// store's and the replica resets (as checkSnapshots reads it).
+		return ResetsReplica
+	}
+	return ""
+}
+
+// entryOpConsts reads every constant of type entryOp in the server package
+// at tag, in whichever file declares it, by value.
+func entryOpConsts(t *testing.T, tag, dir string) map[EntryOp]string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[EntryOp]string{}
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(src), "entryOp") {
+			continue // spares parsing the package's other hundred files
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range entryOpsOf(f) {
+			if v < 0 || v > 255 {
+				t.Errorf("%s: %s: entry op %s is %d, not a byte", tag, filepath.Base(path), name, v)
+				continue
+			}
+			if other, dup := out[EntryOp(v)]; dup {
+				t.Errorf("%s: entry ops %s and %s are both %d", tag, other, name, v)
+			}
+			out[EntryOp(v)] = name
+		}
+	}
+	return out
+}
+
+// entryOpsOf lists a file's constants of type entryOp and their values:
+// typed by the spec or by a conversion, with iota and the repetition of a
+// block's last expression counted as the compiler counts them. One whose
+// value it cannot work out is -1, which no byte is.
+func entryOpsOf(f *ast.File) map[string]int {
+	out := map[string]int{}
 	for _, d := range f.Decls {
 		gd, ok := d.(*ast.GenDecl)
-		if !ok || gd.Tok != token.CONST || len(gd.Specs) == 0 {
+		if !ok || gd.Tok != token.CONST {
 			continue
 		}
-		first, ok := gd.Specs[0].(*ast.ValueSpec)
-		if !ok || first.Type == nil {
-			continue
-		}
-		if id, ok := first.Type.(*ast.Ident); !ok || id.Name != "entryOp" {
-			continue
-		}
-		var names []string
-		for _, s := range gd.Specs {
-			for _, n := range s.(*ast.ValueSpec).Names {
-				names = append(names, n.Name)
+		var typ ast.Expr
+		var values []ast.Expr
+		for iota, s := range gd.Specs {
+			vs := s.(*ast.ValueSpec)
+			if len(vs.Values) > 0 {
+				typ, values = vs.Type, vs.Values
+			}
+			for i, n := range vs.Names {
+				if n.Name == "_" || i >= len(values) || !isEntryOpType(typ, values[i]) {
+					continue
+				}
+				v, ok := constInt(values[i], iota)
+				if !ok {
+					v = -1
+				}
+				out[n.Name] = v
 			}
 		}
-		return names
 	}
-	return nil
+	return out
+}
+
+// isEntryOpType: a constant declared as entryOp, or converted to it.
+func isEntryOpType(typ, value ast.Expr) bool {
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name == "entryOp"
+	}
+	if c, ok := value.(*ast.CallExpr); ok && typ == nil {
+		id, ok := c.Fun.(*ast.Ident)
+		return ok && id.Name == "entryOp"
+	}
+	return false
+}
+
+// constInt evaluates the integer constant expressions entry ops are
+// written in: literals, iota, sums and differences, and conversions.
+func constInt(e ast.Expr, iota int) (int, bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind == token.INT {
+			v, err := strconv.ParseInt(e.Value, 0, 64)
+			return int(v), err == nil
+		}
+	case *ast.Ident:
+		if e.Name == "iota" {
+			return iota, true
+		}
+	case *ast.ParenExpr:
+		return constInt(e.X, iota)
+	case *ast.CallExpr:
+		if len(e.Args) == 1 {
+			return constInt(e.Args[0], iota)
+		}
+	case *ast.BinaryExpr:
+		x, okx := constInt(e.X, iota)
+		y, oky := constInt(e.Y, iota)
+		switch {
+		case !okx || !oky:
+		case e.Op == token.ADD:
+			return x + y, true
+		case e.Op == token.SUB:
+			return x - y, true
+		}
+	}
+	return 0, false
 }
 
 // readApply reads the named functions: the ops they compare an entry's op
@@ -459,23 +597,44 @@ func readApply(f *ast.File, fns []string, ops map[string]bool) applySwitch {
 	return out
 }
 
-// defaultAction says whether a default branch panics or returns an error.
+// What the default branch of an op switch does (defaultAction).
+const (
+	defaultPanics  = "panics"
+	defaultErrors  = "returns an error"
+	defaultIgnores = "returns no error"
+	defaultNothing = "neither panics nor returns"
+)
+
+// defaultAction says what a default branch does first: panic, return an
+// error, or return with a nil error (or nothing), which drops the op as if
+// it were applied. A function literal in the branch is not its own code.
 func defaultAction(cc *ast.CaseClause) string {
 	action := ""
 	for _, s := range cc.Body {
 		ast.Inspect(s, func(n ast.Node) bool {
+			if action != "" {
+				return false
+			}
 			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
 			case *ast.CallExpr:
 				if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "panic" {
-					action = "panic"
+					action = defaultPanics
 				}
 			case *ast.ReturnStmt:
-				if action == "" && len(n.Results) > 0 {
-					action = "error"
+				action = defaultErrors
+				if len(n.Results) == 0 {
+					action = defaultIgnores
+				} else if id, ok := n.Results[len(n.Results)-1].(*ast.Ident); ok && id.Name == "nil" {
+					action = defaultIgnores
 				}
 			}
 			return true
 		})
+	}
+	if action == "" {
+		return defaultNothing
 	}
 	return action
 }
@@ -585,45 +744,116 @@ func checkEnums(t *testing.T, tag, dir string) {
 }
 
 // checkConfigFields fails on a field of a config type that no release
-// from 2.10.27 had and the tables do not judge.
+// from 2.10.27 had and the tables do not judge, on a field the tables
+// judge that is missing at or after its release (or present before it, or
+// after its removal), and on a nested config struct the test does not read.
 func checkConfigFields(t *testing.T, tag, dir string) {
+	v := mustVersion(tag)
 	files := map[string]*ast.File{}
+	structs := map[string]bool{} // every struct type the files declare
 	for _, cs := range configStructs {
-		f, ok := files[cs.File]
-		if !ok {
-			f = parseServerFile(t, dir, cs.File)
+		if _, ok := files[cs.File]; !ok {
+			f := parseServerFile(t, dir, cs.File)
 			files[cs.File] = f
+			for name := range structTypes(f) {
+				structs[name] = true
+			}
 		}
-		fields, ok := structJSONFields(f, cs.Type)
-		if !ok {
-			t.Errorf("%s: no type %s in %s", tag, cs.Type, cs.File)
+	}
+	listed := map[string]bool{}
+	for _, cs := range configStructs {
+		listed[cs.Type] = true
+	}
+	for _, cs := range configStructs {
+		fields, ok := structJSONFields(files[cs.File], cs.Type)
+		if exists := v.AtLeast(cs.Since); ok != exists {
+			t.Errorf("%s: type %s in %s: %t; the test says it exists from %q", tag, cs.Type, cs.File, ok, cs.Since)
+			continue
+		} else if !ok {
 			continue
 		}
-		for _, name := range fields {
-			if slices.Contains(cs.Base, name) {
+		present := map[string]bool{}
+		for _, fld := range fields {
+			present[fld.name] = true
+			if typ := fld.typ; structs[typ] && !listed[typ] {
+				t.Errorf("%s: %s %q is a %s, a config struct configStructs does not list: its fields go unread", tag, cs.Type, fld.name, typ)
+			}
+			if slices.Contains(cs.Base, fld.name) {
 				continue
 			}
-			i := slices.IndexFunc(configFields, func(f configField) bool { return f.Type == cs.Type && f.Field == name })
-			if i < 0 {
-				t.Errorf("%s brings %s field %q, which the tables do not judge", tag, cs.Type, name)
+			if !slices.ContainsFunc(configFields, func(f configField) bool { return f.Type == cs.Type && f.Field == fld.name }) {
+				t.Errorf("%s brings %s field %q, which the tables do not judge", tag, cs.Type, fld.name)
+			}
+		}
+		for _, f := range configFields {
+			if f.Type != cs.Type {
 				continue
 			}
-			if f := configFields[i]; mustVersion(tag).Before(f.Since) {
-				t.Errorf("%s has %s %q; the table says it came in %s", tag, cs.Type, name, f.Since)
+			want := v.AtLeast(f.Since) && (f.Removed.IsZero() || v.Before(f.Removed))
+			if present[f.Field] != want {
+				t.Errorf("%s: %s %q present: %t; the tables say it is there from %q until %q", tag, cs.Type, f.Field, present[f.Field], f.Since, f.Removed)
 			}
 		}
 		for _, name := range cs.Base {
-			i := slices.IndexFunc(configFields, func(f configField) bool { return f.Type == cs.Type && f.Field == name })
-			removed := i >= 0 && !configFields[i].Removed.IsZero() && mustVersion(tag).AtLeast(configFields[i].Removed)
-			if present := slices.Contains(fields, name); present == removed {
-				t.Errorf("%s: %s %q present: %t; the tables say removed: %t", tag, cs.Type, name, present, removed)
+			if slices.ContainsFunc(configFields, func(f configField) bool { return f.Type == cs.Type && f.Field == name }) {
+				continue // judged above, with its removal
+			}
+			if !present[name] {
+				t.Errorf("%s: %s has no %q, which the test takes every release to have", tag, cs.Type, name)
 			}
 		}
 	}
 }
 
-// structJSONFields lists the JSON names of a struct type's fields.
-func structJSONFields(f *ast.File, typ string) ([]string, bool) {
+// structTypes lists the struct types a file declares.
+func structTypes(f *ast.File) map[string]bool {
+	out := map[string]bool{}
+	if f == nil {
+		return out
+	}
+	for _, d := range f.Decls {
+		if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.TYPE {
+			for _, s := range gd.Specs {
+				if ts := s.(*ast.TypeSpec); ts != nil {
+					if _, ok := ts.Type.(*ast.StructType); ok {
+						out[ts.Name.Name] = true
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// jsonField is one field of a struct as encoding/json writes it: its JSON
+// name, and the name of its type with pointers, slices and maps taken off
+// ("" for a type from another package).
+type jsonField struct{ name, typ string }
+
+// elemTypeName is the named type a field's type holds: *T, []T, []*T,
+// map[K]T all give T; a type from another package gives "".
+func elemTypeName(e ast.Expr) string {
+	for {
+		switch x := e.(type) {
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.ArrayType:
+			e = x.Elt
+		case *ast.MapType:
+			e = x.Value
+		case *ast.Ident:
+			return x.Name
+		default:
+			return ""
+		}
+	}
+}
+
+// structJSONFields lists the JSON fields of a struct type.
+func structJSONFields(f *ast.File, typ string) ([]jsonField, bool) {
+	if f == nil {
+		return nil, false
+	}
 	for _, d := range f.Decls {
 		gd, ok := d.(*ast.GenDecl)
 		if !ok || gd.Tok != token.TYPE {
@@ -635,7 +865,7 @@ func structJSONFields(f *ast.File, typ string) ([]string, bool) {
 			if !ok || ts.Name.Name != typ {
 				continue
 			}
-			var out []string
+			var out []jsonField
 			for _, fld := range st.Fields.List {
 				name := "<embedded>"
 				if len(fld.Names) == 1 {
@@ -651,7 +881,7 @@ func structJSONFields(f *ast.File, typ string) ([]string, bool) {
 					}
 				}
 				if name != "-" {
-					out = append(out, name)
+					out = append(out, jsonField{name, elemTypeName(fld.Type)})
 				}
 			}
 			return out, true
@@ -838,6 +1068,32 @@ func applyErrorHaltsMeta(body *ast.BlockStmt) bool {
 	ast.Inspect(body, func(n ast.Node) bool {
 		if is, ok := n.(*ast.IfStmt); ok && is.Init != nil && is.Else != nil && callsNamed(is.Init, "applyMetaEntries") {
 			halts = halts || callsNamed(is.Else, "setMetaWriteErr")
+		}
+		return !halts
+	})
+	return halts
+}
+
+// applyErrorHaltsConsumer: monitorConsumer's branches (body is its body)
+// for an error from applyConsumerEntries set a write error on the
+// consumer, which makes the replica an observer; without one the monitor
+// logs the error and applies on.
+func applyErrorHaltsConsumer(body *ast.BlockStmt) bool {
+	halts := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		is, ok := n.(*ast.IfStmt)
+		if !ok || is.Init == nil || !callsNamed(is.Init, "applyConsumerEntries") {
+			return !halts
+		}
+		for e := is.Else; e != nil; {
+			switch b := e.(type) {
+			case *ast.IfStmt:
+				halts = halts || callsNamed(b.Body, "setWriteErr")
+				e = b.Else
+			case *ast.BlockStmt:
+				halts = halts || callsNamed(b, "setWriteErr")
+				e = nil
+			}
 		}
 		return !halts
 	})
