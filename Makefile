@@ -53,9 +53,10 @@ $(PROMETHEUS):
 $(NATSCLI):
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/nats-io/natscli/nats@v0.5.0
 
-# Side-by-side measurements on a real mixed cluster (about 30 minutes, with
-# 100,000 consumers when the machine has the memory);
-# writes the results into BENCHMARKS.md. Not part of `make test`.
+# Side-by-side measurements on a real mixed cluster (about 12 to 17 minutes once
+# the servers are built, as BENCHMARKS.md measured; with 100,000 consumers when
+# the machine has the memory); writes the results into BENCHMARKS.md. Not part
+# of `make test`.
 bench: servers build $(NATSCLI)
 	$(GO) build -o $(VALIDFETCH) ./internal/bench/validfetch
 	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics ./internal/render | tee .cache/gobench.txt
