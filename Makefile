@@ -72,7 +72,8 @@ bench-freshness: servers build
 soak: servers build
 	$(GO) run ./internal/soak -auditor $(BIN) -duration $(SOAK)
 
-demo: servers build
+demo: build
+	$(GO) run ./internal/natstest/servers v2.14.0 v2.12.15
 	$(GO) run ./internal/demo -auditor $(BIN)
 
 test: lint unit fuzz

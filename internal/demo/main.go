@@ -27,9 +27,14 @@ func main() {
 	os.Exit(code)
 }
 
+// nodes is the cluster the demo starts: two servers at the floor and one
+// below it. `make demo` builds the versions they run, and only those (a
+// test holds its recipe to them).
+var nodes = []natstest.Spec{natstest.Node("n1", natstest.Floor, "demo"), natstest.Node("n2", natstest.Floor, "demo"), natstest.Node("n3", natstest.Old, "demo")}
+
 func demo(h *natstest.Program, auditorBin string) int {
-	fmt.Printf("Building (once) and starting nats-server %s, %s and %s on loopback...\n", natstest.Floor, natstest.Floor, natstest.Old)
-	sys := natstest.Start(h, natstest.Node("n1", natstest.Floor, "demo"), natstest.Node("n2", natstest.Floor, "demo"), natstest.Node("n3", natstest.Old, "demo"))
+	fmt.Printf("Building (once) and starting nats-server %s, %s and %s on loopback...\n", nodes[0].Version, nodes[1].Version, nodes[2].Version)
+	sys := natstest.Start(h, nodes...)
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 	must(h, natstest.AddStream(app, server.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: server.FileStorage}))
 	must(h, natstest.AddConsumer(app, "ORDERS", server.ConsumerConfig{Durable: "worker", AckPolicy: server.AckExplicit, Replicas: 3}))
