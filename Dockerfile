@@ -3,7 +3,10 @@
 # the target one (Go needs no emulation for that), with the same command as
 # `make build` (CGO_ENABLED=0, static binary). A multi-arch build:
 #   docker buildx build --platform linux/amd64,linux/arm64 \
-#     --build-arg VERSION=$(git describe --tags) --build-arg REVISION=$(git rev-parse HEAD) .
+#     --build-arg REVISION=$(git rev-parse HEAD) -t ghcr.io/natsaudit/nats-version-auditor:$(cat VERSION) .
+# The release is the VERSION file's: ARG VERSION's default below is held to it
+# by a test, and the build stage refuses a --build-arg VERSION that is not it,
+# so that the tag, the labels and --version say one release.
 FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
 WORKDIR /src
 # The modules' files first, so that the downloads are a layer of their own;
@@ -13,13 +16,14 @@ COPY auditor/client/go.mod auditor/client/
 RUN go mod download
 COPY . .
 ARG TARGETOS TARGETARCH
-ARG VERSION=dev
+ARG VERSION=0.1.0
 ARG REVISION=unknown
+RUN test "${VERSION}" = "$(cat VERSION)" || { echo "--build-arg VERSION=${VERSION} is not the VERSION file's $(cat VERSION)" >&2; exit 1; }
 RUN GOOS=${TARGETOS} GOARCH=${TARGETARCH} make build VERSION=${VERSION} REVISION=${REVISION}
 
 # Runtime stage: no shell, no package manager, uid 65532.
 FROM gcr.io/distroless/static-debian12:nonroot
-ARG VERSION=dev
+ARG VERSION=0.1.0
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="nats-version-auditor" \
       org.opencontainers.image.description="Audits the versions of every NATS server, and the leaders and peers of every JetStream asset, against a version floor." \

@@ -2,8 +2,11 @@
 
 GO          ?= go
 BIN         := bin/nats-version-auditor
-VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The release is the VERSION file's, the one source of truth of the image tag,
+# the chart's appVersion and deploy/'s manifests too (TestOneVersion holds them
+# to it); the revision is the commit, -dirty when the tree differs from it.
+VERSION     := $(shell cat VERSION)
+REVISION    ?= $(shell git describe --always --dirty --abbrev=40 --exclude='*' 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/prometheus/common/version
 LDFLAGS     := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -97,6 +97,9 @@ func TestDockerfileLabels(t *testing.T) {
 	if !declaresArgs(build.body, "VERSION", "REVISION") || !regexp.MustCompile(`make build.* VERSION=\$\{VERSION\} REVISION=\$\{REVISION\}`).MatchString(build.body) {
 		t.Error("the build stage does not pass VERSION and REVISION to make build: the labels and --version would disagree")
 	}
+	if !strings.Contains(build.body, `RUN test "${VERSION}" = "$(cat VERSION)" || `) {
+		t.Error("the build stage does not refuse a --build-arg VERSION other than the VERSION file's")
+	}
 	mod, err := os.ReadFile("../../go.mod")
 	if err != nil {
 		t.Fatal(err)
@@ -132,12 +135,19 @@ func TestLicense(t *testing.T) {
 	}
 }
 
+// TestMakeBuildIsStatic: make build writes a static binary whose --version
+// says the VERSION file's release and the commit checked out.
 func TestMakeBuildIsStatic(t *testing.T) {
+	head, err := exec.Command("git", "-C", "../..", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
 	bin := makeBuild(t, nil)
 	openStatic(t, bin)
 	out, err := exec.Command(bin, "--version").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "nats-version-auditor, version") {
-		t.Fatalf("the built binary's --version: %v %s", err, out)
+	want := "nats-version-auditor " + release(t) + " (commit " + strings.TrimSpace(string(head))
+	if err != nil || !strings.HasPrefix(string(out), want) || strings.Count(string(out), "\n") != 1 {
+		t.Errorf("the built binary's --version: %v %q, want one line starting %q", err, out, want)
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
-	"github.com/prometheus/common/version"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
@@ -43,7 +42,7 @@ const (
 // It is the only place that decides exit codes.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := kingpin.New(appName, "Audits the versions of every server in a NATS system, and the leaders and peers of every JetStream asset, against a version floor.")
-	app.Version(version.Print(appName))
+	app.Version(versionText())
 	app.HelpFlag.Short('h')
 	app.UsageWriter(stdout)
 	app.ErrorWriter(stderr)
