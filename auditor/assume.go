@@ -185,6 +185,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 	for _, assets := range [][]Asset{after.Streams, after.Consumers} {
 		for i := range assets {
 			a := &assets[i]
+			a.Observed = a.Observed.without(changed)
 			// A group without a leader keeps none: the what-if does not
 			// invent an election.
 			if a.Leader == "" || !touches(a.Peers) {

@@ -54,6 +54,12 @@ const (
 	// AssetPeerDiverges: a peer runs the asset online without a feature
 	// it does not know: its copy diverges.
 	AssetPeerDiverges Code = "ASSET_PEER_DIVERGES"
+	// AssetPeerMissing: a peer the asset's leader lists answered the audit
+	// and does not run it, whatever the cause (observed.go).
+	AssetPeerMissing Code = "ASSET_PEER_MISSING"
+	// AssetPeerBehind: a peer runs the asset, but its leader has not heard
+	// from it for longer than a catch-up takes (observed.go).
+	AssetPeerBehind Code = "ASSET_PEER_BEHIND"
 
 	// KnownBadRelease: a server runs a release known to lose data
 	// (BadReleases).
@@ -225,6 +231,12 @@ var Codes = []CodeInfo{
 		Description: "a peer of a stream or consumer holds it offline or never loads it, for a feature of its config the peer's version does not have, where its API level does not tell: the group runs on fewer peers than it has"},
 	{Code: AssetPeerDiverges, Severity: Critical, Level: true, Gauge: peerFeatureGauge, Verdict: "diverges",
 		Description: "a peer of a stream or consumer runs it online without a feature of its config its version does not have, where its API level does not tell: its copy diverges from the others'"},
+	// Seen, not predicted: the servers' replies show it, whatever the
+	// feature table knows (observed.go).
+	{Code: AssetPeerMissing, Severity: Critical,
+		Description: "a peer of a stream or consumer, listed by its leader, answered the audit and does not run it, whatever the cause: the group runs on fewer peers than it has"},
+	{Code: AssetPeerBehind, Severity: Warning,
+		Description: "a peer runs a replicated stream or consumer, but its leader has not heard from it for longer than a catch-up takes and does not count it as current"},
 	{Code: LeafnodeUnaudited, Severity: Warning,
 		Description: "a leafnode peer never answered the audit: it does not share the system account, or it is not answering"},
 	{Code: ServerMissing, Severity: Unknown, Incomplete: true, owner: ownedByAnyAnswered,

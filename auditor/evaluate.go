@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Policy is what Evaluate holds a snapshot against.
@@ -45,6 +46,15 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	e.seen = make(map[string]Server, len(snap.Servers))
 	for _, s := range snap.Servers {
 		e.seen[s.Name] = s
+	}
+	e.now = snap.Started
+	for _, pr := range snap.Problems {
+		if pr.Server != "" {
+			if e.unread == nil {
+				e.unread = map[string]bool{}
+			}
+			e.unread[pr.Server] = true
+		}
 	}
 	e.sourcers = Sourcers(snap)
 
@@ -100,6 +110,12 @@ type evaluation struct {
 	// consumers that mirrors and sources RESET by themselves.
 	seen     map[string]Server
 	sourcers map[ConsumerKey][]Sourcer
+	// unread are the servers a request of which failed or whose reply
+	// could not be used: what they did not report is no evidence.
+	unread map[string]bool
+	// now is when the audit started, against which the ages of servers
+	// and assets are weighed.
+	now time.Time
 	// lastCode and lastSeverity are the code of the finding added last
 	// and its severity.
 	lastCode     Code
@@ -268,6 +284,7 @@ func (e *evaluation) asset(a *Asset) {
 		e.apiLevel(a, s, required, unrecorded)
 	}
 	e.peerFindings(a, required)
+	e.observed(a, e.now)
 }
 
 // assetFinding is a finding about a: made only for a finding, as most
@@ -355,7 +372,13 @@ func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorde
 	f.RequiredLevel, f.ServerLevel = required, &level
 	f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: it holds the %s offline",
 		a.Kind, name, required, s.Name, level, a.Kind)
+	o, ft := worstFeature(a.Features, s.Parsed)
 	switch {
+	case o == NotCreated && required != LevelUnreadable:
+		// Nothing in the config tells the peer its level falls short: it
+		// tries to create the asset and fails.
+		f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: %s refuses the config as it creates the %s, logs the error, runs on and never runs the %s",
+			a.Kind, name, required, s.Name, level, s.Version, a.Kind, a.Kind)
 	case required == LevelUnreadable:
 		f.Message = fmt.Sprintf("%s %s has a _nats.req.level that is not a number: peer %s, like every server from 2.11 on, holds the %s offline",
 			a.Kind, name, s.Name, a.Kind)
@@ -367,7 +390,7 @@ func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorde
 		// what its version does about it, where the two differ: 2.11
 		// before 2.11.9 has no unsupported state, and a value a decoder
 		// rejects is never loaded.
-		switch o, ft := worstFeature(a.Features, s.Parsed); o {
+		switch o {
 		case IgnoredOnline:
 			f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: %s decodes it leniently and runs the %s online without %s, ignoring what it does not know, and its copy diverges",
 				a.Kind, name, required, s.Name, level, s.Version, a.Kind, ft.Title)

@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"regexp"
 	"strings"
 )
 
@@ -29,6 +30,12 @@ const (
 	// decoder rejects), logs "failed to decode ... assignment" and runs on,
 	// but never loads the asset: as a peer its replica never runs.
 	NotLoaded Outcome = "not_loaded"
+	// NotCreated: the server decodes the config, but refuses it as it
+	// creates the asset: from its store at start it logs "Error recreating
+	// stream" and runs on without it; as a peer its replica never runs.
+	// Unlike NotLoaded, nothing marks the asset as held: the server lists
+	// it nowhere.
+	NotCreated Outcome = "not_created"
 	// CreateRefused: as the server that handles the create, the server
 	// answers it with an error (invalid JSON, err_code 10025).
 	CreateRefused Outcome = "create_refused"
@@ -102,6 +109,11 @@ type AssetConfig struct {
 	AllowBatchPublish      bool            `json:"allow_batched,omitempty"`
 	Mirror                 *StreamSource   `json:"mirror,omitempty"`
 	Sources                []*StreamSource `json:"sources,omitempty"`
+	// SubjectTransform and RePublish map subjects, as a mirror's or a
+	// source's SubjectTransforms do: each destination may call a mapping
+	// function a release brings.
+	SubjectTransform *SubjectMapping `json:"subject_transform,omitempty"`
+	RePublish        *SubjectMapping `json:"republish,omitempty"`
 
 	// Consumer config.
 	AckPolicy      string   `json:"ack_policy,omitempty"`
@@ -125,6 +137,50 @@ type StreamSource struct {
 	External *struct {
 		APIPrefix string `json:"api,omitempty"`
 	} `json:"external,omitempty"`
+	SubjectTransforms []SubjectMapping `json:"subject_transforms,omitempty"`
+}
+
+// SubjectMapping is the destination of a subject transform or a republish
+// (SubjectTransformConfig, RePublish), where mapping functions are called.
+type SubjectMapping struct {
+	Destination string `json:"dest"`
+}
+
+// mappingDestinations are the destinations of every subject mapping of a
+// stream config: its transform, its republish, and its mirror's and
+// sources' transforms.
+func mappingDestinations(c *AssetConfig) []string {
+	var out []string
+	for _, m := range []*SubjectMapping{c.SubjectTransform, c.RePublish} {
+		if m != nil && m.Destination != "" {
+			out = append(out, m.Destination)
+		}
+	}
+	for _, s := range append([]*StreamSource{c.Mirror}, c.Sources...) {
+		if s == nil {
+			continue
+		}
+		for _, m := range s.SubjectTransforms {
+			out = append(out, m.Destination)
+		}
+	}
+	return out
+}
+
+// usesMappingFunction returns whether a stream config calls the mapping
+// function fn (lower case) in any destination, spelled as the server's
+// pattern for it accepts: any case of the first letter, and space inside
+// the braces (2.12.0 subject_transform.go:38).
+func usesMappingFunction(fn string) func(*AssetConfig) bool {
+	re := regexp.MustCompile(`{{\s*[` + strings.ToLower(fn[:1]) + strings.ToUpper(fn[:1]) + `]` + regexp.QuoteMeta(fn[1:]) + `\s*\(`)
+	return func(c *AssetConfig) bool {
+		for _, d := range mappingDestinations(c) {
+			if re.MatchString(d) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // Version ranges the handling rows use, each where the server's decoders
@@ -358,6 +414,21 @@ var Features = []Feature{
 			"TestFactUndecodableAssets (2.12.15 panics at its meta snapshot, peer or not; restarted, fails to decode it again); 2.12.15 store.go:631-641, jetstream_cluster.go:2337-2342"),
 	},
 	{
+		// A mapping function: the config decodes on every release, and
+		// _nats.req.level does not record it (2.14.0
+		// jetstream_versioning.go:46-90), so no unsupported state holds
+		// it; an older release fails to build the transform and never
+		// creates the stream.
+		Name: "transform_random", Title: "the {{random(n)}} mapping function in a subject transform", Kind: KindStream, Level: 2, Since: v212,
+		Uses:   usesMappingFunction("random"),
+		Source: "2.12.0 subject_transform.go:38, :357 (randomMappingFunctionRegEx); absent in 2.11.17",
+		Older: []Handling{{Below: v212, Asset: NotCreated, Create: CreateRefused,
+			Evidence: "TestPeerThatCannotLoadAStreamOnRealServers: 2.11.12 restarted on its store logs " +
+				"`Error recreating stream \"T\": stream transform: invalid mapping destination: unknown function in {{random(3)}} (10156)` and runs on " +
+				"(2.11.12 jetstream.go:1568, subject_transform.go:337; 2.10.27 jetstream.go:1336, stream.go:591, subject_transform.go:336); " +
+				"a create it handles fails checkStreamCfg (2.11.12 stream.go:1783)"}},
+	},
+	{
 		// A nested field: older servers see an unknown field in mirror or
 		// sources. The server does not raise _nats.req.level for it
 		// (2.14.0 jetstream_versioning.go:46-90), although the mirror
@@ -466,7 +537,7 @@ func outcomeRank(o Outcome) int {
 		return 2
 	case CreateRefused:
 		return 3
-	case NotLoaded:
+	case NotLoaded, NotCreated:
 		return 4
 	case HaltsMeta:
 		return 5

@@ -17,7 +17,7 @@ func TestFeatureHandlingByVersion(t *testing.T) {
 	versions := []string{"2.10.27", "2.11.0", "2.11.8", "2.11.9", "2.11.12", "2.12.0", "2.12.4", "2.12.5", "2.12.15", "2.14.0-RC.2", "2.14.0", "2.15.3"}
 	// Per feature, what each version above does with an existing asset,
 	// abbreviated: S supported, I ignored online, O held offline, N not
-	// loaded, X crashes on decode.
+	// loaded, C not created, X crashes on decode.
 	want := map[string]string{
 		"msg_ttl":              "I S S S S S S S S S S S",
 		"delete_marker_ttl":    "I S S S S S S S S S S S",
@@ -28,6 +28,7 @@ func TestFeatureHandlingByVersion(t *testing.T) {
 		"atomic_batch":         "I I I O O S S S S S S S",
 		"msg_schedules":        "I I I O O S S S S S S S",
 		"async_persist":        "I I I O O S S S S S S S",
+		"transform_random":     "C C C C C S S S S S S S",
 		"fast_batch":           "I I I O O O O O O O S S",
 		"ack_flow_control":     "N N N N N N N X X X S S",
 		"durable_sourcing":     "I I I O O O O O O O S S",
@@ -38,11 +39,12 @@ func TestFeatureHandlingByVersion(t *testing.T) {
 		"priority_prioritized": "I R R R R S S S S S S S",
 		"msg_counter":          "I I I I I S S S S S S S",
 		"fast_batch":           "I I I I I R R R R R S S",
+		"transform_random":     "R R R R R S S S S S S S",
 		"ack_flow_control":     "R R R R R R R R R R S S",
 		"durable_sourcing":     "I I I I I R R R R R S S",
 	}
 	abbrev := map[auditor.Outcome]string{auditor.Supported: "S", auditor.IgnoredOnline: "I", auditor.HeldOffline: "O",
-		auditor.NotLoaded: "N", auditor.CrashesOnDecode: "X", auditor.CreateRefused: "R"}
+		auditor.NotLoaded: "N", auditor.NotCreated: "C", auditor.CrashesOnDecode: "X", auditor.CreateRefused: "R"}
 	if len(want) != len(auditor.Features) {
 		t.Errorf("%d features, %d rows here", len(auditor.Features), len(want))
 	}

@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"strconv"
+	"time"
 
 	json "github.com/segmentio/encoding/json"
 )
@@ -56,14 +57,18 @@ func (a *jszAccount) name() string {
 }
 
 type jszStream struct {
-	Name      string        `json:"name"`
+	Name string `json:"name"`
+	// Created is when the stream was created, as the reporter holds it.
+	Created   time.Time     `json:"created"`
 	Cluster   *clusterInfo  `json:"cluster,omitempty"`
 	Config    streamConfig  `json:"config"`
 	Consumers []jszConsumer `json:"consumer_detail,omitempty"`
 }
 
 type jszConsumer struct {
-	Name    string         `json:"name"`
+	Name string `json:"name"`
+	// Created is when the consumer was created, as the reporter holds it.
+	Created time.Time      `json:"created"`
 	Cluster *clusterInfo   `json:"cluster,omitempty"`
 	Config  consumerConfig `json:"config"`
 }

@@ -171,6 +171,8 @@ func (d *jszDecoder) stream(s *jszStream) error {
 			})
 		case "name":
 			return d.Text(&s.Name)
+		case "created":
+			return d.time(&s.Created)
 		case "cluster":
 			return d.cluster(&s.Cluster)
 		case "config":
@@ -224,6 +226,11 @@ func (d *jszDecoder) consumer(c *jszConsumer) error {
 		}
 		return d.Skip()
 	})
+	if err == nil && created != nil {
+		if err := c.Created.UnmarshalJSON(created); err != nil {
+			return fmt.Errorf("invalid consumer record at offset %d: %w", start, err)
+		}
+	}
 	p := c.Config.pull
 	switch {
 	case err != nil || p == nil:
@@ -232,10 +239,8 @@ func (d *jszDecoder) consumer(c *jszConsumer) error {
 		if err := c.readPull(d.text[start:d.Offset()]); err != nil {
 			return fmt.Errorf("invalid consumer record at offset %d: %w", start, err)
 		}
-	case created != nil:
-		if err := p.Created.UnmarshalJSON(created); err != nil {
-			return fmt.Errorf("invalid consumer record at offset %d: %w", start, err)
-		}
+	default:
+		p.Created = c.Created
 	}
 	return nil
 }
@@ -356,17 +361,23 @@ func (d *jszDecoder) cluster(p **clusterInfo) error {
 	})
 }
 
-// replicas decodes a list of peers, of which the audit reads the names.
-func (d *jszDecoder) replicas(p *[]*namedPeer) error {
-	return jsonscan.List(&d.Scanner, p, func(pp **namedPeer) error {
+// replicas decodes a list of an asset's peers, of which the audit reads
+// the names and the leader's view of each.
+func (d *jszDecoder) replicas(p *[]*replicaPeer) error {
+	return jsonscan.List(&d.Scanner, p, func(pp **replicaPeer) error {
 		if d.Null() {
 			return nil
 		}
-		np := &namedPeer{}
-		*pp = np
+		rp := &replicaPeer{}
+		*pp = rp
 		return d.Object(func(key []byte) error {
-			if string(key) == "name" {
-				return d.Name(&np.Name)
+			switch string(key) {
+			case "name":
+				return d.Name(&rp.Name)
+			case "current":
+				return d.Bool(&rp.Current)
+			case "active":
+				return d.Int64(&rp.Active)
 			}
 			return d.Skip()
 		})
@@ -436,7 +447,8 @@ func (d *jszDecoder) config() (*jszConfig, error) {
 // assetConfig decodes the value of key if it is one of AssetConfig's (what
 // Features detect), and steps over it otherwise. The scalar fields, on
 // every config, are read here; the rare structured ones (mirror, sources,
-// priority groups) go to encoding's reflective decoder.
+// subject transform, republish, priority groups) go to encoding's
+// reflective decoder.
 func (d *jszDecoder) assetConfig(c *AssetConfig, key []byte) error {
 	switch string(key) {
 	case "allow_msg_ttl":
@@ -468,6 +480,10 @@ func (d *jszDecoder) assetConfig(c *AssetConfig, key []byte) error {
 		return d.reflect(&c.Mirror)
 	case "sources":
 		return d.reflect(&c.Sources)
+	case "subject_transform":
+		return d.reflect(&c.SubjectTransform)
+	case "republish":
+		return d.reflect(&c.RePublish)
 	case "priority_groups":
 		return d.reflect(&c.PriorityGroups)
 	}

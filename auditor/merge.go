@@ -3,6 +3,7 @@ package auditor
 import (
 	"encoding/binary"
 	"slices"
+	"time"
 )
 
 // merger folds the JSZ pages of every server into one view of the assets and
@@ -72,6 +73,28 @@ type replicaState struct {
 	// leaderSelf is set once the leader itself reported the asset: its word
 	// on who leads wins over a follower's possibly stale view.
 	leaderSelf bool
+	// hosts and listed mark peers by their index in peers: the servers
+	// that reported the asset (they run it), and those its leader's own
+	// report lists as its group, itself included. Masks, not lists: a
+	// list per asset was an allocation per asset, and a group has a
+	// handful of peers.
+	hosts, listed uint32
+	// created is when the asset was created, by its leader's report.
+	created time.Time
+	// behind is the leader's view of the peers it lists as not current:
+	// none for most assets, so no room is kept for them.
+	behind []ReplicaLag
+}
+
+// maxMasked is how many peers the masks of a replicaState can mark; a
+// peer past it is neither host nor listed, and so never judged missing.
+const maxMasked = 32
+
+// mark sets name's bit in mask, where name is a peer.
+func (a *replicaState) mark(mask *uint32, name string) {
+	if i := slices.Index(a.peers, name); i >= 0 && i < maxMasked {
+		*mask |= 1 << i
+	}
 }
 
 // add merges one JSZ page that reporter, of JetStream domain domain, sent,
@@ -88,7 +111,7 @@ func (m *merger) add(reporter, domain string, js *jszData) []string {
 		for i := range acc.Streams {
 			sd := &acc.Streams[i]
 			sa := m.stream(streamKey{domain, acc.id(), sd.Name}, acc.name(), len(sd.Consumers))
-			m.merge(&sa.state, reporter, sd.Cluster, &sd.Config.configSummary)
+			m.merge(&sa.state, reporter, sd.Created, sd.Cluster, &sd.Config.configSummary)
 			if sa.stream.DurableSources == nil && sa.state.features.Has("durable_sourcing") {
 				sa.stream.DurableSources = sd.Config.DurableSources
 			}
@@ -96,7 +119,7 @@ func (m *merger) add(reporter, domain string, js *jszData) []string {
 			for j := range sd.Consumers {
 				ci := &sd.Consumers[j]
 				c := m.consumer(sa, ci.Name)
-				m.merge(&c.state, reporter, ci.Cluster, &ci.Config.configSummary)
+				m.merge(&c.state, reporter, ci.Created, ci.Cluster, &ci.Config.configSummary)
 				if p := ci.Config.pull; p != nil {
 					c.keepPull(reporter, ci.Cluster, p)
 				}
@@ -223,7 +246,7 @@ func (m *merger) consumer(sa *streamAssets, name string) *mergedConsumer {
 // merge adds one server's report of an asset: its RAFT group as the
 // reporter sees it, and what its copy of the config says. Every copy is
 // the same config; a union of the features loses nothing if one lags.
-func (m *merger) merge(a *replicaState, reporter string, ci *clusterInfo, cfg *configSummary) {
+func (m *merger) merge(a *replicaState, reporter string, created time.Time, ci *clusterInfo, cfg *configSummary) {
 	if a.peers == nil {
 		// Room for every peer this report names: most assets have no
 		// other reporter, and the rest as many peers as this one lists.
@@ -237,6 +260,7 @@ func (m *merger) merge(a *replicaState, reporter string, ci *clusterInfo, cfg *c
 		a.peers, m.peers = m.peers[:0:n], m.peers[n:]
 	}
 	a.addPeer(reporter)
+	a.mark(&a.hosts, reporter)
 	a.replicas = max(a.replicas, cfg.Replicas)
 	a.level = max(a.level, cfg.RequiredLevel)
 	a.features |= cfg.Features
@@ -255,8 +279,26 @@ func (m *merger) merge(a *replicaState, reporter string, ci *clusterInfo, cfg *c
 	case ci.Leader == "":
 	case ci.Leader == reporter:
 		a.leader, a.leaderSelf = reporter, true
+		a.leaderView(reporter, created, ci)
 	case !a.leaderSelf:
 		a.leader = ci.Leader
+	}
+}
+
+// leaderView keeps what the asset's leader reports of its group: who it
+// lists, when the asset was created, and the peers it does not count as
+// current. A later page of the same leader replaces an earlier one.
+func (a *replicaState) leaderView(leader string, created time.Time, ci *clusterInfo) {
+	a.listed, a.created, a.behind = 0, created, nil
+	a.mark(&a.listed, leader)
+	for _, p := range ci.Replicas {
+		if p == nil {
+			continue
+		}
+		a.mark(&a.listed, p.Name)
+		if !p.Current && p.Name != "" {
+			a.behind = append(a.behind, ReplicaLag{Server: p.Name, Active: time.Duration(p.Active)})
+		}
 	}
 }
 
@@ -288,10 +330,33 @@ func (a *replicaState) addPeer(name string) {
 // (nothing changes an Asset's Peers in place; who needs other peers clones
 // them).
 func (m *merger) fill(a *replicaState, out *Asset) {
+	out.Observed = a.observed()
 	slices.Sort(a.peers)
 	out.Leader, out.Peers = a.leader, m.peerSet(a.peers)
 	out.Replicas = max(a.replicas, len(a.peers))
 	out.RequiredLevel, out.Features, out.Ops = a.level, a.features, a.ops
+}
+
+// observed is what the servers showed of the asset beside its config: nil
+// where its leader's report lists no peer that did not report the asset
+// and none that is behind, as for most assets; and nil without the
+// leader's own report, the only one whose list and view count. Called
+// before fill sorts the peers, which the masks index.
+func (a *replicaState) observed() *Observation {
+	if !a.leaderSelf || a.listed == 0 {
+		return nil
+	}
+	var absent []string
+	for i, p := range a.peers[:min(len(a.peers), maxMasked)] {
+		if a.listed&(1<<i) != 0 && a.hosts&(1<<i) == 0 {
+			absent = append(absent, p)
+		}
+	}
+	if len(absent) == 0 && len(a.behind) == 0 {
+		return nil
+	}
+	slices.Sort(absent)
+	return &Observation{Created: a.created, Absent: absent, Behind: a.behind}
 }
 
 // peerSet returns the one list of the sorted peers, made the first time

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 )
 
 // report is one server's JSZ line about an asset: its view of the leader
@@ -18,7 +19,7 @@ type report struct {
 func page(account, stream string, consumer string, r report) *jszData {
 	ci := &clusterInfo{Leader: r.leader}
 	for _, p := range r.replicas {
-		ci.Replicas = append(ci.Replicas, &namedPeer{Name: p})
+		ci.Replicas = append(ci.Replicas, &replicaPeer{Name: p, Current: true})
 	}
 	cfg := configSummary{Replicas: r.configured}
 	sd := jszStream{Name: stream, Cluster: ci, Config: streamConfig{configSummary: cfg}}
@@ -185,5 +186,62 @@ func TestMergeSharesPeerSets(t *testing.T) {
 	grown := append(byName["C1"].Peers, "n4")
 	if !slices.Equal(byName["C2"].Peers, []string{"n1", "n2", "n3"}) || len(grown) != 4 {
 		t.Errorf("after an append to C1's peers, C2's are %v", byName["C2"].Peers)
+	}
+}
+
+// TestMergeObservation: the leader's own report decides who is listed and
+// who is behind; a peer that reported the asset runs it; a follower's
+// stale list adds no absent peer.
+func TestMergeObservation(t *testing.T) {
+	created := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	leaderPage := func(leader string, replicas ...*replicaPeer) *jszData {
+		return &jszData{AccountDetails: []jszAccount{{Name: "APP", Streams: []jszStream{{Name: "S", Created: created,
+			Cluster: &clusterInfo{Leader: leader, Replicas: replicas}}}}}}
+	}
+	tests := []struct {
+		name    string
+		pages   map[string]*jszData // by reporter, added in name order
+		absent  []string
+		behind  []ReplicaLag
+		noneObs bool
+	}{
+		{"every peer reports it", map[string]*jszData{
+			"n1": leaderPage("n1", &replicaPeer{Name: "n2", Current: true}, &replicaPeer{Name: "n3", Current: true}),
+			"n2": page("APP", "S", "", report{"n2", "n1", []string{"n1", "n3"}, 3}),
+			"n3": page("APP", "S", "", report{"n3", "n1", []string{"n1", "n2"}, 3}),
+		}, nil, nil, true},
+		{"n3 does not report it", map[string]*jszData{
+			"n1": leaderPage("n1", &replicaPeer{Name: "n2", Current: true}, &replicaPeer{Name: "n3", Current: false, Active: int64(time.Minute)}),
+			"n2": page("APP", "S", "", report{"n2", "n1", []string{"n1", "n3"}, 3}),
+		}, []string{"n3"}, []ReplicaLag{{Server: "n3", Active: time.Minute}}, false},
+		{"without the leader's report nothing is judged", map[string]*jszData{
+			"n2": page("APP", "S", "", report{"n2", "n1", []string{"n1", "n3"}, 3}),
+		}, nil, nil, true},
+		{"a follower's stale list names n4, the leader's does not", map[string]*jszData{
+			"n1": leaderPage("n1", &replicaPeer{Name: "n2", Current: true}, &replicaPeer{Name: "n3", Current: true}),
+			"n2": page("APP", "S", "", report{"n2", "n1", []string{"n1", "n4"}, 3}),
+			"n3": page("APP", "S", "", report{"n3", "n1", []string{"n1", "n2"}, 3}),
+		}, nil, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMerger()
+			for _, r := range sortedKeys(tc.pages) {
+				m.add(r, "", tc.pages[r])
+			}
+			a := m.streams()[0]
+			if tc.noneObs {
+				if a.Observed != nil {
+					t.Fatalf("observed %+v", a.Observed)
+				}
+				return
+			}
+			if a.Observed == nil {
+				t.Fatal("nothing observed")
+			}
+			if !slices.Equal(a.Observed.Absent, tc.absent) || !slices.Equal(a.Observed.Behind, tc.behind) || !a.Observed.Created.Equal(created) {
+				t.Errorf("observed %+v; want absent %v, behind %v, created %s", a.Observed, tc.absent, tc.behind, created)
+			}
+		})
 	}
 }

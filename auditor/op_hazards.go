@@ -3,7 +3,6 @@ package auditor
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -198,7 +197,7 @@ func (e *evaluation) peerFindings(a *Asset, required int) {
 		if !RunsReplica(o) {
 			down++
 		}
-		if !levelSpeaks(required, s.APILevel) && (o == NotLoaded || o == HeldOffline || o == IgnoredOnline) {
+		if !levelSpeaks(required, s.APILevel) && (o == NotLoaded || o == NotCreated || o == HeldOffline || o == IgnoredOnline) {
 			odd = append(odd, peerOutcome{s, o, ft})
 		}
 	}
@@ -206,17 +205,7 @@ func (e *evaluation) peerFindings(a *Asset, required int) {
 		return
 	}
 	n := len(a.Peers)
-	runs := fmt.Sprintf("runs on %d of its %d peers", n-down, n)
-	if answered < n {
-		runs = fmt.Sprintf("runs on at most %d of its %d peers", n-down, n)
-	}
-	quorum := n/2 + 1
-	switch {
-	case n-down < quorum:
-		runs += ", fewer than its quorum of " + strconv.Itoa(quorum) + ": it stops"
-	case n-down == quorum && n > 1:
-		runs += "; one more peer down and it stops"
-	}
+	runs := runsOn(n-down, n, answered < n)
 	for _, po := range odd {
 		s, ft := po.server, po.feature
 		f := assetFinding(a)
@@ -227,6 +216,10 @@ func (e *evaluation) peerFindings(a *Asset, required int) {
 			f.Code = AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) does not load it (%s): it cannot decode its config, logs the failure and runs on without it",
 				a.Kind, a.name(), runs, s.Name, s.Version, what)
+		case NotCreated:
+			f.Code = AssetPeerNotRunning
+			f.Message = fmt.Sprintf("%s %s %s: %s (%s) does not create it (%s): it refuses the config as it creates the %s, logs the error and runs on without it",
+				a.Kind, a.name(), runs, s.Name, s.Version, what, a.Kind)
 		case HeldOffline:
 			f.Code = AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) holds it offline as unsupported (%s)",

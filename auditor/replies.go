@@ -54,9 +54,19 @@ type statszReply struct {
 	} `json:"statsz"`
 }
 
-// namedPeer is the name of a server.RouteStat, GatewayStat or PeerInfo.
+// namedPeer is the name of a server.RouteStat or GatewayStat.
 type namedPeer struct {
 	Name string `json:"name"`
+}
+
+// replicaPeer is a server.PeerInfo of an asset's RAFT group: its name, and,
+// as the group's leader sees it, whether it is current and how long since
+// the leader last heard from it (Active, in nanoseconds; 0 when it never
+// has: clusterInfo, 2.14.0 jetstream_cluster.go:10673-10692).
+type replicaPeer struct {
+	Name    string `json:"name"`
+	Current bool   `json:"current"`
+	Active  int64  `json:"active"`
 }
 
 // leafzReply is server.ServerAPILeafzResponse.
@@ -73,8 +83,8 @@ type leafzReply struct {
 // clusterInfo is server.ClusterInfo: an asset's RAFT group as one of its
 // peers reports it.
 type clusterInfo struct {
-	Leader   string       `json:"leader,omitempty"`
-	Replicas []*namedPeer `json:"replicas,omitempty"`
+	Leader   string         `json:"leader,omitempty"`
+	Replicas []*replicaPeer `json:"replicas,omitempty"`
 }
 
 // metaClusterInfo is server.MetaClusterInfo.

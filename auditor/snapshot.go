@@ -127,6 +127,33 @@ type Asset struct {
 	// reports it (see PullState); nil for a stream and for any other
 	// consumer.
 	Pull *PullState
+	// Observed is what the servers showed of the asset that its config
+	// does not tell: a peer its leader lists that did not report it, a
+	// peer its leader does not count as current. Nil where there is
+	// nothing of that, or no report of its leader's own.
+	Observed *Observation
+}
+
+// Observation is what the replies showed of one asset's group, beside
+// what its config says (see observed.go).
+type Observation struct {
+	// Created is when the asset was created, by its leader's report.
+	Created time.Time
+	// Absent are the peers its leader lists that did not report the
+	// asset, sorted: each either runs it and its report was not read, or
+	// does not run it.
+	Absent []string
+	// Behind are the peers its leader lists and does not count as
+	// current.
+	Behind []ReplicaLag
+}
+
+// ReplicaLag is a peer that an asset's leader does not count as current,
+// and how long since that leader last heard from it (0: it never has,
+// since it became leader).
+type ReplicaLag struct {
+	Server string
+	Active time.Duration
 }
 
 // DurableSource is an origin consumer a mirror or source reads through.

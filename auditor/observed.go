@@ -1,0 +1,199 @@
+package auditor
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The feature table (Features, ReplicatedOps) predicts what a release does
+// with an asset, and is only as good as the releases it has read. What the
+// servers show needs no table: a peer its leader lists that answered the
+// audit, whose reply was read whole, and that does not report the asset,
+// does not run it, whatever the cause. These rules judge that.
+
+// LoadAllowance is how long after a server starts, or after an asset is
+// created, the audit lets a peer go without reporting the asset before it
+// holds that against it. A restarting server restores its streams from its
+// store before it is ready (2.11.12 logs "Starting restore for stream"
+// before "Server is ready", and the audit asks no server that is not), and
+// a peer creates a new asset when it applies its assignment, within a
+// second of its leader here; the allowance covers a server that catches up
+// from its meta leader's snapshot on a busy machine.
+const LoadAllowance = 10 * time.Second
+
+// CatchUpAllowance is how long a peer that runs an asset may go unheard by
+// the asset's leader before the audit says it is behind: a peer restarted
+// with thousands of messages to catch up on was current again within a
+// second on this project's servers, and the leader's own view goes on
+// calling a peer current for a while after it last heard from it
+// (lostQuorumInterval, 10 s: 2.14.0 jetstream_cluster.go:10675-10682 and raft.go:287), so that
+// a peer's silence shorter than that is nothing to see.
+const CatchUpAllowance = 30 * time.Second
+
+// observed holds an asset's group, as its leader lists it, against the
+// servers that reported the asset: a peer that answered and does not run
+// it (ASSET_PEER_MISSING), and one that runs it and that the leader has not
+// heard from for longer than a catch-up takes (ASSET_PEER_BEHIND). Only
+// peers whose replies were read whole are judged; a server that started,
+// or an asset created, less than LoadAllowance before the audit is not.
+// Where the feature table already says why a peer does not run the asset
+// (ASSET_PEER_NOT_RUNNING, ASSET_API_LEVEL_UNSUPPORTED, ASSET_CRASHES_SERVER,
+// ASSET_HALTS_META), that finding speaks for it.
+func (e *evaluation) observed(a *Asset, now time.Time) {
+	o := a.Observed
+	if o == nil {
+		return
+	}
+	young := !o.Created.IsZero() && now.Sub(o.Created) < LoadAllowance
+	var missing []Server
+	for _, name := range o.Absent {
+		s, ok := e.seen[name]
+		if !ok || e.unread[name] || young || s.Uptime < LoadAllowance {
+			continue
+		}
+		missing = append(missing, s)
+	}
+	n := len(a.Peers)
+	running := n - len(o.Absent)
+	for _, s := range missing {
+		if e.tableExplains(a, s) {
+			continue
+		}
+		f := assetFinding(a)
+		f.Code, f.Server, f.Cluster, f.Version, f.Peer = AssetPeerMissing, s.Name, s.Cluster, s.Version, a.Leader
+		f.Message = fmt.Sprintf("%s %s %s: %s (%s) answered the audit and does not run it, though its leader %s lists it as a peer; %s",
+			a.Kind, a.name(), runsOn(running, n, len(o.Absent) > len(missing)), s.Name, s.Version, a.Leader, e.missingCause(a, s))
+		e.add(f)
+	}
+	for _, b := range o.Behind {
+		s, ok := e.seen[b.Server]
+		if !ok || e.unread[b.Server] || b.Active < CatchUpAllowance || s.Uptime < CatchUpAllowance || !a.hosted(b.Server) {
+			continue
+		}
+		f := assetFinding(a)
+		f.Code, f.Server, f.Cluster, f.Version, f.Peer = AssetPeerBehind, s.Name, s.Cluster, s.Version, a.Leader
+		f.Message = fmt.Sprintf("%s %s: peer %s (%s) runs it, but its leader %s has not heard from it for %s and does not count it as current: %s",
+			a.Kind, a.name(), s.Name, s.Version, a.Leader, b.Active.Round(time.Second), quorumNote(n, running-1))
+		e.add(f)
+	}
+}
+
+// hosted reports whether server name runs the asset, by the replies: it is
+// a peer and not one of those that did not report it.
+func (a *Asset) hosted(name string) bool {
+	if a.Observed != nil {
+		for _, n := range a.Observed.Absent {
+			if n == name {
+				return false
+			}
+		}
+	}
+	for _, p := range a.Peers {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// runsOn writes how many of an asset's n peers run it, and what one more
+// loss does; unsure when some that did not report it went unjudged.
+func runsOn(running, n int, unsure bool) string {
+	out := fmt.Sprintf("runs on %d of its %d peers", running, n)
+	if unsure {
+		out = fmt.Sprintf("runs on at most %d of its %d peers", running, n)
+	}
+	quorum := n/2 + 1
+	switch {
+	case running < quorum:
+		out += ", fewer than its quorum of " + strconv.Itoa(quorum) + ": it stops"
+	case running == quorum && n > 1:
+		out += "; one more peer down and it stops"
+	}
+	return out
+}
+
+// quorumNote says what a group of n peers with current ones current has
+// left: a behind peer is no finding of the gate's while the group keeps
+// its quorum without it.
+func quorumNote(n, current int) string {
+	quorum := n/2 + 1
+	switch {
+	case current < quorum:
+		return fmt.Sprintf("%d of its %d peers are current, fewer than its quorum of %d", current, n, quorum)
+	case current == quorum:
+		return fmt.Sprintf("%d of its %d peers are current, a bare quorum: one more peer down and it stops", current, n)
+	}
+	return fmt.Sprintf("%d of its %d peers are current, above its quorum of %d", current, n, quorum)
+}
+
+// tableExplains reports whether a finding from the tables already says why
+// peer s does not run the asset: a feature of the config keeps it from
+// running its replica (it crashes on, halts at, does not load or create,
+// or holds offline the config), or its API level falls short and it holds
+// the asset offline. A table that says the peer runs it (a 2.10 server,
+// which knows no levels, online and diverging) is contradicted by the
+// replies, which then speak.
+func (e *evaluation) tableExplains(a *Asset, s Server) bool {
+	o := Supported
+	if a.Features != 0 {
+		o, _ = worstFeature(a.Features, s.Parsed)
+	}
+	if o != Supported && !RunsReplica(o) {
+		return true
+	}
+	required, _ := a.requiredLevel()
+	return levelSpeaks(required, s.APILevel) && s.APILevel > 0 && o != IgnoredOnline
+}
+
+// missingCause is what the audit can say of why s does not run the asset:
+// the feature table's word where it has one that is not about the replica
+// (a config the peer runs diverging), else that the cause is in the
+// server's log.
+func (e *evaluation) missingCause(a *Asset, s Server) string {
+	if !s.JetStream {
+		return "its JetStream is off"
+	}
+	var what []string
+	if a.Features != 0 {
+		for _, ft := range a.Features.Features() {
+			if h := ft.HandlingBy(s.Parsed); h.Asset != Supported {
+				what = append(what, fmt.Sprintf("%s, new in %s", ft.Title, ft.Since))
+			}
+		}
+	}
+	if len(what) > 0 {
+		return "cause unknown: see the server's log (the feature table knows it lacks " + strings.Join(what, "; ") + ", but not that this keeps it from running it)"
+	}
+	return "cause unknown: see the server's log (the feature table knows no reason)"
+}
+
+// without is the observation as a what-if holds it once the changed
+// servers restart on other releases: what they showed before is no
+// evidence of what they will do, which the tables judge. Nil when nothing
+// is left.
+func (o *Observation) without(changed map[string]bool) *Observation {
+	if o == nil {
+		return nil
+	}
+	out := &Observation{Created: o.Created}
+	for _, n := range o.Absent {
+		if !changed[n] {
+			out.Absent = append(out.Absent, n)
+		}
+	}
+	for _, b := range o.Behind {
+		if !changed[b.Server] {
+			out.Behind = append(out.Behind, b)
+		}
+	}
+	if len(out.Absent) == len(o.Absent) && len(out.Behind) == len(o.Behind) {
+		return o
+	}
+	if len(out.Absent) == 0 && len(out.Behind) == 0 {
+		return nil
+	}
+	return out
+}

@@ -1,0 +1,176 @@
+package auditor_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// TestPeerThatCannotLoadAStreamOnRealServers plays the rollback issue 32
+// saw: three 2.14.0 servers hold an R3 stream whose subject transform uses
+// {{random(3)}}, a mapping function 2.12 brought, and n3 goes back to
+// 2.11.12 on its own store. The what-if of that rollback is CRITICAL before
+// it happens; once it has, n3 logs "Error recreating stream", runs on, and
+// lists the other stream but not this one, and the live audit is CRITICAL
+// from what the servers show. Without either, the gate would say WARNING
+// (mixed versions): the test holds that every CRITICAL finding is one of
+// these.
+func TestPeerThatCannotLoadAStreamOnRealServers(t *testing.T) {
+	sys, sysConn, app := threeNodes(t, natstest.Node("n1", natstest.Floor, "c1"), natstest.Node("n2", natstest.Floor, "c1"),
+		natstest.Node("n3", natstest.Floor, "c1"))
+	err := natstest.AddStream(app, server.StreamConfig{Name: "T", Subjects: []string{"s.*"}, Replicas: 3, Storage: server.FileStorage,
+		SubjectTransform: &server.SubjectTransformConfig{Source: "s.*", Destination: "t.{{wildcard(1)}}.{{random(3)}}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := natstest.AddStream(app, server.StreamConfig{Name: "P", Subjects: []string{"p.>"}, Replicas: 3, Storage: server.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	if err := natstest.MoveStreamLeader(app, "T", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	policy := auditor.Policy{Floor: mustParse(t, "2.11.0")}
+
+	// Before: the rollback as a what-if.
+	snap, _ := audit(t, sysConn)
+	before := auditor.Evaluate(snap, policy)
+	if before.Status != auditor.OK {
+		t.Fatalf("before the rollback: %s %+v", before.Status, before.Findings)
+	}
+	w, err := auditor.Assume(snap, policy, []auditor.Assumption{{Target: "n3", Version: mustParse(t, "2.11.12")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOnlyCritical(t, "the what-if", w.After, auditor.AssetPeerNotRunning, auditor.AssetAPILevelUnsupported)
+	wantFinding(t, w.After, streamFindings(w.After, "T"), "n3", "", "", "T")
+
+	sys.Restart("n3", natstest.FirstLevels)
+	restarted := time.Now()
+	var live, blind *auditor.Report
+	err = natstest.Eventually(90*time.Second, func() error {
+		snap, byName := audit(t, sysConn)
+		live = auditor.Evaluate(snap, policy)
+		// The same replies, judged as by a table that never read the
+		// mapping function's row: what the servers show must speak.
+		blind = auditor.Evaluate(withoutFeatures(snap, "T"), policy)
+		found := codeFindings(blind, auditor.AssetPeerMissing)
+		if up := byName["n3"].Uptime; up < auditor.LoadAllowance {
+			if len(found) > 0 {
+				t.Fatalf("n3 has been up %s, less than the allowance, and is judged: %+v", up, found)
+			}
+			return fmt.Errorf("n3 up %s", up)
+		}
+		if len(found) == 0 {
+			return fmt.Errorf("no %s yet: %+v", auditor.AssetPeerMissing, blind.Findings)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("judged %s after n3 restarted as %s", time.Since(restarted).Round(time.Second), natstest.FirstLevels)
+	wantOnlyCritical(t, "the live audit", live, auditor.AssetAPILevelUnsupported)
+	wantFinding(t, live, streamFindings(live, "T"), "n3", "", "",
+		"stream APP > T (the {{random(n)}} mapping function in a subject transform, which its _nats.req.level does not record) needs JetStream API level 2 but peer n3 supports 1: 2.11.12 refuses the config as it creates the stream")
+	if found := codeFindings(live, auditor.AssetPeerMissing); len(found) > 0 {
+		t.Errorf("the table's finding speaks for n3, yet: %+v", found)
+	}
+	wantOnlyCritical(t, "the audit without the row", blind, auditor.AssetPeerMissing)
+	wantFinding(t, blind, codeFindings(blind, auditor.AssetPeerMissing), "n3", "n1", "",
+		"stream APP > T runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.11.12) answered the audit and does not run it, though its leader n1 lists it as a peer; cause unknown: see the server's log")
+
+	// The oracle: n3 runs on, says why in its log, and lists P but not T.
+	if !sys.Running("n3") {
+		t.Fatal("n3 exited")
+	}
+	line := logLine(sys.Log("n3"), `Error recreating stream "T"`)
+	if line == "" {
+		t.Fatalf("n3 did not log why:\n%s", sys.LogTail("n3", 30))
+	}
+	t.Logf("n3 logged: %s", line)
+	replies, err := natstest.JSZ(sysConn, server.JSzOptions{Accounts: true, Streams: true}, 3, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rep := range replies {
+		var has []string
+		for _, acc := range rep.Data.AccountDetails {
+			for _, s := range acc.Streams {
+				has = append(has, s.Name)
+			}
+		}
+		want := "P,T"
+		if name == "n3" {
+			want = "P"
+		}
+		if got := strings.Join(slices.Sorted(slices.Values(has)), ","); got != want {
+			t.Errorf("%s lists streams %s; want %s", name, got, want)
+		}
+	}
+
+	// Undoing it, as a what-if: n3 on 2.14.0 again drops what n3 showed.
+	after, _ := audit(t, sysConn)
+	w, err = auditor.Assume(after, policy, []auditor.Assumption{{Target: "n3", Version: mustParse(t, natstest.Floor)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found := codeFindings(w.After, auditor.AssetPeerMissing); len(found) > 0 || w.After.Status != auditor.OK {
+		t.Errorf("the what-if of n3 back on 2.14.0: %s %+v", w.After.Status, w.After.Findings)
+	}
+}
+
+// wantOnlyCritical fails unless r is CRITICAL and each of its CRITICAL
+// findings is of one of codes: what a gate would say without them.
+func wantOnlyCritical(t *testing.T, what string, r *auditor.Report, codes ...auditor.Code) {
+	t.Helper()
+	if r.Status != auditor.Critical {
+		t.Fatalf("%s is %s, not CRITICAL: %+v", what, r.Status, r.Findings)
+	}
+	for _, f := range r.Findings {
+		if f.Severity == auditor.Critical && !slices.Contains(codes, f.Code) {
+			t.Errorf("%s has CRITICAL %s: %s", what, f.Code, f.Message)
+		}
+	}
+}
+
+// streamFindings are r's CRITICAL findings about stream name itself (not
+// a consumer of it).
+func streamFindings(r *auditor.Report, name string) []auditor.Finding {
+	var out []auditor.Finding
+	for _, f := range r.Findings {
+		if f.Severity == auditor.Critical && f.Stream == name && f.Consumer == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// logLine is the first line of log that contains s, or "".
+func logLine(log, s string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
+// withoutFeatures is snap with the features of stream name's config
+// forgotten, as by a feature table without their rows.
+func withoutFeatures(snap *auditor.Snapshot, name string) *auditor.Snapshot {
+	out := *snap
+	out.Streams = slices.Clone(snap.Streams)
+	for i := range out.Streams {
+		if out.Streams[i].Stream == name {
+			out.Streams[i].Features = 0
+		}
+	}
+	return &out
+}

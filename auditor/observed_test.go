@@ -1,0 +1,126 @@
+package auditor_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor"
+)
+
+// observedSnapshot is three 2.14.0 servers, up a minute, and stream S led
+// by n1 with peers n1, n2, n3, created a minute before the audit, with obs
+// as what the replies showed.
+func observedSnapshot(t *testing.T, obs *auditor.Observation) *auditor.Snapshot {
+	t.Helper()
+	start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	snap := &auditor.Snapshot{Started: start, ExpectedCount: 3}
+	for _, n := range []string{"n1", "n2", "n3"} {
+		s := auditor.Server{Name: n, ID: "ID" + n, Cluster: "c1", JetStream: true, APILevel: 4, Uptime: time.Minute}
+		s.SetVersion("2.14.0")
+		snap.Servers = append(snap.Servers, s)
+	}
+	if obs != nil && obs.Created.IsZero() {
+		obs.Created = start.Add(-time.Minute)
+	}
+	snap.Streams = []auditor.Asset{{Kind: auditor.KindStream, Account: "APP", Stream: "S", Leader: "n1",
+		Peers: []string{"n1", "n2", "n3"}, Replicas: 3, Observed: obs}}
+	return snap
+}
+
+func TestObservedFindings(t *testing.T) {
+	start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		obs    *auditor.Observation
+		change func(*auditor.Snapshot)
+		code   auditor.Code
+		want   string // the message's words; empty: no finding of code
+	}{
+		{"a peer that answered and does not run the asset", &auditor.Observation{Absent: []string{"n3"}}, nil, auditor.AssetPeerMissing,
+			"stream APP > S runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.14.0) answered the audit and does not run it, though its leader n1 lists it as a peer; cause unknown: see the server's log"},
+		{"two peers: below the quorum", &auditor.Observation{Absent: []string{"n2", "n3"}}, nil, auditor.AssetPeerMissing,
+			"runs on 1 of its 3 peers, fewer than its quorum of 2: it stops"},
+		{"nothing observed", nil, nil, auditor.AssetPeerMissing, ""},
+		{"a peer that did not answer is SERVER_MISSING's", &auditor.Observation{Absent: []string{"n3"}},
+			func(s *auditor.Snapshot) { s.Servers = s.Servers[:2] }, auditor.AssetPeerMissing, ""},
+		{"a peer whose reply was not read", &auditor.Observation{Absent: []string{"n3"}},
+			func(s *auditor.Snapshot) {
+				s.Problems = []auditor.Problem{{Server: "n3", Request: "JSZ", Err: "timeout"}}
+			}, auditor.AssetPeerMissing, ""},
+		{"a peer restarting", &auditor.Observation{Absent: []string{"n3"}},
+			func(s *auditor.Snapshot) { s.Servers[2].Uptime = auditor.LoadAllowance - time.Second }, auditor.AssetPeerMissing, ""},
+		{"an asset being created", &auditor.Observation{Absent: []string{"n3"}, Created: start.Add(-time.Second)}, nil, auditor.AssetPeerMissing, ""},
+		{"an asset created past the allowance", &auditor.Observation{Absent: []string{"n3"}, Created: start.Add(-auditor.LoadAllowance)}, nil,
+			auditor.AssetPeerMissing, "n3 (2.14.0) answered the audit"},
+		{"the table speaks for the peer", &auditor.Observation{Absent: []string{"n3"}},
+			func(s *auditor.Snapshot) {
+				s.Servers[2].SetVersion("2.11.12")
+				s.Servers[2].APILevel = 1
+				s.Streams[0].Features = auditor.DetectFeatures(auditor.KindStream, &auditor.AssetConfig{
+					SubjectTransform: &auditor.SubjectMapping{Destination: "t.{{ Random(3) }}"}})
+			}, auditor.AssetPeerMissing, ""},
+		{"a feature the table knows, but not as keeping it from running", &auditor.Observation{Absent: []string{"n3"}},
+			func(s *auditor.Snapshot) {
+				s.Servers[2].SetVersion("2.10.27")
+				s.Servers[2].APILevel = 0
+				s.Streams[0].Features = auditor.DetectFeatures(auditor.KindStream, &auditor.AssetConfig{AllowMsgTTL: true})
+			}, auditor.AssetPeerMissing, "cause unknown: see the server's log (the feature table knows it lacks per-message TTLs, new in 2.11.0"},
+		{"a peer the leader has not heard from", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n3", Active: time.Minute}}}, nil,
+			auditor.AssetPeerBehind, "stream APP > S: peer n3 (2.14.0) runs it, but its leader n1 has not heard from it for 1m0s and does not count it as current: 2 of its 3 peers are current, a bare quorum"},
+		{"a silence shorter than a catch-up", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n3", Active: auditor.CatchUpAllowance - time.Second}}}, nil,
+			auditor.AssetPeerBehind, ""},
+		{"a peer never heard from since the leader was elected", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n3"}}}, nil,
+			auditor.AssetPeerBehind, ""},
+		{"behind and not running is missing, not behind", &auditor.Observation{Absent: []string{"n3"}, Behind: []auditor.ReplicaLag{{Server: "n3", Active: time.Minute}}}, nil,
+			auditor.AssetPeerBehind, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := observedSnapshot(t, tc.obs)
+			if tc.change != nil {
+				tc.change(snap)
+			}
+			r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, "2.10.0")})
+			found := codeFindings(r, tc.code)
+			if tc.want == "" {
+				if len(found) > 0 {
+					t.Fatalf("%+v", found)
+				}
+				return
+			}
+			// One finding per peer the observation names.
+			if n := max(len(tc.obs.Absent), 1); len(found) != n {
+				t.Fatalf("%s findings %+v; want %d", tc.code, found, n)
+			}
+			for _, f := range found {
+				if !strings.Contains(f.Message, tc.want) || f.Peer != "n1" || f.Severity != auditor.SeverityOf(tc.code) {
+					t.Errorf("finding %+v; want one saying %q about a peer of leader n1", f, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestObservedUnderAssume: a what-if that restarts the missing peer on
+// another release drops what it showed; one that changes another server
+// keeps it.
+func TestObservedUnderAssume(t *testing.T) {
+	for _, tc := range []struct {
+		target string
+		keeps  bool
+	}{{"n3", false}, {"n2", true}} {
+		snap := observedSnapshot(t, &auditor.Observation{Absent: []string{"n3"}})
+		w, err := auditor.Assume(snap, auditor.Policy{Floor: mustParse(t, "2.10.0")},
+			[]auditor.Assumption{{Target: tc.target, Version: mustParse(t, "2.14.10")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(codeFindings(w.After, auditor.AssetPeerMissing)) == 1; got != tc.keeps {
+			t.Errorf("%s on 2.14.10: keeps the finding %t, want %t: %+v", tc.target, got, tc.keeps, w.After.Findings)
+		}
+		if len(codeFindings(w.Before, auditor.AssetPeerMissing)) != 1 {
+			t.Errorf("before: %+v", w.Before.Findings)
+		}
+	}
+}
