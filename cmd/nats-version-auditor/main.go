@@ -38,25 +38,40 @@ const (
 	exitUnknown = int(auditor.Unknown)
 )
 
-// run parses args, runs the chosen command and returns the process exit code.
-// It is the only place that decides exit codes.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// cli is the application and what its flags and commands parse into.
+type cli struct {
+	app    *kingpin.Application
+	conn   *connFlags
+	audit  *auditFlags
+	logCfg *promslog.Config
+	check  *checkCommand
+	report *reportCommand
+	serve  *serveCommand
+	plan   *planCommand
+}
+
+// newCLI declares every flag and command; usage goes to stdout, parse
+// errors to stderr.
+func newCLI(stdout, stderr io.Writer) *cli {
 	app := kingpin.New(appName, "Audits the versions of every server in a NATS system, and the leaders and peers of every JetStream asset, against a version floor.")
 	app.Version(versionText())
 	app.HelpFlag.Short('h')
 	app.UsageWriter(stdout)
 	app.ErrorWriter(stderr)
+	c := &cli{app: app, conn: addConnFlags(app), audit: addAuditFlags(app), logCfg: &promslog.Config{Writer: stderr}}
+	promslogflag.AddFlags(app, c.logCfg)
+	c.check = addCheckCommand(app)
+	c.report = addReportCommand(app)
+	c.serve = addServeCommand(app)
+	c.plan = addPlanCommand(app)
+	return c
+}
 
-	conn := addConnFlags(app)
-	audit := addAuditFlags(app)
-	logCfg := &promslog.Config{Writer: stderr}
-	promslogflag.AddFlags(app, logCfg)
-
-	check := addCheckCommand(app)
-	report := addReportCommand(app)
-	serve := addServeCommand(app)
-	plan := addPlanCommand(app)
-
+// run parses args, runs the chosen command and returns the process exit code.
+// It is the only place that decides exit codes.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCLI(stdout, stderr)
+	app, check, report, serve, plan := c.app, c.check, c.report, c.serve, c.plan
 	if len(args) == 0 {
 		app.UsageWriter(stderr)
 		app.Usage(nil)
@@ -70,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		// A flag the parser refused still gets the one document of the
 		// format asked for, as any other failure does.
-		switch typedCommand(app, args) {
+		switch typedCommand(app, args, check.cmd) {
 		case check.cmd.FullCommand():
 			check.failed(stdout, err, started)
 		case report.cmd.FullCommand():
@@ -81,7 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: error: %v (try --help)\n", appName, err)
 		return exitUnknown
 	}
-	a := auditing{conn: conn, flags: audit, logger: promslog.New(logCfg)}
+	a := auditing{conn: c.conn, flags: c.audit, logger: promslog.New(c.logCfg)}
 
 	var status auditor.Severity
 	switch cmd {
@@ -161,29 +176,6 @@ func nameFlag(app *kingpin.Application, args []string, err error) error {
 		}
 	}
 	return err
-}
-
-// typedCommand returns the command args select, with the flags that shape
-// its document (--format, --floor, --to) set as typed: kingpin stops setting
-// flags at the first it refuses, and sets none when an environment variable
-// is what it refused. "" is no command.
-func typedCommand(app *kingpin.Application, args []string) string {
-	pc, _ := app.ParseContext(args)
-	if pc == nil || pc.SelectedCommand == nil {
-		return ""
-	}
-	shapes := func(f *kingpin.FlagModel) bool { return f.Name == "format" || f.Name == "floor" || f.Name == "to" }
-	for _, f := range pc.SelectedCommand.Model().Flags {
-		if shapes(f) && len(f.Default) > 0 {
-			_ = f.Value.Set(f.Default[0])
-		}
-	}
-	for _, el := range pc.Elements {
-		if f, ok := el.Clause.(*kingpin.FlagClause); ok && el.Value != nil && shapes(f.Model()) {
-			_ = f.Model().Value.Set(*el.Value) // a value it refuses leaves the default
-		}
-	}
-	return pc.SelectedCommand.FullCommand()
 }
 
 // fail prints one line naming the problem and returns the UNKNOWN exit code.
