@@ -222,6 +222,7 @@ func TestOpTablesAgainstSource(t *testing.T) {
 			checkConfigFields(t, tag, dir)
 			checkDecoder(t, tag, dir)
 			checkVotes(t, tag, dir)
+			checkProposals(t, tag, dir)
 		})
 	}
 }
