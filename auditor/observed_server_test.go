@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -173,4 +174,88 @@ func withoutFeatures(snap *auditor.Snapshot, name string) *auditor.Snapshot {
 		}
 	}
 	return &out
+}
+
+// TestRestartingPeerIsNoFinding: a peer of an R3 stream restarts with
+// messages to catch up on, and every audit while it does, and after, has no
+// finding of what the servers show: a restart does not flap the gate. It
+// logs how long the catch-up took, the measure CatchUpAllowance rests on.
+func TestRestartingPeerIsNoFinding(t *testing.T) {
+	sys, sysConn, app := threeNodes(t, natstest.Node("n1", natstest.Floor, "c1"), natstest.Node("n2", natstest.Floor, "c1"),
+		natstest.Node("n3", natstest.Floor, "c1"))
+	if err := natstest.AddStream(app, server.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3, Storage: server.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	if err := natstest.MoveStreamLeader(app, "S", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	sys.Kill("n3")
+	const backlog = 20000
+	payload := make([]byte, 512)
+	for i := range backlog {
+		// Acknowledged in batches: each ack waits for a quorum (n1, n2).
+		if i%500 == 499 {
+			if _, err := natstest.Publish(app, "s.x", payload, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := app.Publish("s.x", payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sys.Restart("n3", "")
+	restarted := time.Now()
+	policy := auditor.Policy{Floor: mustParse(t, natstest.Floor)}
+	audits, caughtUp := 0, time.Duration(0)
+	for time.Since(restarted) < auditor.CatchUpAllowance+15*time.Second {
+		snap, byName := audit(t, sysConn)
+		audits++
+		r := auditor.Evaluate(snap, policy)
+		for _, code := range []auditor.Code{auditor.AssetPeerMissing, auditor.AssetPeerBehind} {
+			if found := codeFindings(r, code); len(found) > 0 {
+				t.Fatalf("n3 up %s: %+v", byName["n3"].Uptime, found)
+			}
+		}
+		if caughtUp == 0 {
+			if err := streamCurrent(sysConn, "S", "n3", backlog); err == nil {
+				caughtUp = time.Since(restarted)
+			}
+		}
+	}
+	if caughtUp == 0 {
+		t.Fatalf("n3 did not catch up in %s", time.Since(restarted).Round(time.Second))
+	}
+	t.Logf("n3 caught up on %d messages %s after its restart; %d audits, none with a finding", backlog, caughtUp.Round(time.Millisecond), audits)
+}
+
+// streamCurrent is nil once stream's leader counts peer as current and
+// the peer holds want messages.
+func streamCurrent(sysConn *nats.Conn, stream, peer string, want uint64) error {
+	replies, err := natstest.JSZ(sysConn, server.JSzOptions{Accounts: true, Streams: true}, 3, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	current, held := false, false
+	for name, rep := range replies {
+		for _, acc := range rep.Data.AccountDetails {
+			for _, s := range acc.Streams {
+				if s.Name != stream || s.Cluster == nil {
+					continue
+				}
+				if name == peer {
+					held = s.State.Msgs >= want
+				}
+				if s.Cluster.Leader == name {
+					for _, p := range s.Cluster.Replicas {
+						current = current || (p.Name == peer && p.Current)
+					}
+				}
+			}
+		}
+	}
+	if !current || !held {
+		return fmt.Errorf("%s: current %t, holds %d messages %t", peer, current, want, held)
+	}
+	return nil
 }

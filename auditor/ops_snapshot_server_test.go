@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -27,7 +28,8 @@ import (
 // their own, reset the replica and are caught up from the same snapshot
 // again, in a loop. Either way n3's copy stays at the one message it had.
 // The audit says so before n3 stops: with n1 leading, or with n2 leading
-// (if n1 becomes its leader).
+// (if n1 becomes its leader). Once 2.14.10's replica has halted, what the
+// servers show says it too: n1 no longer hears from it (ASSET_PEER_BEHIND).
 func TestOpSnapshotWithSourcesToAnOldFollower(t *testing.T) {
 	for _, tt := range []struct {
 		old, leader string
@@ -165,6 +167,9 @@ func TestOpSnapshotWithSourcesToAnOldFollower(t *testing.T) {
 			if !sys.Running("n3") {
 				t.Errorf("n3 exited:\n%s", sys.LogTail("n3", 20))
 			}
+			if tt.outcome == auditor.HaltsReplica {
+				behindOnRealServers(t, sysConn, "S", "n3")
+			}
 		})
 	}
 }
@@ -194,4 +199,29 @@ func streamSnapshotFile(sys *natstest.System, name, stream string) string {
 		}
 	}
 	return last
+}
+
+// behindOnRealServers waits until the audit, from what the servers show,
+// finds peer of stream behind: its leader no longer hears from its
+// halted replica (ASSET_PEER_BEHIND), which runs on in its JSZ.
+func behindOnRealServers(t *testing.T, sysConn *nats.Conn, stream, peer string) {
+	t.Helper()
+	halted := time.Now()
+	var found []auditor.Finding
+	err := natstest.Eventually(auditor.CatchUpAllowance+60*time.Second, func() error {
+		snap, _ := audit(t, sysConn)
+		r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, "2.10.0")})
+		found = codeFindings(r, auditor.AssetPeerBehind)
+		if len(found) == 0 {
+			return fmt.Errorf("no %s yet", auditor.AssetPeerBehind)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s after the halt: %s %s", time.Since(halted).Round(time.Second), found[0].Severity, found[0].Message)
+	if len(found) != 1 || found[0].Server != peer || found[0].Stream != stream {
+		t.Errorf("findings %+v; want one about %s", found, peer)
+	}
 }
