@@ -25,7 +25,8 @@ import (
 type connFlags struct {
 	server, user, password, token, creds, nkey string
 	tlsCert, tlsKey, tlsCA, context            string
-	tlsFirst                                   bool
+	connectionName, inboxPrefix                string
+	tlsFirst, noContext                        bool
 	timeout                                    time.Duration
 }
 
@@ -42,6 +43,9 @@ func addConnFlags(app *kingpin.Application) *connFlags {
 	app.Flag("tlsca", "TLS CA certificate file to verify the servers with").Envar("NATS_CA").PlaceHolder("FILE").StringVar(&c.tlsCA)
 	app.Flag("tlsfirst", "Perform the TLS handshake before the NATS INFO exchange").BoolVar(&c.tlsFirst)
 	app.Flag("context", "natscli context to connect with; explicit flags win over it").Envar("NATS_CONTEXT").StringVar(&c.context)
+	app.Flag("no-context", "Disable the selected context").BoolVar(&c.noContext)
+	app.Flag("connection-name", "Nickname to use for the underlying NATS Connection").Default(appName).PlaceHolder("NAME").StringVar(&c.connectionName)
+	app.Flag("inbox-prefix", "Custom inbox prefix to use for inboxes").PlaceHolder("PREFIX").StringVar(&c.inboxPrefix)
 	app.Flag("timeout", "How long one audit may wait for the servers' answers").Envar("NATS_TIMEOUT").Default(auditor.DefaultTimeout.String()).DurationVar(&c.timeout)
 	return c
 }
@@ -50,12 +54,25 @@ func addConnFlags(app *kingpin.Application) *connFlags {
 // finish, even on loopback, and a gate given one only ever says UNKNOWN.
 const minTimeout = 100 * time.Millisecond
 
-// validate refuses a --timeout no audit can run in.
+// validate refuses a --timeout no audit can run in, and an --inbox-prefix
+// nats.go would refuse only at connect, in words that name no flag.
 func (c *connFlags) validate() error {
 	if c.timeout < minTimeout {
 		return fmt.Errorf("--timeout %s: too short for an audit, want at least %s (default %s)", c.timeout, minTimeout, auditor.DefaultTimeout)
 	}
+	if p := c.inboxPrefix; p != "" && (strings.ContainsAny(p, "*> \t") || strings.HasSuffix(p, ".") || strings.HasPrefix(p, ".") || strings.Contains(p, "..")) {
+		return fmt.Errorf("--inbox-prefix %q: want subject tokens without wildcards and without a trailing dot, such as _INBOX_audit", p)
+	}
 	return nil
+}
+
+// name is the connection's name as the servers show it (CONNZ, connect
+// events): --connection-name, or the program's name where it is blank.
+func (c *connFlags) name() string {
+	if n := strings.TrimSpace(c.connectionName); n != "" {
+		return n
+	}
+	return appName
 }
 
 // natsContext merges the selected natscli context with the explicit flags.
@@ -70,11 +87,14 @@ func (c *connFlags) natsContext() (*natscontext.Context, error) {
 		natscontext.WithCertificate(c.tlsCert),
 		natscontext.WithKey(c.tlsKey),
 		natscontext.WithCA(c.tlsCA),
+		natscontext.WithInboxPrefix(c.inboxPrefix),
 	}
 	if c.tlsFirst {
 		opts = append(opts, natscontext.WithTLSHandshakeFirst())
 	}
-	load := c.context != "" || natscontext.SelectedContext() != ""
+	// --no-context loads none, neither the selected one nor --context's, as
+	// natscli's does.
+	load := !c.noContext && (c.context != "" || natscontext.SelectedContext() != "")
 	nctx, err := natscontext.New(c.context, load, opts...)
 	if err != nil {
 		return nil, contextError(c.context, err)
@@ -115,7 +135,7 @@ func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	extra := []nats.Option{nats.Name(appName), nats.Timeout(c.timeout)}
+	extra := []nats.Option{nats.Name(c.name()), nats.Timeout(c.timeout)}
 	if reconnect {
 		extra = append(extra, nats.MaxReconnects(-1),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {

@@ -53,7 +53,10 @@ func parserErrors(t *testing.T, cmd string) (after, before, last [][]string) {
 			after = append(after, []string{"--" + f.Name + "=maybe"}, []string{"--" + f.Name, "--" + f.Name + "=yes"})
 			continue
 		}
-		after = append(after, []string{"--" + f.Name}, []string{"--no-" + f.Name})
+		after = append(after, []string{"--" + f.Name})
+		if !slices.ContainsFunc(m.Flags, func(g *kingpin.FlagModel) bool { return g.Name == "no-"+f.Name }) { // --context has --no-context
+			after = append(after, []string{"--no-" + f.Name})
+		}
 		bad, good := "", ""
 		for _, v := range []string{"abc", "x=y=z", "0", "-1", "1.2.3.4.5", ""} {
 			switch {

@@ -32,6 +32,8 @@ func TestUsageErrors(t *testing.T) {
 		{"timeout zero", []string{"check", "--timeout", "0s"}, "--timeout 0s: too short for an audit, want at least 100ms"},
 		{"timeout too short", []string{"report", "--timeout", "1ms"}, "--timeout 1ms: too short for an audit, want at least 100ms"},
 		{"timeout negative", []string{"serve", "--timeout=-1s"}, "--timeout -1s: too short for an audit"},
+		{"plan timeout too short", []string{"plan", "--to", "2.14.0", "--timeout", "1ms"}, "--timeout 1ms: too short for an audit, want at least 100ms"},
+		{"inbox prefix a wildcard", []string{"plan", "--to", "2.14.0", "--inbox-prefix", "_INBOX.>"}, `--inbox-prefix "_INBOX.>": want subject tokens`},
 		{"timeout without a unit", []string{"check", "--timeout", "5"}, "missing unit in duration"},
 		{"bad stream pattern", []string{"check", "--stream", "ORD[ERS"}, `--stream "ORD[ERS": not a glob pattern`},
 		{"missing creds file", []string{"check", "--creds", "/nonexistent/sys.creds", "-s", "nats://127.0.0.1:1"}, "/nonexistent/sys.creds"},

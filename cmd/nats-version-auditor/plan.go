@@ -67,6 +67,9 @@ func (c *planCommand) plan(ctx context.Context, a auditing) (*auditor.Plan, *aud
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := a.conn.validate(); err != nil {
+		return nil, nil, err
+	}
 	to, err := auditor.ParseRelease(c.to)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--to: %w", err)
