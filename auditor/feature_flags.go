@@ -55,7 +55,15 @@ var FeatureFlags = []FeatureFlag{
 	{
 		Name: FlagAckFormatV2, Title: "v2 ack and flow-control reply subjects",
 		Defaults: []FlagDefault{{From: v214, On: false,
-			Evidence: "2.14.0 feature_flags.go:23, :35; 2.15.3 :23, :37 (the docs: the default changes in 2.16)"}},
+			Evidence: "2.14.0 feature_flags.go:23, :35 (\"Introduced: 2.14.0, both v1 and v2 supported, only using v1\"; " +
+				"\"Enabled: TBD, both supported, v2 becomes the default\", :28-31); 2.15.3 :23, :37, the same words (:30-32)"}},
+		// A leader from 2.14.0 on subscribes both formats, whatever the
+		// flag (2.14.0 consumer.go:1700; 2.15.3 :1847): only an older
+		// leader misses the v2 acks.
+		Hazard: "a consumer it leads delivers with v2 ack subjects ($JS.ACK.<domain>.<account hash>.<stream>.<consumer>…, 2.15.3 consumer.go:1444-1459); " +
+			"a leader before 2.14.0 subscribes only the v1 subjects ($JS.ACK.<stream>.<consumer>.*.*.*.*.*, 2.12.15 consumer.go:1286-1288, :1576), " +
+			"so an ack for a message delivered before the leadership moved to it is lost and the message is delivered again after ack_wait " +
+			"(seen on 2.15.3, 2.15.3 and 2.12.15: num_ack_pending stayed 1; with the flag off the ack applied)",
 	},
 	{
 		Name: FlagRaftDeleteRange, Title: "mirror gaps proposed as one delete range",

@@ -272,10 +272,23 @@ var ReplicatedOps = []ReplicatedOp{
 					"from the RESET handler (2.14.0 consumer.go:4474; 2.15.3 :4785)",
 			},
 			{
+				// The re-create and the unanswered create reset a consumer
+				// whose own config sets sourcing: the ones a mirror or a
+				// source creates (2.14.0 stream.go:3491, :3919), which in a
+				// cluster over a non-limits origin become replicated
+				// durables (jetstream_cluster.go:9198-9207), or a client's.
+				// The audit cannot see that field yet; it judges the
+				// consumers a stream reads through (Sourced).
 				Since: v214, How: ProposedByItself, Sourced: true,
-				When: "as the consumer's leader when a stream that reads through it by durable sourcing sets up its source",
+				When: "as the consumer's leader when a stream that reads through it by durable sourcing sets up its source, " +
+					"and, for a consumer whose config sets sourcing, when a create of it reaches the existing consumer again (a re-create) " +
+					"and as the first leader of a create not answered yet",
 				Evidence: "durable sourcing sends RESET instead of a consumer create (2.14.0 stream.go:3564-3590); " +
-					"sourcing consumers reset on create and leader change (2.14.0 jetstream_cluster.go:6157-6160, :7007-7009; 2.15.3 :8146, :9587)",
+					"a re-create of an existing sourcing consumer resets it where it leads (2.14.0 jetstream_cluster.go:6150-6160; " +
+					"2.15.3 :8134-8146, there only a client's re-create, :8140-8142); " +
+					"the first leader of a sourcing consumer's unanswered create resets it instead of answering the create " +
+					"(2.14.0 :6962-6963, :6994, :7007-7009; 2.15.3 :9532-9533, :9572, :9585-9587); " +
+					"resetStartingSeqLocked proposes resetSeqOp where the consumer is replicated (2.14.0 consumer.go:2822-2832; 2.15.3 :3002-3012)",
 			},
 		},
 	},
