@@ -36,12 +36,14 @@ type pipeline struct {
 	// connectedOnly narrows the audit to the server the connection is on
 	// (serve --scope server).
 	connectedOnly bool
-	logger        *slog.Logger
+	// who names the user the connection logs in as.
+	who    func() string
+	logger *slog.Logger
 }
 
 // pipeline is the pipeline of policy and conn, with the flags' options.
 func (a auditing) pipeline(policy func() (auditor.Policy, error), conn func(context.Context) (*nats.Conn, func(), error)) *pipeline {
-	return &pipeline{policy: policy, conn: conn, options: a.flags.options(a.conn.timeout, a.logger), logger: a.logger}
+	return &pipeline{policy: policy, conn: conn, options: a.flags.options(a.conn.timeout, a.logger), who: a.conn.who, logger: a.logger}
 }
 
 // once is the pipeline of check, report and check --wait: each audit on a
@@ -97,7 +99,7 @@ func (p *pipeline) run(ctx context.Context) (*auditor.Report, auditor.Policy, er
 	}
 	snap, err := auditor.Collect(ctx, nc, opts)
 	if err != nil {
-		return nil, pol, collectError(err)
+		return nil, pol, collectError(err, p.who())
 	}
 	if p.memory != nil {
 		p.memory.Recall(snap)

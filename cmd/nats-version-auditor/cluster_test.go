@@ -331,7 +331,7 @@ func TestConnectionFailuresNameTheProblem(t *testing.T) {
 		want string
 	}{
 		{"wrong password", []string{"-s", url, "--user", natstest.SysUser, "--password", "not-the-password"}, "authentication failed"},
-		{"user outside the system account", []string{"-s", url, "--user", natstest.AppUser, "--password", natstest.AppPassword}, "not a system account user"},
+		{"user outside the system account", []string{"-s", url, "--user", natstest.AppUser, "--password", natstest.AppPassword}, `user "app" is not in the system account`},
 		{"unreachable", []string{"-s", "nats://127.0.0.1:1", "--timeout", "1s"}, "cannot reach NATS at nats://127.0.0.1:1"},
 		{"password in the URL", []string{"-s", "nats://sys:not-the-password@" + strings.TrimPrefix(url, "nats://")}, "authentication failed at nats://127.0.0.1"},
 	}

@@ -16,7 +16,9 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/nats-io/jsm.go/natscontext"
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
@@ -163,6 +165,13 @@ func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, er
 				logger.Debug("NATS error", "err", err)
 			}))
 	}
+	if path, ok := credsFile(nctx); ok {
+		// nats.go reads the file only while connecting, and then says
+		// neither which file nor, for most defects, what is wrong.
+		if err := checkCredsFile(path); err != nil {
+			return nil, err
+		}
+	}
 	opts, err := nctx.NATSOptions(extra...)
 	if err != nil {
 		return nil, fmt.Errorf("credentials: %w", err)
@@ -173,6 +182,98 @@ func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, er
 		return nil, connectError(target, c.timeout, err)
 	}
 	return nc, nil
+}
+
+// credsFile is the path of the creds file nctx logs in with, if it does:
+// not when a user name wins over it, as in natscontext's NATSOptions, nor
+// when a natscontext resolver (op://, env://...) gives it.
+func credsFile(nctx *natscontext.Context) (string, bool) {
+	ref := nctx.Creds()
+	if ref == "" || nctx.User() != "" {
+		return "", false
+	}
+	if u, err := url.Parse(ref); err == nil && len(u.Scheme) >= 2 {
+		if u.Scheme != "file" {
+			return "", false
+		}
+		ref = strings.TrimPrefix(ref, "file://")
+	}
+	if rest, ok := strings.CutPrefix(ref, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			ref = filepath.Join(home, rest)
+		}
+	}
+	return ref, true
+}
+
+// credsFileError is a creds file the connection cannot log in with, and
+// what is wrong with it.
+type credsFileError struct {
+	path, what string
+	err        error
+}
+
+func (e *credsFileError) Error() string {
+	if e.err == nil {
+		return "creds file " + e.path + " " + e.what
+	}
+	return "creds file " + e.path + " " + e.what + ": " + e.err.Error()
+}
+
+func (e *credsFileError) Unwrap() error { return e.err }
+
+// checkCredsFile says what is wrong with the creds file at path, if
+// anything: nsc writes a user's JWT and that user's nkey seed, each between
+// its own ----- lines.
+func checkCredsFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return &credsFileError{path: path, what: "cannot be read", err: err}
+	}
+	kp, err := nkeys.ParseDecoratedNKey(data)
+	switch {
+	case errors.Is(err, nkeys.ErrNoSeedFound):
+		return &credsFileError{path: path, what: "holds no nkey seed (want the USER NKEY SEED block nsc writes after the JWT)"}
+	case err != nil:
+		return &credsFileError{path: path, what: "holds an nkey seed that does not decode", err: err}
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return &credsFileError{path: path, what: "holds an nkey seed that does not decode", err: err}
+	}
+	if prefix, _, err := nkeys.DecodeSeed(seed); err != nil || prefix != nkeys.PrefixByteUser {
+		return &credsFileError{path: path, what: fmt.Sprintf("holds the seed of %s, not of a user (a user's seed begins SU, not %.2s)", seedRole(prefix), seed)}
+	}
+	token, err := nkeys.ParseDecoratedJWT(data)
+	if err != nil {
+		return &credsFileError{path: path, what: "holds no user JWT", err: err}
+	}
+	claims, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		if !strings.Contains(string(data), "BEGIN NATS USER JWT") {
+			return &credsFileError{path: path, what: "holds no user JWT (want the NATS USER JWT block nsc writes before the seed)"}
+		}
+		return &credsFileError{path: path, what: "holds a user JWT that does not decode", err: err}
+	}
+	if pub, err := kp.PublicKey(); err == nil && claims.Subject != pub {
+		return &credsFileError{path: path, what: fmt.Sprintf("holds the JWT of user %s but the seed of user %s: both must be the same user's", claims.Subject, pub)}
+	}
+	return nil
+}
+
+// seedRole names what a seed of prefix is the key of.
+func seedRole(prefix nkeys.PrefixByte) string {
+	switch prefix {
+	case nkeys.PrefixByteOperator:
+		return "an operator"
+	case nkeys.PrefixByteAccount:
+		return "an account"
+	case nkeys.PrefixByteServer:
+		return "a server"
+	case nkeys.PrefixByteCluster:
+		return "a cluster"
+	}
+	return "something else"
 }
 
 // redactURLs drops user information (passwords, tokens) from a
@@ -208,7 +309,8 @@ const (
 	failAuth
 	// failTLS is the TLS setup of one side that the other refuses.
 	failTLS
-	// failFile is a credentials, key or certificate file that cannot be read.
+	// failFile is a credentials, key or certificate file that cannot be
+	// read, or a creds file that cannot log in.
 	failFile
 	// failNotSystemAccount is a user outside the system account.
 	failNotSystemAccount
@@ -230,8 +332,9 @@ func classify(err error) failure {
 		pathErr   *fs.PathError
 	)
 	var (
-		permErr *auditor.PermissionError
-		netErr  net.Error
+		permErr  *auditor.PermissionError
+		netErr   net.Error
+		credsErr *credsFileError
 	)
 	switch {
 	case errors.Is(err, auditor.ErrNotSystemAccount):
@@ -246,7 +349,7 @@ func classify(err error) failure {
 	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &certErr), errors.As(err, &recordErr),
 		errors.Is(err, nats.ErrSecureConnRequired), errors.Is(err, nats.ErrSecureConnWanted), errors.Is(err, nats.ErrClientCertOrRootCAsRequired):
 		return failTLS
-	case errors.As(err, &pathErr):
+	case errors.As(err, &credsErr), errors.As(err, &pathErr):
 		return failFile
 	case errors.Is(err, nats.ErrNoServers):
 		return failUnreachable
@@ -280,6 +383,10 @@ func connectError(target string, timeout time.Duration, err error) error {
 	case failTLS:
 		return fmt.Errorf("TLS failure connecting to %s: %w", target, err)
 	case failFile:
+		var credsErr *credsFileError
+		if errors.As(err, &credsErr) {
+			return err // names the file and what is wrong with it
+		}
 		var pathErr *fs.PathError
 		errors.As(err, &pathErr)
 		return fmt.Errorf("cannot read %s: %w", pathErr.Path, err)
@@ -289,12 +396,48 @@ func connectError(target string, timeout time.Duration, err error) error {
 	return fmt.Errorf("cannot connect to NATS at %s: %w", target, err)
 }
 
-// collectError says what a failure of auditor.Collect was.
-func collectError(err error) error {
+// collectError says what a failure of auditor.Collect was; who names the
+// user the audit connected as (connFlags.who).
+func collectError(err error, who string) error {
 	if classify(err) == failNotSystemAccount {
-		return fmt.Errorf("not a system account user: %w", err)
+		return &wordedError{msg: who + " is not in the system account", err: err}
 	}
 	return err
+}
+
+// who names the user a connection logs in as, as it was given: the user
+// name, the creds or nkey file, a token (not shown) or the user of the
+// server URL, in the order natscontext picks them, with the natscli
+// context they came from.
+func (c *connFlags) who() string {
+	user, creds, nkey, jwt, token, urls, from := c.user, c.creds, c.nkey, "", c.token, c.server, ""
+	if nctx, err := c.natsContext(); err == nil {
+		user, creds, nkey, jwt, token, urls = nctx.User(), nctx.Creds(), nctx.NKey(), nctx.UserJWT(), nctx.Token(), nctx.ServerURL()
+		if nctx.Name != "" {
+			from = fmt.Sprintf(" (context %q)", nctx.Name)
+		}
+	}
+	switch {
+	case user != "":
+		return fmt.Sprintf("user %q%s", user, from)
+	case creds != "":
+		return "the user of creds file " + creds + from
+	case nkey != "":
+		return "the user of nkey file " + nkey + from
+	case jwt != "":
+		return "the user of the context's user_jwt" + from
+	case token != "":
+		return "the token's user" + from
+	}
+	for _, u := range strings.Split(urls, ",") {
+		if u, err := url.Parse(strings.TrimSpace(u)); err == nil && u.User != nil && u.User.Username() != "" {
+			if _, hasPassword := u.User.Password(); hasPassword {
+				return fmt.Sprintf("user %q of the server URL%s", u.User.Username(), from)
+			}
+			return "the token's user of the server URL" + from
+		}
+	}
+	return "the user without credentials (the server's no_auth_user)" + from
 }
 
 // wordedError is err said in other words.

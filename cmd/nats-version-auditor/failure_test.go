@@ -50,6 +50,10 @@ func TestClassify(t *testing.T) {
 
 		{"fs.PathError", fmt.Errorf("credentials: %w", &fs.PathError{Op: "open", Path: "/etc/sys.creds", Err: fs.ErrNotExist}), failFile, "cannot read /etc/sys.creds", false},
 
+		{"a creds file that cannot log in", &credsFileError{path: "/etc/sys.creds", what: "holds no nkey seed"}, failFile, "creds file /etc/sys.creds holds no nkey seed", false},
+		{"a creds file that cannot be read", &credsFileError{path: "/etc/sys.creds", what: "cannot be read", err: &fs.PathError{Op: "open", Path: "/etc/sys.creds", Err: fs.ErrPermission}},
+			failFile, "creds file /etc/sys.creds cannot be read: open /etc/sys.creds: permission denied", false},
+
 		{"nats.ErrNoServers", nats.ErrNoServers, failUnreachable, "cannot reach NATS at " + target, true},
 
 		{"auditor.ErrNotSystemAccount", auditor.ErrNotSystemAccount, failNotSystemAccount, "cannot connect to NATS at " + target, false},
