@@ -60,6 +60,9 @@ const (
 	// AssetPeerBehind: a peer runs the asset, but its leader has not heard
 	// from it for longer than a catch-up takes (observed.go).
 	AssetPeerBehind Code = "ASSET_PEER_BEHIND"
+	// ConsumerAcksLostOnTakeover: a peer that hands out v2 acks and one
+	// before 2.14.0 that can take the consumer over (acks.go).
+	ConsumerAcksLostOnTakeover Code = "CONSUMER_ACKS_LOST_ON_TAKEOVER"
 
 	// KnownBadRelease: a server runs a release known to lose data
 	// (BadReleases).
@@ -237,6 +240,10 @@ var Codes = []CodeInfo{
 		Description: "a peer of a stream or consumer, listed by its leader, answered the audit and does not run it, whatever the cause: the group runs on fewer peers than it has"},
 	{Code: AssetPeerBehind, Severity: Warning,
 		Description: "a peer runs a replicated stream or consumer, but its leader has not heard from it for longer than a catch-up takes and does not count it as current"},
+	// WARNING: at-least-once holds; the consumer's application sees
+	// duplicates it did not expect to.
+	{Code: ConsumerAcksLostOnTakeover, Severity: Warning, LeaderPeer: true,
+		Description: "whatever the floor: a replicated consumer has a peer that hands out acks in the v2 format (js_ack_fc_v2 on) and a peer before 2.14.0 that can take it over: the acks of the messages in flight at that takeover are lost and those messages delivered again after ack_wait"},
 	{Code: LeafnodeUnaudited, Severity: Warning,
 		Description: "a leafnode peer never answered the audit: it does not share the system account, or it is not answering"},
 	{Code: ServerMissing, Severity: Unknown, Incomplete: true, owner: ownedByAnyAnswered,

@@ -284,6 +284,7 @@ func (e *evaluation) asset(a *Asset) {
 		e.apiLevel(a, s, required, unrecorded)
 	}
 	e.peerFindings(a, required)
+	e.ackTakeovers(a)
 	e.observed(a, e.now)
 }
 

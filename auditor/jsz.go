@@ -109,11 +109,14 @@ type configSummary struct {
 	RequiredLevel int
 	Features      FeatureSet
 	Ops           OpSet
+	// AckNone: a consumer with ack_policy none, which has no acks.
+	AckNone bool
 }
 
 func summarize(kind AssetKind, c *jszConfig) configSummary {
 	return configSummary{Replicas: c.Replicas, RequiredLevel: c.requiredLevel(),
-		Features: DetectFeatures(kind, &c.AssetConfig), Ops: DetectOps(kind, &c.AssetConfig)}
+		Features: DetectFeatures(kind, &c.AssetConfig), Ops: DetectOps(kind, &c.AssetConfig),
+		AckNone: kind == KindConsumer && c.AckPolicy == "none"}
 }
 
 // streamConfig and consumerConfig are the summaries of a stream's and a

@@ -70,6 +70,7 @@ type replicaState struct {
 	level    int
 	features FeatureSet
 	ops      OpSet
+	ackNone  bool
 	// leaderSelf is set once the leader itself reported the asset: its word
 	// on who leads wins over a follower's possibly stale view.
 	leaderSelf bool
@@ -265,6 +266,7 @@ func (m *merger) merge(a *replicaState, reporter string, created time.Time, ci *
 	a.level = max(a.level, cfg.RequiredLevel)
 	a.features |= cfg.Features
 	a.ops |= cfg.Ops
+	a.ackNone = a.ackNone || cfg.AckNone
 	if ci == nil {
 		// A server outside any cluster hosts its assets alone and leads them.
 		a.leader, a.leaderSelf = reporter, true
@@ -334,7 +336,7 @@ func (m *merger) fill(a *replicaState, out *Asset) {
 	slices.Sort(a.peers)
 	out.Leader, out.Peers = a.leader, m.peerSet(a.peers)
 	out.Replicas = max(a.replicas, len(a.peers))
-	out.RequiredLevel, out.Features, out.Ops = a.level, a.features, a.ops
+	out.RequiredLevel, out.Features, out.Ops, out.AckNone = a.level, a.features, a.ops, a.ackNone
 }
 
 // observed is what the servers showed of the asset beside its config: nil

@@ -123,6 +123,8 @@ type Asset struct {
 	// mirrors or sources through (durable sourcing, 2.14): a 2.14 server
 	// leading the stream sends $JS.API.CONSUMER.RESET to each by itself.
 	DurableSources []DurableSource
+	// AckNone: a consumer with ack_policy none, which has no acks to lose.
+	AckNone bool
 	// Pull is who pulls a consumer with a priority policy, as its leader
 	// reports it (see PullState); nil for a stream and for any other
 	// consumer.
