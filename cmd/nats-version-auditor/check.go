@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -61,7 +62,14 @@ func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Wr
 		r, w, err = c.assume.apply(r, pol)
 	}
 	if err != nil {
-		c.failed(stdout, err, started)
+		// The document says why the last audit could not run; how the
+		// wait ended goes to stderr with it.
+		audit := err
+		var gaveUp *waitGaveUp
+		if errors.As(err, &gaveUp) {
+			audit = gaveUp.err
+		}
+		c.failed(stdout, audit, started)
 		return auditor.Unknown, err
 	}
 	if err := render.WriteCheck(stdout, c.format, r, w); err != nil {
@@ -157,6 +165,17 @@ type waitInterrupted struct {
 
 func (w *waitInterrupted) Error() string { return errWaitInterrupted.Error() }
 
+// waitGaveUp is until's answer when the wait ended on the deadline with an
+// audit that could not run: that audit's error, and how the wait ended, said
+// in one line.
+type waitGaveUp struct {
+	err    error
+	gaveUp string
+}
+
+func (w *waitGaveUp) Error() string { return w.err.Error() + "; " + w.gaveUp }
+func (w *waitGaveUp) Unwrap() error { return w.err }
+
 // until audits until the status is the one wanted or better, printing a
 // line to stderr whenever the picture changes, and returns the last audit's
 // outcome for check to print. A connection failure is waited out (a rolling
@@ -183,29 +202,45 @@ func (w *waitFlags) until(ctx context.Context, audit func(context.Context) (*aud
 			return nil, err
 		}
 		last.last, last.lastErr = r, err
+		done := err == nil && !r.Status.Worse(want)
+		// No audit may start after the deadline: the wait gives up after
+		// this one unless it is done.
+		givingUp := !done && started.Add(w.minInterval).After(deadline)
 		line := render.Progress(r, err)
+		// What an audit that ends the wait found is said once, in the line
+		// that ends it.
+		unsaid := givingUp && line != lastLine
 		if line != lastLine {
-			fmt.Fprintf(stderr, "%s %s\n", started.Format("15:04:05"), line)
+			if !givingUp {
+				fmt.Fprintf(stderr, "%s %s\n", started.Format("15:04:05"), line)
+			}
 			lastLine = line
 			backoff = w.minInterval
 		} else {
 			backoff = min(2*backoff, maxBackoff*w.minInterval)
 		}
-		if err == nil && !r.Status.Worse(want) {
+		if done {
 			return r, nil
 		}
-		earliest := started.Add(w.minInterval)
-		if earliest.After(deadline) {
+		if givingUp {
 			status := auditor.Unknown
 			if err == nil {
 				status = r.Status
 			}
 			// Say when it ends, not when it would have: the deadline may be
 			// seconds away, but no audit may start before it.
-			fmt.Fprintf(stderr, "%s: the wait gave up after %s of --wait %s: the next audit could not start before the deadline "+
-				"(at most one per --audit.min-interval %s); status %s, wanted %s\n",
-				appName, time.Since(begun).Round(100*time.Millisecond), w.wait, w.minInterval, status, want)
-			return r, err
+			gaveUp := fmt.Sprintf("the wait gave up after %s of --wait %s: the next audit could not start before the deadline "+
+				"(at most one per --audit.min-interval %s); status %s, wanted %s",
+				time.Since(begun).Round(100*time.Millisecond), w.wait, w.minInterval, status, want)
+			if err != nil {
+				// One line for both, the error run prints.
+				return nil, &waitGaveUp{err: err, gaveUp: gaveUp}
+			}
+			if unsaid {
+				gaveUp += ": " + strings.TrimPrefix(line, status.String()+" ")
+			}
+			fmt.Fprintf(stderr, "%s: %s\n", appName, gaveUp)
+			return r, nil
 		}
 		next := started.Add(backoff)
 		if next.After(deadline) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -126,5 +127,44 @@ func TestBadCredsFileIsNamed(t *testing.T) {
 	res := runCmd(t, "check", "--no-context", "-s", "nats://127.0.0.1:1", "--creds", path)
 	if !strings.Contains(res.stderr, "cannot reach NATS at nats://127.0.0.1:1") {
 		t.Errorf("a good creds file: %q, want the connection tried", res.stderr)
+	}
+}
+
+// TestWaitTimeoutIsOneLine: a --wait that gives up says so in one line,
+// with what its last audit found, or why that audit could not run (then as
+// the one error line, while the document keeps the audit's own error);
+// progress lines are only those of audits before it.
+func TestWaitTimeoutIsOneLine(t *testing.T) {
+	sys := natstest.Start(t, natstest.Spec{Name: "solo", Version: natstest.Floor})
+	const unreachable = "cannot reach NATS at nats://127.0.0.1:1: nats: no servers available for connection"
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		code  int
+		lines []string // regexps, one a line
+	}{
+		{"one audit that could not run", []string{"--wait", "1s", "--audit.min-interval", "5s", "-s", "nats://127.0.0.1:1"}, exitUnknown, []string{
+			`^` + appName + `: error: ` + regexp.QuoteMeta(unreachable) + `; the wait gave up after 0s of --wait 1s: the next audit could not start before the deadline \(at most one per --audit\.min-interval 5s\); status UNKNOWN, wanted OK$`}},
+		{"audits that could not run", []string{"--wait", "1s", "--audit.min-interval", "200ms", "-s", "nats://127.0.0.1:1"}, exitUnknown, []string{
+			`^\d\d:\d\d:\d\d UNKNOWN ` + regexp.QuoteMeta(unreachable) + `; still waiting$`,
+			`^` + appName + `: error: ` + regexp.QuoteMeta(unreachable) + `; the wait gave up after 1(\.\d)?s of --wait 1s: .*; status UNKNOWN, wanted OK$`}},
+		{"one audit below the floor", append([]string{"--wait", "1s", "--audit.min-interval", "5s", "--floor", "2.15"}, sys.SysArgs("solo")...), 2, []string{
+			`^` + appName + `: the wait gave up after 0s of --wait 1s: the next audit could not start before the deadline \(at most one per --audit\.min-interval 5s\); status CRITICAL, wanted OK: 0 of 1 servers at or above 2\.15\.0$`}},
+	} {
+		res := runCmd(t, append([]string{"check", "--no-context", "--format", "json", "--timeout", "500ms"}, tt.args...)...)
+		lines := strings.Split(strings.TrimSuffix(res.stderr, "\n"), "\n")
+		if res.code != tt.code || len(lines) != len(tt.lines) {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant exit %d and %d lines", tt.name, res.code, res.stderr, tt.code, len(tt.lines))
+			continue
+		}
+		for i, re := range tt.lines {
+			if !regexp.MustCompile(re).MatchString(lines[i]) {
+				t.Errorf("%s: stderr line %d %q, want %s", tt.name, i+1, lines[i], re)
+			}
+		}
+		var doc struct{ Status, Error string }
+		if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil || (tt.code == exitUnknown && doc.Error != unreachable) {
+			t.Errorf("%s: the document's error %q (%v), want the last audit's own, %q", tt.name, doc.Error, err, unreachable)
+		}
 	}
 }
