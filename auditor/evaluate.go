@@ -47,7 +47,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	for _, s := range snap.Servers {
 		e.seen[s.Name] = s
 	}
-	e.now = snap.Started
+	e.now, e.snap = snap.Started, snap
 	for _, pr := range snap.Problems {
 		if pr.Server != "" {
 			if e.unread == nil {
@@ -114,8 +114,9 @@ type evaluation struct {
 	// could not be used: what they did not report is no evidence.
 	unread map[string]bool
 	// now is when the audit started, against which the ages of servers
-	// and assets are weighed.
-	now time.Time
+	// and assets are weighed; snap is the snapshot judged.
+	now  time.Time
+	snap *Snapshot
 	// lastCode and lastSeverity are the code of the finding added last
 	// and its severity.
 	lastCode     Code
@@ -400,7 +401,41 @@ func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorde
 				a.Kind, name, required, s.Name, level, s.Version, ft.Title, a.Kind)
 		}
 	}
+	if heldOffline(o, required, level) {
+		f.Message += stopsItsStream(a, s.Server)
+	}
 	e.add(f)
+}
+
+// heldOffline reports whether a peer of API level level, whose worst
+// outcome of the asset's features is o, holds an asset of the required
+// level offline as unsupported: its level says so and no feature makes
+// it run, fail to load or fail to create the asset instead.
+func heldOffline(o Outcome, required, level int) bool {
+	switch {
+	case o == HeldOffline:
+		return true
+	case !levelSpeaks(required, level) || level == 0:
+		return false
+	}
+	return o != IgnoredOnline && o != NotLoaded && o != NotCreated
+}
+
+// stopsStreamSince is the first release that, holding a consumer offline
+// as unsupported, stops the consumer's stream on that server too, "to
+// protect the whole stream" (2.11.9 jetstream_cluster.go:4535-4553;
+// 2.12.15 :5738-5762; 2.15.3 :7642-7660; absent in 2.11.8).
+var stopsStreamSince = v2119
+
+// stopsItsStream is what a finding that peer s holds consumer a offline
+// adds: s stops the consumer's stream too, from stopsStreamSince on
+// (TestSourcingConsumerStopsItsStream); "" for a stream or an older peer.
+func stopsItsStream(a *Asset, s Server) string {
+	if a.Kind != KindConsumer || !s.Parsed.AtLeast(stopsStreamSince) {
+		return ""
+	}
+	return "; and, as every server from 2.11.9 on does for a consumer it holds offline, it stops the consumer's stream " +
+		AccountLabel(a.Account, a.AccountName) + " > " + a.Stream + " with it: " + s.Name + " runs no copy of the stream either"
 }
 
 // levelSpeaks reports whether a peer of API level level falls short of an

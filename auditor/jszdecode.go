@@ -468,6 +468,8 @@ func (d *jszDecoder) assetConfig(c *AssetConfig, key []byte) error {
 		return d.Bool(&c.AllowBatchPublish)
 	case "ack_policy":
 		return d.Name(&c.AckPolicy)
+	case "sourcing":
+		return d.Bool(&c.Sourcing)
 	case "deliver_subject":
 		return d.Text(&c.DeliverSubject)
 	case "pause_until":

@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -157,6 +158,9 @@ func (e *evaluation) missingCause(a *Asset, s Server) string {
 	if !s.JetStream {
 		return "its JetStream is off"
 	}
+	if c := e.heldConsumer(a, s); c != "" {
+		return "it holds the stream's consumer " + c + " offline as unsupported, and a server from 2.11.9 on stops the consumer's stream with it (see the consumer's finding)"
+	}
 	var what []string
 	if a.Features != 0 {
 		for _, ft := range a.Features.Features() {
@@ -197,4 +201,29 @@ func (o *Observation) without(changed map[string]bool) *Observation {
 		return nil
 	}
 	return out
+}
+
+// heldConsumer names a consumer of stream a that peer s holds offline as
+// unsupported, by the tables, where s is of a release that stops the
+// stream for it (stopsStreamSince); "" when none. It looks only when a
+// stream's peer is missing, which is rare, so it scans the consumers
+// rather than keep an index of them by stream.
+func (e *evaluation) heldConsumer(a *Asset, s Server) string {
+	if a.Kind != KindStream || e.snap == nil || !s.Parsed.AtLeast(stopsStreamSince) {
+		return ""
+	}
+	for i := range e.snap.Consumers {
+		c := &e.snap.Consumers[i]
+		if c.Stream != a.Stream || c.Account != a.Account || c.Domain != a.Domain || !slices.Contains(c.Peers, s.Name) {
+			continue
+		}
+		o := Supported
+		if c.Features != 0 {
+			o, _ = worstFeature(c.Features, s.Parsed)
+		}
+		if required, _ := c.requiredLevel(); heldOffline(o, required, s.APILevel) {
+			return c.Consumer
+		}
+	}
+	return ""
 }

@@ -223,7 +223,7 @@ func (e *evaluation) peerFindings(a *Asset, required int) {
 		case HeldOffline:
 			f.Code = AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) holds it offline as unsupported (%s)",
-				a.Kind, a.name(), runs, s.Name, s.Version, what)
+				a.Kind, a.name(), runs, s.Name, s.Version, what) + stopsItsStream(a, s)
 		default:
 			f.Code = AssetPeerDiverges
 			f.Message = fmt.Sprintf("%s %s uses %s: peer %s (%s) runs it online without it, ignoring what it does not know, and its copy diverges from the others'",
