@@ -116,10 +116,7 @@ type AssetConfig struct {
 	RePublish        *SubjectMapping `json:"republish,omitempty"`
 
 	// Consumer config.
-	AckPolicy string `json:"ack_policy,omitempty"`
-	// Sourcing marks a consumer that durable sourcing reads through; a
-	// client can set it too.
-	Sourcing       bool     `json:"sourcing,omitempty"`
+	AckPolicy      string   `json:"ack_policy,omitempty"`
 	DeliverSubject string   `json:"deliver_subject,omitempty"`
 	PauseUntil     string   `json:"pause_until,omitempty"`
 	PriorityGroups []string `json:"priority_groups,omitempty"`
@@ -175,11 +172,67 @@ func mappingDestinations(c *AssetConfig) []string {
 // pattern for it accepts: any case of the first letter, and space inside
 // the braces (2.12.0 subject_transform.go:38).
 func usesMappingFunction(fn string) func(*AssetConfig) bool {
-	re := regexp.MustCompile(`{{\s*[` + strings.ToLower(fn[:1]) + strings.ToUpper(fn[:1]) + `]` + regexp.QuoteMeta(fn[1:]) + `\s*\(`)
+	return usesMappingFunctionIn(mappingDestinations, fn)
+}
+
+// mappingFunctionPattern matches a call of the mapping function fn (lower
+// case) as the server's pattern for it does.
+func mappingFunctionPattern(fn string) *regexp.Regexp {
+	return regexp.MustCompile(`{{\s*[` + strings.ToLower(fn[:1]) + strings.ToUpper(fn[:1]) + `]` + regexp.QuoteMeta(fn[1:]) + `\s*\(`)
+}
+
+// leftRightRefused is what a release from 2.11.0 to 2.14.6 does with a
+// stream whose transform, or whose mirror's or source's, calls left() or
+// right(): ValidateMapping, which checkStreamCfg runs on those
+// destinations, knows no such function.
+const leftRightRefused = "ValidateMapping refuses them (2.11.12 sublist.go:1258-1280; 2.12.15 :1271-1293; 2.14.6 :1271-1291) " +
+	"in the stream's transform and its mirror's and sources' (2.11.12 stream.go:1783, :1516, :1609; 2.14.6 :2226, :1936, :2023); " +
+	"checkStreamCfg runs it on a create and as the server creates the stream from its assignment (2.11.12 stream.go:522; 2.14.6 :751) " +
+	"or from its store at start, logging \"Error recreating stream\" and running on (2.11.12 jetstream.go:1568; 2.12.15 :1592; 2.14.6 :1571)"
+
+// streamAndMirrorDestinations are the destinations of a stream's own
+// transform and its mirror's transforms.
+func streamAndMirrorDestinations(c *AssetConfig) []string {
+	var out []string
+	if m := c.SubjectTransform; m != nil && m.Destination != "" {
+		out = append(out, m.Destination)
+	}
+	if c.Mirror != nil {
+		for _, m := range c.Mirror.SubjectTransforms {
+			out = append(out, m.Destination)
+		}
+	}
+	return out
+}
+
+// sourceDestinations are the destinations of a stream's sources'
+// transforms.
+func sourceDestinations(c *AssetConfig) []string {
+	var out []string
+	for _, s := range c.Sources {
+		if s != nil {
+			for _, m := range s.SubjectTransforms {
+				out = append(out, m.Destination)
+			}
+		}
+	}
+	return out
+}
+
+// usesMappingFunctionIn returns whether a stream config calls one of the
+// mapping functions fns (lower case) in the destinations dests gives,
+// spelled as the server's patterns accept (usesMappingFunction).
+func usesMappingFunctionIn(dests func(*AssetConfig) []string, fns ...string) func(*AssetConfig) bool {
+	var res []*regexp.Regexp
+	for _, fn := range fns {
+		res = append(res, mappingFunctionPattern(fn))
+	}
 	return func(c *AssetConfig) bool {
-		for _, d := range mappingDestinations(c) {
-			if re.MatchString(d) {
-				return true
+		for _, d := range dests(c) {
+			for _, re := range res {
+				if re.MatchString(d) {
+					return true
+				}
 			}
 		}
 		return false
@@ -203,6 +256,9 @@ var (
 	// (:1580); absent in 2.12.4).
 	v2125 = mustVersion("2.12.5")
 	v214  = mustVersion("2.14.0")
+	// v2.14.7: the config check takes the left() and right() mapping
+	// functions (sublist.go:1291-1292).
+	v2147 = mustVersion("2.14.7")
 	// v2.14.10 and v2.15.3: decodeConfig decodes an assignment's config
 	// strictly, then field by field, and holds an asset with a value it
 	// cannot decode offline as "unsupported - config error" (2.14.10
@@ -432,18 +488,33 @@ var Features = []Feature{
 				"a create it handles fails checkStreamCfg (2.11.12 stream.go:1783)"}},
 	},
 	{
-		// A consumer field a client can set, meant for the consumers
-		// durable sourcing reads through; _nats.req.level does not record
-		// it (2.14.0 jetstream_versioning.go:141-171). A server that holds
-		// the consumer offline stops its stream too (stopsStreamSince).
-		Name: "consumer_sourcing", Title: "a consumer's sourcing flag", Kind: KindConsumer, Level: 4, Since: v214,
-		Uses:   func(c *AssetConfig) bool { return c.Sourcing },
-		Source: "2.14.0 consumer.go:129 (ConsumerConfig.Sourcing); absent in 2.12.15",
-		Older: fieldFeature(v214,
-			"2.10.27 has no such field; decodes consumer assignments leniently (jetstream_cluster.go:7613); "+createLenient,
-			"(ConsumerConfig has no sourcing field) 2.11.12 jetstream_cluster.go:8173-8189 (strict consumer decode: unsupported); "+createLenient,
-			"TestSourcingConsumerStopsItsStream: 2.12.15 logs `Detected unsupported consumer 'APP > S > C': unsupported - config error: unknown field \"sourcing\"` "+
-				"and `Stopping unsupported stream 'APP > S'` (jetstream_cluster.go:9655-9662, :5738-5762); "+createStrict),
+		// Functions the transform engine has known since 2.10.0, which the
+		// config check (ValidateMapping) took only from 2.14.7. 2.10 checks
+		// only its sources' transforms (source_transform_left_right); a
+		// republish goes through the engine alone, so every release takes
+		// them there.
+		Name: "transform_left_right", Title: "the {{left()}} and {{right()}} mapping functions in a stream's or a mirror's subject transform",
+		Kind: KindStream, Level: 4, Since: v2147,
+		Uses:   usesMappingFunctionIn(streamAndMirrorDestinations, "left", "right"),
+		Source: "2.14.7 sublist.go:1291-1292 (ValidateMapping); absent in 2.14.6",
+		Older: []Handling{
+			{Below: v211, Asset: Supported, Create: Supported,
+				Evidence: "2.10.27 checks only a source's transforms (stream.go:1397); its engine takes left() and right() (subject_transform.go:305-315)"},
+			{From: v211, Below: v2147, Asset: NotCreated, Create: CreateRefused,
+				Evidence: "TestLeftRightTransformOnRealServers (2.14.0 restarted on a 2.14.10 store logs " +
+					"`Error recreating stream \"L\": stream transform: invalid mapping destination: unknown function in {{left(1,2)}} (10156)`, runs on and hosts the other stream; " +
+					"as the meta leader it refuses the create; as a peer of a create through a 2.14.10 meta leader, it fails to create the stream, " +
+					"which the meta leader then removes, the client told of the failure or of the create, whichever peer answers first); " + leftRightRefused},
+		},
+	},
+	{
+		Name: "source_transform_left_right", Title: "the {{left()}} and {{right()}} mapping functions in a source's subject transform",
+		Kind: KindStream, Level: 4, Since: v2147,
+		Uses:   usesMappingFunctionIn(sourceDestinations, "left", "right"),
+		Source: "2.14.7 sublist.go:1291-1292 (ValidateMapping); absent in 2.14.6",
+		Older: []Handling{{Below: v2147, Asset: NotCreated, Create: CreateRefused,
+			Evidence: "2.10.27 ValidateMappingDestination (sublist.go:1275-1296) refuses them in a source's transforms (stream.go:1397), " +
+				"run by checkStreamCfg as the server creates the stream from its assignment (:412); " + leftRightRefused}},
 	},
 	{
 		// A nested field: older servers see an unknown field in mirror or

@@ -159,12 +159,15 @@ var configFields = []configField{
 }
 
 // TestOpTablesAgainstSource reads, in the nats-server source at every tag
-// the tables name and at the newest tags the module proxy serves, the
-// entry ops and the apply switches of each group (and what their default
-// does with an op they have no case for), the feature flags and their
-// defaults, and the values of the config enums. It fails on any the tables
-// do not judge, or judge otherwise: the next release's new op, flag or
-// value shows up here before it shows up as a crash.
+// the tables name and at the newest tags the module proxy serves: every
+// entryOp constant of the server package, the apply switches of each group
+// and what their default and the group's monitor do with an op they have
+// no case for, the flag checks around the proposals (checkProposals), the
+// feature flags and their defaults, the values of the config enums, the
+// fields of the configs and of the structs nested in them, and the mapping
+// functions subject transforms take (checkMappingFunctions). It fails on
+// any the tables do not judge, or judge otherwise: the next release's new
+// op, flag, field or value shows up here before it shows up as a crash.
 func TestOpTablesAgainstSource(t *testing.T) {
 	if testing.Short() {
 		t.Skip("downloads nats-server sources")
@@ -223,6 +226,7 @@ func TestOpTablesAgainstSource(t *testing.T) {
 			checkDecoder(t, tag, dir)
 			checkVotes(t, tag, dir)
 			checkProposals(t, tag, dir)
+			checkMappingFunctions(t, tag, dir)
 		})
 	}
 }
@@ -274,7 +278,11 @@ func tablesTags() []string {
 	for _, r := range memberVotes {
 		add(r.From, r.Below)
 	}
+	for _, m := range mappingFunctions {
+		add(m.Engine, m.Check)
+	}
 	add(FeatureFlagsSince, v215)
+	tags = append(tags, mappingChecked...)
 	tags = append(tags, votesChecked...)
 	return append(tags, decoderChecked...)
 }
