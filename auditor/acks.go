@@ -14,13 +14,13 @@ var ackFormatV2Since = v214
 // that did not answer is judged by neither side; an unparseable version is
 // VERSION_UNPARSEABLE's.
 func (e *evaluation) ackTakeovers(a *Asset) {
-	if a.Kind != KindConsumer || len(a.Peers) < 2 || a.AckNone {
+	if len(e.ackV2) == 0 || a.Kind != KindConsumer || len(a.Peers) < 2 || a.AckNone {
 		return
 	}
 	var givers []string
 	for _, p := range a.Peers {
-		if s, ok := e.seen[p]; ok && FlagOn(s, FlagAckFormatV2) {
-			givers = append(givers, p+" ("+s.Version+")")
+		if e.ackV2[p] {
+			givers = append(givers, p+" ("+e.seen[p].Version+")")
 		}
 	}
 	if len(givers) == 0 {

@@ -48,6 +48,14 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 		e.seen[s.Name] = s
 	}
 	e.now, e.snap = snap.Started, snap
+	for _, s := range snap.Servers {
+		if FlagOn(s, FlagAckFormatV2) {
+			if e.ackV2 == nil {
+				e.ackV2 = map[string]bool{}
+			}
+			e.ackV2[s.Name] = true
+		}
+	}
 	for _, pr := range snap.Problems {
 		if pr.Server != "" {
 			if e.unread == nil {
@@ -117,6 +125,10 @@ type evaluation struct {
 	// and assets are weighed; snap is the snapshot judged.
 	now  time.Time
 	snap *Snapshot
+	// ackV2 are the servers that answered with js_ack_fc_v2 on: read once
+	// per server, not once per consumer's peer (a flag's default is
+	// looked up in a table).
+	ackV2 map[string]bool
 	// lastCode and lastSeverity are the code of the finding added last
 	// and its severity.
 	lastCode     Code
