@@ -116,7 +116,10 @@ type AssetConfig struct {
 	RePublish        *SubjectMapping `json:"republish,omitempty"`
 
 	// Consumer config.
-	AckPolicy      string   `json:"ack_policy,omitempty"`
+	AckPolicy string `json:"ack_policy,omitempty"`
+	// Sourcing marks a consumer that durable sourcing reads through; a
+	// client can set it too.
+	Sourcing       bool     `json:"sourcing,omitempty"`
 	DeliverSubject string   `json:"deliver_subject,omitempty"`
 	PauseUntil     string   `json:"pause_until,omitempty"`
 	PriorityGroups []string `json:"priority_groups,omitempty"`
@@ -515,6 +518,20 @@ var Features = []Feature{
 		Older: []Handling{{Below: v2147, Asset: NotCreated, Create: CreateRefused,
 			Evidence: "2.10.27 ValidateMappingDestination (sublist.go:1275-1296) refuses them in a source's transforms (stream.go:1397), " +
 				"run by checkStreamCfg as the server creates the stream from its assignment (:412); " + leftRightRefused}},
+	},
+	{
+		// A consumer field a client can set, meant for the consumers
+		// durable sourcing reads through; _nats.req.level does not record
+		// it (2.14.0 jetstream_versioning.go:141-171). A server that holds
+		// the consumer offline stops its stream too (stopsStreamSince).
+		Name: "consumer_sourcing", Title: "a consumer's sourcing flag", Kind: KindConsumer, Level: 4, Since: v214,
+		Uses:   func(c *AssetConfig) bool { return c.Sourcing },
+		Source: "2.14.0 consumer.go:129 (ConsumerConfig.Sourcing); absent in 2.12.15",
+		Older: fieldFeature(v214,
+			"2.10.27 has no such field; decodes consumer assignments leniently (jetstream_cluster.go:7613); "+createLenient,
+			"(ConsumerConfig has no sourcing field) 2.11.12 jetstream_cluster.go:8173-8189 (strict consumer decode: unsupported); "+createLenient,
+			"TestSourcingConsumerStopsItsStream: 2.12.15 logs `Detected unsupported consumer 'APP > S > C': unsupported - config error: unknown field \"sourcing\"` "+
+				"and `Stopping unsupported stream 'APP > S'` (jetstream_cluster.go:9655-9662, :5738-5762); "+createStrict),
 	},
 	{
 		// A nested field: older servers see an unknown field in mirror or

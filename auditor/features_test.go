@@ -34,6 +34,7 @@ func TestFeatureHandlingByVersion(t *testing.T) {
 		"fast_batch":                  "I I I O O O O O O O S S",
 		"ack_flow_control":            "N N N N N N N X X X S S",
 		"durable_sourcing":            "I I I O O O O O O O S S",
+		"consumer_sourcing":           "I I I O O O O O O O S S",
 	}
 	// And with a create it handles: R refused, I created without it.
 	wantCreate := map[string]string{
@@ -46,6 +47,7 @@ func TestFeatureHandlingByVersion(t *testing.T) {
 		"source_transform_left_right": "R R R R R R R R R R R S",
 		"ack_flow_control":            "R R R R R R R R R R S S",
 		"durable_sourcing":            "I I I I I R R R R R S S",
+		"consumer_sourcing":           "I I I I I R R R R R S S",
 	}
 	abbrev := map[auditor.Outcome]string{auditor.Supported: "S", auditor.IgnoredOnline: "I", auditor.HeldOffline: "O",
 		auditor.NotLoaded: "N", auditor.NotCreated: "C", auditor.CrashesOnDecode: "X", auditor.CreateRefused: "R"}
