@@ -80,8 +80,10 @@ type replicaState struct {
 	// list per asset was an allocation per asset, and a group has a
 	// handful of peers.
 	hosts, listed uint32
-	// created is when the asset was created, by its leader's report.
-	created time.Time
+	// created is when the asset was created, by its leader's report, in
+	// Unix nanoseconds: a time.Time is three times the size, in every
+	// asset's state.
+	created int64
 	// behind is the leader's view of the peers it lists as not current:
 	// none for most assets, so no room is kept for them.
 	behind []ReplicaLag
@@ -291,7 +293,10 @@ func (m *merger) merge(a *replicaState, reporter string, created time.Time, ci *
 // lists, when the asset was created, and the peers it does not count as
 // current. A later page of the same leader replaces an earlier one.
 func (a *replicaState) leaderView(leader string, created time.Time, ci *clusterInfo) {
-	a.listed, a.created, a.behind = 0, created, nil
+	a.listed, a.created, a.behind = 0, 0, nil
+	if !created.IsZero() {
+		a.created = created.UnixNano()
+	}
 	a.mark(&a.listed, leader)
 	for _, p := range ci.Replicas {
 		if p == nil {
@@ -358,7 +363,11 @@ func (a *replicaState) observed() *Observation {
 		return nil
 	}
 	slices.Sort(absent)
-	return &Observation{Created: a.created, Absent: absent, Behind: a.behind}
+	o := &Observation{Absent: absent, Behind: a.behind}
+	if a.created != 0 {
+		o.Created = time.Unix(0, a.created).UTC()
+	}
+	return o
 }
 
 // peerSet returns the one list of the sorted peers, made the first time
