@@ -151,8 +151,11 @@ var configFields = []configField{
 	{Type: "ConsumerConfig", Field: "priority_groups", Since: v211, Feature: "priority_groups", Kind: KindConsumer, Sample: `{"priority_groups":["g"]}`},
 	{Type: "ConsumerConfig", Field: "priority_policy", Since: v211, Feature: "priority_groups", Kind: KindConsumer, Sample: `{"priority_policy":"overflow"}`},
 	{Type: "ConsumerConfig", Field: "priority_timeout", Since: v211, Feature: "priority_groups", Kind: KindConsumer, Sample: `{"priority_timeout":1000}`},
-	{Type: "ConsumerConfig", Field: "sourcing", Since: v214,
-		Note: "set by the server only on the direct consumers of mirrors and sources (2.14.0 stream.go:3491, :3919), which are not replicated and not in the meta log"},
+	// Set by a mirror's or source's create of its consumer (2.14.0
+	// stream.go:3491, :3919), which in a cluster over a non-limits origin
+	// becomes a replicated durable (jetstream_cluster.go:9198-9207), and by
+	// any client that sets it.
+	{Type: "ConsumerConfig", Field: "sourcing", Since: v214, Feature: "consumer_sourcing", Kind: KindConsumer, Sample: `{"sourcing":true}`},
 	{Type: "StreamSource", Field: "consumer", Since: v214, Feature: "durable_sourcing", Kind: KindStream, Sample: `{"mirror":{"name":"O","consumer":{"name":"d"}}}`},
 	{Type: "Placement", Field: "preferred", Since: v211,
 		Note: "a placement hint read only when the asset is placed or its leader moves; 2.10 drops it (lenient decode), and every strict decoder (2.11.9 on) knows it"},
