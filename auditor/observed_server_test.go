@@ -51,6 +51,15 @@ func TestPeerThatCannotLoadAStreamOnRealServers(t *testing.T) {
 	}
 	wantOnlyCritical(t, "the what-if", w.After, auditor.AssetPeerNotRunning, auditor.AssetAPILevelUnsupported)
 	wantFinding(t, w.After, streamFindings(w.After, "T"), "n3", "", "", "T")
+	// And as a plan of the rollback of n3: its step is CRITICAL for T.
+	plan, err := auditor.MakePlan(snap, policy, mustParse(t, "2.11.12"), auditor.PlanScope{Servers: []string{"n3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Steps) != 1 || plan.Steps[0].Server != "n3" || plan.Steps[0].Status != auditor.Critical {
+		t.Fatalf("plan %+v", plan.Steps)
+	}
+	wantFinding(t, plan.Steps[0].After, streamFindings(plan.Steps[0].After, "T"), "n3", "", "", "refuses the config as it creates the stream")
 
 	sys.Restart("n3", natstest.FirstLevels)
 	restarted := time.Now()
