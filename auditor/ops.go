@@ -13,9 +13,11 @@ import (
 // 2.15) or halts its replica (2.15 on). A follower the leader catches up
 // from its snapshot applies that too, and rejects an encoding it does not
 // know. Every citation is to the nats-server module at the tag named;
-// ops_source_test.go reads the op list, the apply switches and their
-// default branches, and the stream snapshot encodings, again at every tag
-// it names and at the newest the module proxy serves.
+// ops_source_test.go reads every entryOp constant, the apply switches,
+// their default branches and what each group's monitor does with an apply
+// error, the flag check before a delete-range proposal, and the stream
+// snapshot encodings, again at every tag it names and at the newest the
+// module proxy serves.
 
 // EntryOp is a replicated operation: the first byte of a JetStream RAFT
 // entry, nats-server's entryOp (server/jetstream_cluster.go; "ONLY ADD TO
