@@ -317,9 +317,9 @@ func (lc *leaderChooser) asset(a Asset) (string, *LeaderChoice) {
 	peers := slices.DeleteFunc(slices.Clone(a.Peers), func(n string) bool { _, ok := lc.servers[n]; return !ok })
 	// A peer that holds the asset offline (its level is below the asset's,
 	// from 2.11 on) cannot lead it; a 2.10 peer runs it online and can.
-	required, _ := a.requiredLevel()
 	eligible := slices.DeleteFunc(slices.Clone(peers), func(n string) bool {
 		s := lc.servers[n]
+		required, _ := a.requiredLevel(s.Parsed)
 		return s.APILevel > 0 && s.APILevel < required
 	})
 	if len(eligible) == 0 {
@@ -501,7 +501,9 @@ func unknownLevelFindings(snap *Snapshot, p Policy, unknown map[string]bool) []F
 	var out []Finding
 	for _, assets := range [][]Asset{snap.Streams, snap.Consumers} {
 		for _, a := range assets {
-			required, _ := a.requiredLevel()
+			// Whose level is unknown, so is whether its release runs
+			// a feature: every feature counts.
+			required, _ := a.requiredLevel(Version{})
 			if required <= 0 || !e.selected(a) {
 				continue
 			}

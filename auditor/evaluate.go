@@ -285,7 +285,6 @@ func (e *evaluation) asset(a *Asset) {
 		return
 	}
 	e.assetLeader(a, leader)
-	required, unrecorded := a.requiredLevel()
 	for _, peer := range a.Peers {
 		s, ok := e.byName[peer]
 		if !ok {
@@ -294,9 +293,10 @@ func (e *evaluation) asset(a *Asset) {
 		if a.Kind == KindConsumer && peer != a.Leader {
 			e.consumerFollower(a, leader, s)
 		}
+		required, unrecorded := a.requiredLevel(s.Parsed)
 		e.apiLevel(a, s, required, unrecorded)
 	}
-	e.peerFindings(a, required)
+	e.peerFindings(a)
 	e.ackTakeovers(a)
 	e.observed(a, e.now)
 }
@@ -355,14 +355,17 @@ func (e *evaluation) consumerFollower(a *Asset, leader, s *ServerReport) {
 	e.add(f)
 }
 
-// requiredLevel is the level the asset needs: its _nats.req.level, or that
-// of a feature it uses which the level does not record (durable sourcing,
-// 2.14.0 jetstream_versioning.go:46-90), then named.
-func (a Asset) requiredLevel() (level int, unrecorded string) {
+// requiredLevel is the level the asset needs of a server of version v: its
+// _nats.req.level, or that of a feature it uses which the level does not
+// record (durable sourcing, 2.14.0 jetstream_versioning.go:46-90), then
+// named. A feature v's release runs although its level is lower (2.10
+// runs {{left()}} in a stream's own transform, which 2.11.0 to 2.14.6
+// refuse) does not count; the zero Version counts every feature.
+func (a Asset) requiredLevel(v Version) (level int, unrecorded string) {
 	level = a.RequiredLevel
 	if level != LevelUnreadable && a.Features != 0 {
 		for _, ft := range a.Features.Features() {
-			if ft.Level > level {
+			if ft.Level > level && (v.IsZero() || ft.HandlingBy(v).Asset != Supported) {
 				level, unrecorded = ft.Level, ft.Title
 			}
 		}

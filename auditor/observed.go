@@ -146,7 +146,7 @@ func (e *evaluation) tableExplains(a *Asset, s Server) bool {
 	if o != Supported && !RunsReplica(o) {
 		return true
 	}
-	required, _ := a.requiredLevel()
+	required, _ := a.requiredLevel(s.Parsed)
 	return levelSpeaks(required, s.APILevel) && s.APILevel > 0 && o != IgnoredOnline
 }
 
@@ -221,7 +221,7 @@ func (e *evaluation) heldConsumer(a *Asset, s Server) string {
 		if c.Features != 0 {
 			o, _ = worstFeature(c.Features, s.Parsed)
 		}
-		if required, _ := c.requiredLevel(); heldOffline(o, required, s.APILevel) {
+		if required, _ := c.requiredLevel(s.Parsed); heldOffline(o, required, s.APILevel) {
 			return c.Consumer
 		}
 	}

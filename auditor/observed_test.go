@@ -124,3 +124,35 @@ func TestObservedUnderAssume(t *testing.T) {
 		}
 	}
 }
+
+// TestLevelCountsOnlyWhatTheReleaseLacks: a stream calls {{left()}} in its
+// own transform (level 4, not recorded in _nats.req.level, since 2.14.7 by
+// the config check; 2.10 runs it). The 2.10.27 peer has no finding; the
+// 2.11.12 peer's level falls short and it refuses the config; the 2.14.0
+// peer's level does not tell, and the table says it refuses the config.
+func TestLevelCountsOnlyWhatTheReleaseLacks(t *testing.T) {
+	snap := observedSnapshot(t, nil)
+	for i, v := range []struct {
+		version string
+		level   int
+	}{{"2.10.27", 0}, {"2.11.12", 1}, {"2.14.0", 4}} {
+		snap.Servers[i].SetVersion(v.version)
+		snap.Servers[i].APILevel = v.level
+	}
+	snap.Streams[0].Features = auditor.DetectFeatures(auditor.KindStream, &auditor.AssetConfig{
+		SubjectTransform: &auditor.SubjectMapping{Destination: "t.{{left(1,2)}}"}})
+	if snap.Streams[0].Features == 0 {
+		t.Fatal("the transform's left() is not detected")
+	}
+	r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, "2.10.0")})
+	got := map[string]auditor.Code{}
+	for _, f := range r.Findings {
+		if f.Stream == "S" {
+			got[f.Server] = f.Code
+		}
+	}
+	want := map[string]auditor.Code{"n2": auditor.AssetAPILevelUnsupported, "n3": auditor.AssetPeerNotRunning}
+	if len(got) != len(want) || got["n2"] != want["n2"] || got["n3"] != want["n3"] {
+		t.Errorf("findings by server %v; want %v: %+v", got, want, r.Findings)
+	}
+}

@@ -178,7 +178,7 @@ func worstFeature(features FeatureSet, v Version) (Outcome, Feature) {
 // finding instead (levelSpeaks), which says the same of the same server
 // and asset, and one that crashes on the config its ASSET_CRASHES_SERVER
 // finding; both still count among the peers that do not run it.
-func (e *evaluation) peerFindings(a *Asset, required int) {
+func (e *evaluation) peerFindings(a *Asset) {
 	if a.Features == 0 {
 		return
 	}
@@ -197,7 +197,7 @@ func (e *evaluation) peerFindings(a *Asset, required int) {
 		if !RunsReplica(o) {
 			down++
 		}
-		if !levelSpeaks(required, s.APILevel) && (o == NotLoaded || o == NotCreated || o == HeldOffline || o == IgnoredOnline) {
+		if required, _ := a.requiredLevel(s.Parsed); !levelSpeaks(required, s.APILevel) && (o == NotLoaded || o == NotCreated || o == HeldOffline || o == IgnoredOnline) {
 			odd = append(odd, peerOutcome{s, o, ft})
 		}
 	}
