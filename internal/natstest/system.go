@@ -646,6 +646,15 @@ func (sys *System) Restart(name, version string) {
 	}
 }
 
+// TryRestart is Restart that returns, rather than fails the test on, a
+// server that does not come up: for a test that knows why one may not.
+func (sys *System) TryRestart(name, version string) error {
+	if version != "" {
+		sys.Server(name).Version = version
+	}
+	return sys.restart(name)
+}
+
 // restart kills the named server and starts it again on its own ports and
 // store, and waits until it is ready.
 func (sys *System) restart(name string) error {
