@@ -30,7 +30,11 @@
 //   - features.go: the table of what each older server version does with
 //     an asset using each newer feature; hazards.go: the crashes and stalls
 //     no application asks for (an asset a server cannot decode, the RESETs
-//     durable sourcing sends).
+//     durable sourcing sends); acks.go: acks in the v2 format that an older
+//     leader taking a consumer over never hears.
+//   - observed.go: what the servers show beside what the tables say: a peer
+//     its leader lists that does not run the asset, whatever the cause, and
+//     one its leader has not heard from for longer than a catch-up.
 //   - Before a rollout: levels.go: the JetStream API level of each released
 //     version, for what-ifs; capability.go (with feature_levels.go): the
 //     lowest level of each cluster, domain and asset group and the features
