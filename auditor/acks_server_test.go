@@ -28,7 +28,7 @@ func TestAckV2LostToAnOldLeader(t *testing.T) {
 		t.Run(fmt.Sprintf("js_ack_fc_v2=%t", flag), func(t *testing.T) {
 			n1 := natstest.Node("n1", natstest.Floor, "c1")
 			n1.FeatureFlags = map[string]bool{"js_ack_fc_v2": flag}
-			_, sysConn, app := threeNodes(t, n1, natstest.Node("n2", natstest.Old, "c1"), natstest.Node("n3", natstest.Old, "c1"))
+			sys, sysConn, app := threeNodes(t, n1, natstest.Node("n2", natstest.Old, "c1"), natstest.Node("n3", natstest.Old, "c1"))
 			if err := natstest.AddStream(app, server.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3, Storage: server.FileStorage}); err != nil {
 				t.Fatal(err)
 			}
@@ -80,6 +80,13 @@ func TestAckV2LostToAnOldLeader(t *testing.T) {
 			}
 			// The takeover, then the acks of the messages in flight.
 			if err := natstest.MoveConsumerLeader(app, "S", "C", "n2"); err != nil {
+				t.Fatal(err)
+			}
+			// The new leader subscribes the v1 acks; an ack sent through n1
+			// before n1 knows that reaches nobody, whatever its format.
+			// Both runs wait for it, so the one with the flag on loses its
+			// acks to the format alone.
+			if err := sys.WaitInterest("n1", "APP", "$JS.ACK.S.C.1.1.1.1.0", 10*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			for _, m := range msgs {
