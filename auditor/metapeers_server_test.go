@@ -60,7 +60,7 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 			// up from the leader, through the removal entry when the
 			// leader has not compacted it away yet. It is restarted until
 			// one life keeps JetStream.
-			restarts, logFrom := 0, 0
+			restarts, logFrom, snapshotsRemoved := 0, 0, 0
 			restartN3 := func() {
 				logFrom = len(sys.Log("n3"))
 				// 2.14.0 can also cut its meta snapshot short as it
@@ -85,6 +85,7 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
+					snapshotsRemoved++
 					t.Logf("n3 did not start on a corrupt meta snapshot; removed %v and started it again", snaps)
 				}
 				restarts++
@@ -112,7 +113,10 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 				}
 				r, found = gate(t, sysConn, "2.12.0", auditor.ServerNotMetaPeer)
 				if len(found) == 0 {
-					return fmt.Errorf("no %s yet; findings %v", auditor.ServerNotMetaPeer, r.Findings)
+					// What n3 did is in its log, which a stress run does not
+					// keep: the error carries its last lines.
+					return fmt.Errorf("no %s yet (n3 restarted %d times, its meta snapshots removed %d times; n3's last lines:\n%s); findings %v",
+						auditor.ServerNotMetaPeer, restarts, snapshotsRemoved, sys.LogTail("n3", 6), r.Findings)
 				}
 				after, err := natstest.MetaLeader(sysConn)
 				if err != nil {
