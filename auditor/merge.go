@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -363,7 +364,7 @@ func (a *replicaState) observed() *Observation {
 		return nil
 	}
 	slices.Sort(absent)
-	o := &Observation{Absent: absent, Behind: a.behind}
+	o := &Observation{Absent: absent, Behind: a.behind, Listed: bits.OnesCount32(a.listed)}
 	if a.created != 0 {
 		o.Created = time.Unix(0, a.created).UTC()
 	}

@@ -239,7 +239,7 @@ func TestMergeObservation(t *testing.T) {
 			if a.Observed == nil {
 				t.Fatal("nothing observed")
 			}
-			if !slices.Equal(a.Observed.Absent, tc.absent) || !slices.Equal(a.Observed.Behind, tc.behind) || !a.Observed.Created.Equal(created) {
+			if !slices.Equal(a.Observed.Absent, tc.absent) || !slices.Equal(a.Observed.Behind, tc.behind) || !a.Observed.Created.Equal(created) || a.Observed.Listed != 3 {
 				t.Errorf("observed %+v; want absent %v, behind %v, created %s", a.Observed, tc.absent, tc.behind, created)
 			}
 		})

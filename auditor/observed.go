@@ -50,24 +50,36 @@ func (e *evaluation) observed(a *Asset, now time.Time) {
 	}
 	young := !o.Created.IsZero() && now.Sub(o.Created) < LoadAllowance
 	var missing []Server
+	unknown := false // an absent peer whose reply was not read may run it
 	for _, name := range o.Absent {
 		s, ok := e.seen[name]
+		unknown = unknown || !ok || e.unread[name]
 		if !ok || e.unread[name] || young || s.Uptime < LoadAllowance {
 			continue
 		}
 		missing = append(missing, s)
 	}
-	n := len(a.Peers)
+	n := o.Listed
 	running := n - len(o.Absent)
 	for _, s := range missing {
 		if e.tableExplains(a, s) {
 			continue
 		}
+		runs := runsOn(running, n, false)
+		if unknown {
+			runs = fmt.Sprintf("runs on at least %d of its %d peers", running, n)
+		}
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version, f.Peer = AssetPeerMissing, s.Name, s.Cluster, s.Version, a.Leader
 		f.Message = fmt.Sprintf("%s %s %s: %s (%s) answered the audit and does not run it, though its leader %s lists it as a peer; %s",
-			a.Kind, a.name(), runsOn(running, n, len(o.Absent) > len(missing)), s.Name, s.Version, a.Leader, e.missingCause(a, s))
+			a.Kind, a.name(), runs, s.Name, s.Version, a.Leader, e.missingCause(a, s))
 		e.add(f)
+	}
+	current := running
+	for _, b := range o.Behind {
+		if a.hosted(b.Server) {
+			current--
+		}
 	}
 	for _, b := range o.Behind {
 		s, ok := e.seen[b.Server]
@@ -77,7 +89,7 @@ func (e *evaluation) observed(a *Asset, now time.Time) {
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version, f.Peer = AssetPeerBehind, s.Name, s.Cluster, s.Version, a.Leader
 		f.Message = fmt.Sprintf("%s %s: peer %s (%s) runs it, but its leader %s has not heard from it for %s and does not count it as current: %s",
-			a.Kind, a.name(), s.Name, s.Version, a.Leader, b.Active.Round(time.Second), quorumNote(n, running-1))
+			a.Kind, a.name(), s.Name, s.Version, a.Leader, b.Active.Round(time.Second), quorumNote(n, current))
 		e.add(f)
 	}
 }
@@ -101,10 +113,11 @@ func (a *Asset) hosted(name string) bool {
 }
 
 // runsOn writes how many of an asset's n peers run it, and what one more
-// loss does; unsure when some that did not report it went unjudged.
-func runsOn(running, n int, unsure bool) string {
+// loss does; atMost when that many is only a bound, as some peers that may
+// not run it did not answer.
+func runsOn(running, n int, atMost bool) string {
 	out := fmt.Sprintf("runs on %d of its %d peers", running, n)
-	if unsure {
+	if atMost {
 		out = fmt.Sprintf("runs on at most %d of its %d peers", running, n)
 	}
 	quorum := n/2 + 1

@@ -23,6 +23,9 @@ func observedSnapshot(t *testing.T, obs *auditor.Observation) *auditor.Snapshot 
 	if obs != nil && obs.Created.IsZero() {
 		obs.Created = start.Add(-time.Minute)
 	}
+	if obs != nil && obs.Listed == 0 {
+		obs.Listed = 3
+	}
 	snap.Streams = []auditor.Asset{{Kind: auditor.KindStream, Account: "APP", Stream: "S", Leader: "n1",
 		Peers: []string{"n1", "n2", "n3"}, Replicas: 3, Observed: obs}}
 	return snap
@@ -42,6 +45,12 @@ func TestObservedFindings(t *testing.T) {
 		{"two peers: below the quorum", &auditor.Observation{Absent: []string{"n2", "n3"}}, nil, auditor.AssetPeerMissing,
 			"runs on 1 of its 3 peers, fewer than its quorum of 2: it stops"},
 		{"nothing observed", nil, nil, auditor.AssetPeerMissing, ""},
+		{"a follower's stale view names a fourth peer: the leader's three count", &auditor.Observation{Absent: []string{"n3"}},
+			func(s *auditor.Snapshot) { s.Streams[0].Peers = []string{"n1", "n2", "n3", "n4"} }, auditor.AssetPeerMissing,
+			"stream APP > S runs on 2 of its 3 peers; one more peer down and it stops: n3"},
+		{"an absent peer that did not answer may run it", &auditor.Observation{Absent: []string{"n2", "n3"}},
+			func(s *auditor.Snapshot) { s.Servers = append(s.Servers[:1], s.Servers[2]) }, auditor.AssetPeerMissing,
+			"stream APP > S runs on at least 1 of its 3 peers: n3 (2.14.0) answered the audit"},
 		{"a peer that did not answer is SERVER_MISSING's", &auditor.Observation{Absent: []string{"n3"}},
 			func(s *auditor.Snapshot) { s.Servers = s.Servers[:2] }, auditor.AssetPeerMissing, ""},
 		{"a peer whose reply was not read", &auditor.Observation{Absent: []string{"n3"}},
@@ -68,6 +77,8 @@ func TestObservedFindings(t *testing.T) {
 			}, auditor.AssetPeerMissing, "cause unknown: see the server's log (the feature table knows it lacks per-message TTLs, new in 2.11.0"},
 		{"a peer the leader has not heard from", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n3", Active: time.Minute}}}, nil,
 			auditor.AssetPeerBehind, "stream APP > S: peer n3 (2.14.0) runs it, but its leader n1 has not heard from it for 1m0s and does not count it as current: 2 of its 3 peers are current, a bare quorum"},
+		{"two peers behind: one current", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n2", Active: time.Second}, {Server: "n3", Active: time.Minute}}}, nil,
+			auditor.AssetPeerBehind, "1 of its 3 peers are current, fewer than its quorum of 2"},
 		{"a silence shorter than a catch-up", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n3", Active: auditor.CatchUpAllowance - time.Second}}}, nil,
 			auditor.AssetPeerBehind, ""},
 		{"a peer never heard from since the leader was elected", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n3"}}}, nil,
@@ -89,8 +100,16 @@ func TestObservedFindings(t *testing.T) {
 				}
 				return
 			}
-			// One finding per peer the observation names.
-			if n := max(len(tc.obs.Absent), 1); len(found) != n {
+			// One finding per answering peer the observation names.
+			n := 0
+			for _, name := range tc.obs.Absent {
+				for _, s := range snap.Servers {
+					if s.Name == name {
+						n++
+					}
+				}
+			}
+			if n = max(n, 1); len(found) != n {
 				t.Fatalf("%s findings %+v; want %d", tc.code, found, n)
 			}
 			for _, f := range found {

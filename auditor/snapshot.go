@@ -148,6 +148,10 @@ type Observation struct {
 	// Behind are the peers its leader lists and does not count as
 	// current.
 	Behind []ReplicaLag
+	// Listed is how many peers its leader lists, itself included: the
+	// group the counts are of (Asset.Peers also holds what a follower's
+	// stale view names).
+	Listed int
 }
 
 // ReplicaLag is a peer that an asset's leader does not count as current,
