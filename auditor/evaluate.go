@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Policy is what Evaluate holds a snapshot against.
@@ -47,7 +46,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	for _, s := range snap.Servers {
 		e.seen[s.Name] = s
 	}
-	e.now, e.snap = snap.Started, snap
+	e.snap = snap
 	for _, s := range snap.Servers {
 		if FlagOn(s, FlagAckFormatV2) {
 			if e.ackV2 == nil {
@@ -121,9 +120,7 @@ type evaluation struct {
 	// unread are the servers a request of which failed or whose reply
 	// could not be used: what they did not report is no evidence.
 	unread map[string]bool
-	// now is when the audit started, against which the ages of servers
-	// and assets are weighed; snap is the snapshot judged.
-	now  time.Time
+	// snap is the snapshot judged.
 	snap *Snapshot
 	// ackV2 are the servers that answered with js_ack_fc_v2 on: read once
 	// per server, not once per consumer's peer (a flag's default is
@@ -298,7 +295,7 @@ func (e *evaluation) asset(a *Asset) {
 	}
 	e.peerFindings(a)
 	e.ackTakeovers(a)
-	e.observed(a, e.now)
+	e.observed(a)
 }
 
 // assetFinding is a finding about a: made only for a finding, as most

@@ -43,12 +43,13 @@ const CatchUpAllowance = 30 * time.Second
 // Where the feature table already says why a peer does not run the asset
 // (ASSET_PEER_NOT_RUNNING, ASSET_API_LEVEL_UNSUPPORTED, ASSET_CRASHES_SERVER,
 // ASSET_HALTS_META), that finding speaks for it.
-func (e *evaluation) observed(a *Asset, now time.Time) {
+func (e *evaluation) observed(a *Asset) {
 	o := a.Observed
 	if o == nil {
 		return
 	}
-	young := !o.Created.IsZero() && now.Sub(o.Created) < LoadAllowance
+	// The audit's start is the now the ages are weighed against.
+	young := !o.Created.IsZero() && e.snap.Started.Sub(o.Created) < LoadAllowance
 	var missing []Server
 	unknown := false // an absent peer whose reply was not read may run it
 	for _, name := range o.Absent {
