@@ -272,7 +272,7 @@ func TestFactDurableSourcing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := app.Request("origin.x", []byte("m"), 2*time.Second); err != nil {
+		if _, err := natstest.Publish(app, "origin.x", []byte("m"), 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,13 +17,22 @@ func Publish(nc *nats.Conn, subject string, data []byte, timeout time.Duration) 
 }
 
 // PublishMsg publishes msg, headers and all, as a JetStream request, waits
-// up to timeout for the reply and returns the stream's acknowledgement. It
-// is an error naming the subject when nothing answers (no stream's subjects
-// reach this server yet, or the request timed out), when the reply is not a
-// JetStream publish acknowledgement, or when the server refused the message.
-// A plain publish hides all three.
+// up to timeout for the reply and returns the stream's acknowledgement.
+// "No responders" is asked again until timeout, as nats.go's JetStream
+// publish does: a stream just created or whose leader just moved answers
+// through its leader, and the route brings that interest here a moment
+// later (see WaitInterest). No server took such a message, so asking again
+// cannot store it twice. It is an error naming the subject when nothing
+// answers by then, when the reply is not a JetStream publish
+// acknowledgement, or when the server refused the message. A plain
+// publish hides all three.
 func PublishMsg(nc *nats.Conn, msg *nats.Msg, timeout time.Duration) (*server.PubAck, error) {
+	deadline := time.Now().Add(timeout)
 	reply, err := nc.RequestMsg(msg, timeout)
+	for errors.Is(err, nats.ErrNoResponders) && time.Until(deadline) > 50*time.Millisecond {
+		time.Sleep(50 * time.Millisecond)
+		reply, err = nc.RequestMsg(msg, time.Until(deadline))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("publish %s: %w", msg.Subject, err)
 	}
