@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -201,6 +203,9 @@ func (sys *System) waitMetaPeers() error {
 			return errors.New("the meta leader's JSZ names no server")
 		}
 		err = metaPeersCurrent(resp.Data, resp.Server.Name, names)
+		if err == nil {
+			return sys.leaderHeardStats(resp.Server.Name, names)
+		}
 		var out *notMetaPeerError
 		if !errors.As(err, &out) {
 			return err
@@ -219,6 +224,54 @@ func (sys *System) waitMetaPeers() error {
 		}
 		return err
 	})
+}
+
+// leaderHeardStats asks every server to broadcast its statistics and waits
+// until the meta leader has passed on each one. A current meta peer is not
+// yet placeable: a leader refuses placement with "peer offline" on a peer
+// it holds no statistics of (2.15.3 server.go:410 nodeInfo.selectable,
+// jetstream_cluster.go:11231), and a server broadcasts them on a backing-off
+// timer, so an R3 stream created a second after start failed in CI. A ping
+// with no reply makes each server broadcast on its usual subject (2.15.3
+// events.go:2250; the same since 2.10); a subscriber on the leader sees each
+// broadcast only once the leader has it.
+func (sys *System) leaderHeardStats(leader string, names []string) error {
+	nc, err := nats.Connect(sys.URL(leader), sys.login(SysUser, SysPassword), sys.Server(leader).tlsOption())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	heard := make(chan string, 4*len(names))
+	sub, err := nc.Subscribe("$SYS.SERVER.*.STATSZ", func(m *nats.Msg) {
+		var msg server.ServerStatsMsg
+		if json.Unmarshal(m.Data, &msg) == nil && msg.Stats.JetStream != nil {
+			heard <- msg.Server.Name
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		return err
+	}
+	if err := nc.Publish("$SYS.REQ.SERVER.PING.STATSZ", nil); err != nil {
+		return err
+	}
+	missing := map[string]bool{}
+	for _, n := range names {
+		missing[n] = true
+	}
+	timeout := time.After(2 * time.Second)
+	for len(missing) > 0 {
+		select {
+		case name := <-heard:
+			delete(missing, name)
+		case <-timeout:
+			return fmt.Errorf("meta leader %s has not heard the statistics of %v", leader, slices.Sorted(maps.Keys(missing)))
+		}
+	}
+	return nil
 }
 
 // waitFormed waits until every server answers a $SYS ping sent through the
