@@ -24,7 +24,7 @@ VALIDFETCH  := $(CURDIR)/.cache/bench/validfetch
 FUZZTIME    ?= 50000x
 # Each target as package:name, run in the package it lives in.
 FUZZ_TARGETS := ./auditor:FuzzStatsz ./auditor:FuzzLeafz ./auditor:FuzzJSZ \
-	./internal/jsonscan:FuzzSkipMatchesValid ./auditor:FuzzParseVersion
+	./internal/jsonscan:FuzzSkipMatchesValid ./auditor/version:FuzzParseVersion
 
 SOAK        ?= 10m
 

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // Two operator-mode accounts whose JWTs are both named APP, as JSZ reports
@@ -36,8 +38,8 @@ func twinsSnapshot(t *testing.T) *Snapshot {
 	m := newMerger()
 	m.add("n1", "", twinsJSZ(t))
 	return &Snapshot{
-		Servers: []Server{{Name: "n1", Cluster: "c1", Version: "2.14.0", Parsed: mustVersion("2.14.0"), JetStream: true, APILevel: 4},
-			{Name: "n3", Cluster: "c1", Version: "2.12.15", Parsed: mustVersion("2.12.15"), JetStream: true, APILevel: 3}},
+		Servers: []Server{{Name: "n1", Cluster: "c1", Version: "2.14.0", Parsed: version.Must("2.14.0"), JetStream: true, APILevel: 4},
+			{Name: "n3", Cluster: "c1", Version: "2.12.15", Parsed: version.Must("2.12.15"), JetStream: true, APILevel: 3}},
 		Streams: m.streams(), Consumers: m.consumers(),
 	}
 }
@@ -60,7 +62,7 @@ func TestAccountsOfOneNameStayApart(t *testing.T) {
 	}
 
 	t.Run("findings", func(t *testing.T) {
-		r := Evaluate(snap, Policy{Floor: DefaultFloor})
+		r := Evaluate(snap, Policy{Floor: version.DefaultFloor})
 		var got []string
 		for _, f := range r.Findings {
 			if f.Consumer != "" {
@@ -82,7 +84,7 @@ func TestAccountsOfOneNameStayApart(t *testing.T) {
 			want    int
 		}{{"APP", 2}, {keyA, 1}, {"AD*", 1}, {"PLAIN", 0}, {"NOPE", 0}} {
 			n := 0
-			for _, f := range Evaluate(snap, Policy{Floor: DefaultFloor, Accounts: []string{tt.pattern}}).Findings {
+			for _, f := range Evaluate(snap, Policy{Floor: version.DefaultFloor, Accounts: []string{tt.pattern}}).Findings {
 				if f.Consumer != "" {
 					n++
 				}

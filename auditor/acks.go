@@ -1,10 +1,12 @@
 package auditor
 
+import "github.com/natsaudit/nats-version-auditor/auditor/version"
+
 // ackFormatV2Since is the first release whose consumer leaders subscribe
 // the v2 ack subjects, beside the v1 ones, whatever the flag (2.14.0
 // consumer.go:1385-1398, :1699-1706): a leader before it misses every v2
 // ack.
-var ackFormatV2Since = v214
+var ackFormatV2Since = version.Must("2.14.0")
 
 // ackTakeovers finds, in a replicated consumer, the peers before 2.14.0
 // that can take over from a peer that hands out v2 acks (js_ack_fc_v2 on):

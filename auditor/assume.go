@@ -7,14 +7,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // Assumption says that the servers Target names would run Version.
 type Assumption struct {
 	// Target is a server name, "cluster/NAME" for every server of cluster
 	// NAME, or "*" for every server.
-	Target  string  `json:"target"`
-	Version Version `json:"version"`
+	Target  string          `json:"target"`
+	Version version.Version `json:"version"`
 }
 
 // clusterPrefix marks an assumption's target as a cluster.
@@ -23,7 +25,7 @@ const clusterPrefix = "cluster/"
 // ParseAssumption reads SERVER=VERSION, where SERVER is a server name,
 // cluster/NAME or *.
 func ParseAssumption(s string) (Assumption, error) {
-	target, version, ok := strings.Cut(s, "=")
+	target, release, ok := strings.Cut(s, "=")
 	target = strings.TrimSpace(target)
 	if !ok || target == "" {
 		return Assumption{}, fmt.Errorf("%q is not SERVER=VERSION (SERVER: a server name, cluster/NAME or *)", s)
@@ -31,7 +33,7 @@ func ParseAssumption(s string) (Assumption, error) {
 	if target == clusterPrefix || (strings.HasPrefix(target, clusterPrefix) && strings.TrimSpace(target[len(clusterPrefix):]) == "") {
 		return Assumption{}, fmt.Errorf("%q names no cluster after %s", s, clusterPrefix)
 	}
-	v, err := ParseRelease(version)
+	v, err := version.ParseRelease(release)
 	if err != nil {
 		return Assumption{}, fmt.Errorf("%q: %w", s, err)
 	}
@@ -46,9 +48,9 @@ type AssumedServer struct {
 	Cluster string `json:"cluster,omitempty"`
 	Domain  string `json:"domain,omitempty"`
 	// From is the version as the server reported it.
-	From      string  `json:"from"`
-	To        Version `json:"to"`
-	FromLevel int     `json:"from_api_level"`
+	From      string          `json:"from"`
+	To        version.Version `json:"to"`
+	FromLevel int             `json:"from_api_level"`
 	// ToLevel is LevelUnknown (-1) when neither the servers nor the table
 	// know the level of To.
 	ToLevel int `json:"to_api_level"`
@@ -247,8 +249,8 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 }
 
 // resolve maps every server an assumption names to its version.
-func resolve(snap *Snapshot, as []Assumption) (map[string]Version, error) {
-	want := map[string]Version{}
+func resolve(snap *Snapshot, as []Assumption) (map[string]version.Version, error) {
+	want := map[string]version.Version{}
 	for _, a := range as {
 		matched := 0
 		for _, s := range snap.Servers {
@@ -503,7 +505,7 @@ func unknownLevelFindings(snap *Snapshot, p Policy, unknown map[string]bool) []F
 		for _, a := range assets {
 			// Whose level is unknown, so is whether its release runs
 			// a feature: every feature counts.
-			required, _ := a.requiredLevel(Version{})
+			required, _ := a.requiredLevel(version.Version{})
 			if required <= 0 || !e.selected(a) {
 				continue
 			}
@@ -655,4 +657,29 @@ func refusedFlagFindings(servers []Server, refused map[string]map[string]bool) [
 				s.Name, s.Version, strings.Join(set, ", "), FeatureFlagsSince)})
 	}
 	return out
+}
+
+// LevelFor is LevelOf, except that a version some server of the snapshot
+// already runs takes the level those servers report: what servers say wins
+// over the table. When servers of that version report different levels (they
+// cannot, unless a build was changed), the table decides.
+func LevelFor(snap *Snapshot, v version.Version) (int, string) {
+	if v.IsZero() {
+		return LevelOf(v)
+	}
+	reported, by, agree := LevelUnknown, "", true
+	for _, s := range snap.Servers {
+		if s.Parsed != v || !s.JetStream {
+			continue
+		}
+		if reported == LevelUnknown {
+			reported, by = s.APILevel, s.Name
+		} else if reported != s.APILevel {
+			agree = false
+		}
+	}
+	if reported != LevelUnknown && agree {
+		return reported, fmt.Sprintf("reported by %s, which runs %s", by, v)
+	}
+	return LevelOf(v)
 }

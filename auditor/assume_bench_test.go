@@ -1,13 +1,17 @@
 package auditor
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
+)
 
 // BenchmarkAssume100kConsumers is the what-if of one cluster's upgrade on
 // the system of BenchmarkEvaluate100kConsumers, beside which it runs.
 func BenchmarkAssume100kConsumers(b *testing.B) {
 	snap := syntheticSnapshot(100_000)
-	p := Policy{Floor: DefaultFloor}
-	as := []Assumption{{Target: "cluster/c0", Version: mustVersion("2.14.3")}}
+	p := Policy{Floor: version.DefaultFloor}
+	as := []Assumption{{Target: "cluster/c0", Version: version.Must("2.14.3")}}
 	for b.Loop() {
 		if _, err := Assume(snap, p, as); err != nil {
 			b.Fatal(err)
@@ -19,9 +23,9 @@ func BenchmarkAssume100kConsumers(b *testing.B) {
 // floor: five what-ifs.
 func BenchmarkPlan100kConsumers(b *testing.B) {
 	snap := syntheticSnapshot(100_000)
-	p := Policy{Floor: DefaultFloor}
+	p := Policy{Floor: version.DefaultFloor}
 	for b.Loop() {
-		if _, err := MakePlan(snap, p, mustVersion("2.14.3"), PlanScope{}); err != nil {
+		if _, err := MakePlan(snap, p, version.Must("2.14.3"), PlanScope{}); err != nil {
 			b.Fatal(err)
 		}
 	}

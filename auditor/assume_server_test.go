@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -27,7 +28,7 @@ func auditOf(t *testing.T, sys *natstest.System, name string) (*auditor.Snapshot
 	if err != nil {
 		t.Fatal(err)
 	}
-	return snap, auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	return snap, auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})
 }
 
 // settled says why an audit does not yet show a system that has recovered
@@ -100,7 +101,7 @@ func mustAssume(t *testing.T, snap *auditor.Snapshot, as ...string) *auditor.Wha
 		}
 		parsed = append(parsed, a)
 	}
-	w, err := auditor.Assume(snap, auditor.Policy{Floor: auditor.DefaultFloor}, parsed)
+	w, err := auditor.Assume(snap, auditor.Policy{Floor: version.DefaultFloor}, parsed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 func TestParseAssumption(t *testing.T) {
 	good := map[string]Assumption{
-		"n2=2.12.15":          {"n2", mustVersion("2.12.15")},
-		" n2 = v2.14":         {"n2", mustVersion("2.14.0")},
-		"cluster/east=2.15.3": {"cluster/east", mustVersion("2.15.3")},
-		"*=2.14.0-fips":       {"*", mustVersion("2.14.0")},
+		"n2=2.12.15":          {"n2", version.Must("2.12.15")},
+		" n2 = v2.14":         {"n2", version.Must("2.14.0")},
+		"cluster/east=2.15.3": {"cluster/east", version.Must("2.15.3")},
+		"*=2.14.0-fips":       {"*", version.Must("2.14.0")},
 	}
 	for in, want := range good {
 		got, err := ParseAssumption(in)
@@ -49,7 +51,7 @@ func assume(t *testing.T, snap *Snapshot, p Policy, as ...string) *WhatIf {
 		parsed = append(parsed, a)
 	}
 	if p.Floor.IsZero() {
-		p.Floor = DefaultFloor
+		p.Floor = version.DefaultFloor
 	}
 	w, err := Assume(snap, p, parsed)
 	if err != nil {
@@ -218,7 +220,7 @@ func TestAssume(t *testing.T) {
 				t.Errorf("no finding says %q: %q", tt.message, briefs(w.After.Findings))
 			}
 			// The report as it is stays the gate's.
-			if w.Before.Status != Evaluate(&tt.snap, Policy{Floor: DefaultFloor}).Status {
+			if w.Before.Status != Evaluate(&tt.snap, Policy{Floor: version.DefaultFloor}).Status {
 				t.Error("the report before the change is not Evaluate's")
 			}
 		})
@@ -257,8 +259,8 @@ func TestAssumeLeaderDependence(t *testing.T) {
 
 func TestAssumeFailsClosed(t *testing.T) {
 	snap := Snapshot{Servers: cluster(), ExpectedNames: map[string][]string{"n9": {"n1"}}}
-	for _, a := range []Assumption{{"n9", mustVersion("2.14.0")}, {"cluster/west", mustVersion("2.14.0")}, {"typo", mustVersion("2.14.0")}} {
-		if _, err := Assume(&snap, Policy{Floor: DefaultFloor}, []Assumption{a}); err == nil || !strings.Contains(err.Error(), "answered the audit") {
+	for _, a := range []Assumption{{"n9", version.Must("2.14.0")}, {"cluster/west", version.Must("2.14.0")}, {"typo", version.Must("2.14.0")}} {
+		if _, err := Assume(&snap, Policy{Floor: version.DefaultFloor}, []Assumption{a}); err == nil || !strings.Contains(err.Error(), "answered the audit") {
 			t.Errorf("%s: err %v", a, err)
 		}
 	}
@@ -285,7 +287,7 @@ func TestUnexplained(t *testing.T) {
 	real.Servers[2] = srv("n3", "c1", "2.12.15", 3)
 	for _, leader := range []string{"n2", "n3"} {
 		real.Consumers = []Asset{consumer("FAST", "C", leader, "n1", "n2", "n3")}
-		missing, unpredicted := Unexplained(w.After, w.Depend, Evaluate(&real, Policy{Floor: DefaultFloor}))
+		missing, unpredicted := Unexplained(w.After, w.Depend, Evaluate(&real, Policy{Floor: version.DefaultFloor}))
 		if len(missing) != 0 || len(unpredicted) != 0 {
 			t.Errorf("C led by %s: missing %q, unpredicted %q", leader, briefs(missing), briefs(unpredicted))
 		}
@@ -294,7 +296,7 @@ func TestUnexplained(t *testing.T) {
 	// prediction fails, and so does a finding nobody predicted.
 	real.Streams = []Asset{stream("FAST", "n1", "n1", "n2", "n3")}
 	real.Leafnodes = []LeafLink{{Server: "n1", Peer: "x", Account: "APP"}}
-	missing, unpredicted := Unexplained(w.After, w.Depend, Evaluate(&real, Policy{Floor: DefaultFloor}))
+	missing, unpredicted := Unexplained(w.After, w.Depend, Evaluate(&real, Policy{Floor: version.DefaultFloor}))
 	if got := briefs(missing); !slices.Equal(got, []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/FAST/)"}) {
 		t.Errorf("missing %q", got)
 	}
@@ -320,5 +322,40 @@ func TestAssumeDowngradeUnderAFeatureItCannotDecode(t *testing.T) {
 	// Upgraded instead, nothing crashes.
 	if w := assume(t, &snap, Policy{}, "n3=2.14.10"); len(w.Appear) != 1 || w.Appear[0].Code != ClusterMixedVersions {
 		t.Errorf("an upgrade: appear %q", briefs(w.Appear))
+	}
+}
+
+// --assume names a release in the floor's form: one number is no release.
+func TestParseAssumptionWantsARelease(t *testing.T) {
+	if _, err := ParseAssumption("n2=14"); err == nil {
+		t.Error(`--assume n2=14 was taken as a version`)
+	}
+}
+
+func TestLevelForPrefersWhatServersReport(t *testing.T) {
+	snap := &Snapshot{Servers: []Server{
+		srv("n1", "c1", "2.16.0", 6), // a release after the table
+		srv("n2", "c1", "2.14.0", 4),
+		{Name: "n3", Version: "2.15.3", Parsed: version.Must("2.15.3"), APILevel: 0}, // JetStream off: reports no level
+	}}
+	tests := []struct {
+		version string
+		want    int
+	}{
+		{"2.16.0", 6},
+		{"v2.16.0", 6},
+		{"2.14.0", 4},
+		{"2.15.3", 5}, // from the table: n3 does not run JetStream
+		{"2.16.1", LevelUnknown},
+	}
+	for _, tt := range tests {
+		if got, why := LevelFor(snap, parsed(tt.version)); got != tt.want {
+			t.Errorf("LevelFor(%q) = %d (%s), want %d", tt.version, got, why, tt.want)
+		}
+	}
+	// Servers that disagree: the table decides, and knows nothing of 2.16.
+	snap.Servers = append(snap.Servers, srv("n4", "c1", "2.16.0", 7))
+	if got, _ := LevelFor(snap, version.Must("2.16.0")); got != LevelUnknown {
+		t.Errorf("LevelFor with disagreeing servers = %d, want unknown", got)
 	}
 }

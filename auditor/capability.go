@@ -5,20 +5,6 @@ import (
 	"slices"
 )
 
-// FeatureLevel is the part of a feature the capability view needs: its
-// name, the API level that brings it and the first release with it.
-type FeatureLevel struct {
-	Name  string
-	Title string
-	// Kind is the kind of asset whose config uses it; empty for any.
-	Kind  AssetKind
-	Level int
-	// Since is the first release with it. A feature can come after its
-	// level (a new value of an older field): a server supports it only
-	// from Since.
-	Since Version
-}
-
 // Capabilities is what the system can use now: the lowest JetStream API
 // level of each cluster and each domain, from the levels the servers
 // report, and which features those levels allow.

@@ -4,15 +4,17 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // testFeatures stand for rows of the feature table.
 var testFeatures = []FeatureLevel{
-	{Name: "msg_ttl", Kind: KindStream, Level: 1, Since: mustVersion("2.11.0")},
-	{Name: "priority_prioritized", Kind: KindConsumer, Level: 1, Since: mustVersion("2.12.0")},
-	{Name: "msg_counter", Kind: KindStream, Level: 2, Since: mustVersion("2.12.0")},
-	{Name: "ack_flow_control", Kind: KindConsumer, Level: 4, Since: mustVersion("2.14.0")},
-	{Name: "fast_batch", Kind: KindStream, Level: 4, Since: mustVersion("2.14.0")},
+	{Name: "msg_ttl", Kind: KindStream, Level: 1, Since: version.Must("2.11.0")},
+	{Name: "priority_prioritized", Kind: KindConsumer, Level: 1, Since: version.Must("2.12.0")},
+	{Name: "msg_counter", Kind: KindStream, Level: 2, Since: version.Must("2.12.0")},
+	{Name: "ack_flow_control", Kind: KindConsumer, Level: 4, Since: version.Must("2.14.0")},
+	{Name: "fast_batch", Kind: KindStream, Level: 4, Since: version.Must("2.14.0")},
 }
 
 func support(g LevelGroup) []string {
@@ -32,7 +34,7 @@ func TestCapabilities(t *testing.T) {
 		Servers: []Server{
 			srv("n1", "east", "2.14.0", 4), srv("n2", "east", "2.14.0", 4), srv("n3", "east", "2.12.15", 3),
 			srv("w1", "west", "2.11.12", 1), srv("w2", "west", "2.15.3", 5),
-			{Name: "core", Cluster: "west", Version: "2.10.27", Parsed: mustVersion("2.10.27")}, // no JetStream: left out
+			{Name: "core", Cluster: "west", Version: "2.10.27", Parsed: version.Must("2.10.27")}, // no JetStream: left out
 			func() Server { s := srv("l1", "", "2.10.27", 0); s.Domain = "edge"; return s }(),
 		},
 		ExpectedCount: 7,
@@ -45,7 +47,7 @@ func TestCapabilities(t *testing.T) {
 			func() Asset { c := consumer("S", "GONE", "n1", "n1", "n9"); c.Replicas = 3; return c }(),
 		},
 	}
-	r := Evaluate(snap, Policy{Floor: DefaultFloor})
+	r := Evaluate(snap, Policy{Floor: version.DefaultFloor})
 	c := CapabilitiesOf(r, testFeatures)
 	// The report's clusters carry the same lowest level.
 	for i, want := range []int{3, 1} {
@@ -145,7 +147,7 @@ func TestAssetLevelsOrder(t *testing.T) {
 			slices.Reverse(s)
 			slices.Reverse(c)
 		}
-		r := Evaluate(&Snapshot{Servers: cluster(), ExpectedCount: 3, Streams: s, Consumers: c}, Policy{Floor: DefaultFloor})
+		r := Evaluate(&Snapshot{Servers: cluster(), ExpectedCount: 3, Streams: s, Consumers: c}, Policy{Floor: version.DefaultFloor})
 		var got []string
 		for _, a := range AssetLevels(r, testFeatures) {
 			got = append(got, fmt.Sprintf("%s %s/%s/%s/%s", a.Kind, a.Domain, a.Account, a.Stream, a.Consumer))

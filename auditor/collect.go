@@ -14,6 +14,7 @@ import (
 
 	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats.go"
+
 	// A drop-in for encoding/json, faster on the STATSZ and LEAFZ replies
 	// on the audit's path; JSZ has a decoder of its own (jszdecode.go).
 	json "github.com/segmentio/encoding/json"

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // Policy is what Evaluate holds a snapshot against.
 type Policy struct {
 	// Floor is the oldest acceptable version.
-	Floor Version
+	Floor version.Version
 	// Accounts, Streams and Consumers are glob patterns (path.Match syntax)
 	// that narrow the asset findings; empty means all. An account pattern
 	// matches an account's id or its name. Server, cluster, leafnode and
@@ -31,7 +33,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 
 	r.Servers = make([]ServerReport, len(snap.Servers))
 	for i, s := range snap.Servers {
-		r.Servers[i] = ServerReport{Server: s, Verdict: CompareToFloor(s.Parsed, p.Floor)}
+		r.Servers[i] = ServerReport{Server: s, Verdict: version.CompareToFloor(s.Parsed, p.Floor)}
 		e.byName[s.Name] = &r.Servers[i]
 	}
 	slices.SortFunc(r.Servers, func(a, b ServerReport) int {
@@ -152,10 +154,10 @@ func (e *evaluation) add(f Finding) {
 func (e *evaluation) servers(servers []ServerReport) {
 	for _, s := range servers {
 		switch s.Verdict {
-		case VerdictBelow:
+		case version.VerdictBelow:
 			e.add(Finding{Code: ServerBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 				Message: fmt.Sprintf("server %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
-		case VerdictUnparseable:
+		case version.VerdictUnparseable:
 			e.add(Finding{Code: VersionUnparseable, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 				Message: fmt.Sprintf("server %s reports version %q, which is not a version", s.Name, s.Version)})
 		}
@@ -194,7 +196,7 @@ func (e *evaluation) meta(m MetaGroup) {
 	if m.Leader == "" {
 		return
 	}
-	if s, ok := e.byName[m.Leader]; ok && s.Verdict == VerdictBelow {
+	if s, ok := e.byName[m.Leader]; ok && s.Verdict == version.VerdictBelow {
 		e.add(Finding{Code: MetaLeaderBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 			Message: fmt.Sprintf("JetStream meta leader %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
 	}
@@ -311,7 +313,7 @@ func (e *evaluation) assetLeader(a *Asset, leader *ServerReport) {
 	// finding can be on a large share of the consumers: its message is one
 	// concatenation, not a Sprintf with its boxed arguments.
 	switch {
-	case leader != nil && leader.Verdict == VerdictBelow && a.Kind == KindConsumer:
+	case leader != nil && leader.Verdict == version.VerdictBelow && a.Kind == KindConsumer:
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		if answersReset(leader.Parsed) {
@@ -320,7 +322,7 @@ func (e *evaluation) assetLeader(a *Asset, leader *ServerReport) {
 			f.Message = "consumer " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ": RESET (first in 2.14.0) to it goes unanswered"
 		}
 		e.add(f)
-	case leader != nil && leader.Verdict == VerdictBelow:
+	case leader != nil && leader.Verdict == version.VerdictBelow:
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version = StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		f.Message = "stream " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.p.Floor.String()
@@ -339,7 +341,7 @@ func (e *evaluation) consumerFollower(a *Asset, leader, s *ServerReport) {
 	// A follower is at risk while its leader would accept a RESET; a leader
 	// that does not know RESET never replicates one. A leaderless consumer
 	// may get a new leader that does.
-	if s.Verdict != VerdictBelow || (leader != nil && !answersReset(leader.Parsed)) {
+	if s.Verdict != version.VerdictBelow || (leader != nil && !answersReset(leader.Parsed)) {
 		return
 	}
 	f := assetFinding(a)
@@ -358,7 +360,7 @@ func (e *evaluation) consumerFollower(a *Asset, leader, s *ServerReport) {
 // named. A feature v's release runs although its level is lower (2.10
 // runs {{left()}} in a stream's own transform, which 2.11.0 to 2.14.6
 // refuse) does not count; the zero Version counts every feature.
-func (a Asset) requiredLevel(v Version) (level int, unrecorded string) {
+func (a Asset) requiredLevel(v version.Version) (level int, unrecorded string) {
 	level = a.RequiredLevel
 	if level != LevelUnreadable && a.Features != 0 {
 		for _, ft := range a.Features.Features() {
@@ -437,7 +439,7 @@ func heldOffline(o Outcome, required, level int) bool {
 // as unsupported, stops the consumer's stream on that server too, "to
 // protect the whole stream" (2.11.9 jetstream_cluster.go:4535-4553;
 // 2.12.15 :5738-5762; 2.15.3 :7642-7660; absent in 2.11.8).
-var stopsStreamSince = v2119
+var stopsStreamSince = version.Must("2.11.9")
 
 // stopsItsStream is what a finding that peer s holds consumer a offline
 // adds: s stops the consumer's stream too, from stopsStreamSince on

@@ -3,6 +3,8 @@ package auditor
 import (
 	"fmt"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // syntheticSnapshot is a system of 50 servers in 5 clusters, one server in
@@ -36,7 +38,7 @@ func syntheticSnapshot(consumers int) *Snapshot {
 
 func BenchmarkEvaluate100kConsumers(b *testing.B) {
 	snap := syntheticSnapshot(100_000)
-	p := Policy{Floor: DefaultFloor}
+	p := Policy{Floor: version.DefaultFloor}
 	var r *Report
 	for b.Loop() {
 		r = Evaluate(snap, p)

@@ -10,7 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
+
+// parsed is s as a Version, the zero Version when it is none.
+func parsed(s string) version.Version {
+	v, _ := version.ParseVersion(s)
+	return v
+}
 
 func srv(name, cluster, version string, level int) Server {
 	s := Server{ID: "ID-" + name, Name: name, Cluster: cluster, JetStream: true, APILevel: level}
@@ -229,7 +237,7 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name: "meta group of another domain counts its own servers",
-			snap: Snapshot{Servers: append(cluster(), Server{ID: "L", Name: "leaf", Domain: "edge", Version: "2.14.0", Parsed: mustVersion("2.14.0"), JetStream: true, APILevel: 4}),
+			snap: Snapshot{Servers: append(cluster(), Server{ID: "L", Name: "leaf", Domain: "edge", Version: "2.14.0", Parsed: version.Must("2.14.0"), JetStream: true, APILevel: 4}),
 				ExpectedCount: 4,
 				Meta:          []MetaGroup{{Cluster: "c1", Size: 3}, {Domain: "edge", Size: 1}}},
 			want:   nil,
@@ -316,7 +324,7 @@ func TestEvaluate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.policy.Floor.IsZero() {
-				tt.policy.Floor = DefaultFloor
+				tt.policy.Floor = version.DefaultFloor
 			}
 			r := Evaluate(&tt.snap, tt.policy)
 			var got []string
@@ -341,7 +349,7 @@ func TestEvaluateCountsLeadershipAndExpected(t *testing.T) {
 		Streams:       []Asset{stream("S", "n2", "n1", "n2", "n3")},
 		Consumers:     []Asset{consumer("S", "A", "n1", "n1"), consumer("S", "B", "n1", "n1", "n2"), consumer("S", "C", "n3", "n3")},
 		ExpectedNames: map[string][]string{"gone": {"n1"}}}
-	r := Evaluate(snap, Policy{Floor: DefaultFloor})
+	r := Evaluate(snap, Policy{Floor: version.DefaultFloor})
 	led := map[string][2]int{}
 	for _, s := range r.Servers {
 		led[s.Name] = [2]int{s.StreamsLed, s.ConsumersLed}
@@ -356,7 +364,7 @@ func TestEvaluateCountsLeadershipAndExpected(t *testing.T) {
 	snap.ExpectedNames = map[string][]string{"w1": {"n1"}, "w2": {"n1"}}
 	snap.ExpectedClusters = map[string][]string{"west": {"n1"}}
 	snap.ExpectedCount = 5
-	if r := Evaluate(snap, Policy{Floor: DefaultFloor}); r.ServersExpected != 5 {
+	if r := Evaluate(snap, Policy{Floor: version.DefaultFloor}); r.ServersExpected != 5 {
 		t.Errorf("ServersExpected %d with west's two servers named, want 5", r.ServersExpected)
 	}
 	if r.Floor.String() != "2.14.0" {
@@ -382,7 +390,7 @@ func TestEvaluateExpectedCountsEveryServerOnce(t *testing.T) {
 			ExpectedNames: map[string][]string{"n3": {"n1"}, unknownPeerPrefix + peerID("n3") + ")": {"n2"}}}, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if r := Evaluate(&tt.snap, Policy{Floor: DefaultFloor}); r.ServersExpected != tt.want {
+			if r := Evaluate(&tt.snap, Policy{Floor: version.DefaultFloor}); r.ServersExpected != tt.want {
 				t.Errorf("ServersExpected %d, want %d:%v", r.ServersExpected, tt.want, r.Findings)
 			}
 		})
@@ -392,7 +400,7 @@ func TestEvaluateExpectedCountsEveryServerOnce(t *testing.T) {
 func TestEvaluateMissingServerAsLastSeen(t *testing.T) {
 	snap := &Snapshot{Servers: cluster()[:2], ExpectedCount: 3, ExpectedNames: map[string][]string{"n3": {"n1"}},
 		LastSeen: map[string]Server{"n3": srv("n3", "c1", "2.12.15", 3)}}
-	r := Evaluate(snap, Policy{Floor: DefaultFloor})
+	r := Evaluate(snap, Policy{Floor: version.DefaultFloor})
 	if len(r.Findings) != 1 {
 		t.Fatalf("findings %v", r.Findings)
 	}
@@ -407,7 +415,7 @@ func TestEvaluateMissingServerAsLastSeen(t *testing.T) {
 // the words must follow that even when the floor is higher.
 func TestEvaluateResetWords(t *testing.T) {
 	servers := []Server{srv("new", "c1", "2.15.3", 5), srv("mid", "c1", "2.14.0", 4), srv("old", "c1", "2.12.15", 3)}
-	messages := func(floor Version, leader string) map[Code]string {
+	messages := func(floor version.Version, leader string) map[Code]string {
 		snap := &Snapshot{Servers: servers, Consumers: []Asset{consumer("S", "C", leader, "new", "mid", "old")}}
 		out := map[Code]string{}
 		for _, f := range Evaluate(snap, Policy{Floor: floor}).Findings {
@@ -415,7 +423,7 @@ func TestEvaluateResetWords(t *testing.T) {
 		}
 		return out
 	}
-	m := messages(mustVersion("2.15.0"), "mid")
+	m := messages(version.Must("2.15.0"), "mid")
 	if got := m[ConsumerLeaderBelowFloor]; strings.Contains(got, "unanswered") || !strings.Contains(got, "below the floor 2.15.0") {
 		t.Errorf("a 2.14 leader answers RESET: %q", got)
 	}
@@ -424,14 +432,14 @@ func TestEvaluateResetWords(t *testing.T) {
 	if got := m[ConsumerReplicaBelowFloor]; !strings.Contains(got, "follower old running 2.12.15: a RESET answered by a leader at 2.14.0 or later crashes it") {
 		t.Errorf("replica finding %q", got)
 	}
-	m = messages(mustVersion("2.14.0"), "old")
+	m = messages(version.Must("2.14.0"), "old")
 	if got := m[ConsumerLeaderBelowFloor]; !strings.Contains(got, "RESET (first in 2.14.0) to it goes unanswered") || strings.Contains(got, "UNPIN") {
 		t.Errorf("a 2.12 leader: %q", got)
 	}
 	if got := m[ConsumerReplicaBelowFloor]; got != "" {
 		t.Errorf("a leader that does not know RESET replicates none, yet: %q", got)
 	}
-	m = messages(mustVersion("2.15.0"), "new")
+	m = messages(version.Must("2.15.0"), "new")
 	if got := m[ConsumerReplicaBelowFloor]; !strings.Contains(got, "follower mid running 2.14.0, below the floor 2.15.0") {
 		t.Errorf("a 2.14 follower below a 2.15 floor: %q", got)
 	}
@@ -442,7 +450,7 @@ func TestEvaluateAPILevelWords(t *testing.T) {
 	snap := &Snapshot{Servers: []Server{srv("new", "c1", "2.15.3", 5), srv("old", "c1", "2.12.15", 3), srv("ancient", "c1", "2.10.27", 0)},
 		Streams: []Asset{s}}
 	got := map[string]string{}
-	for _, f := range Evaluate(snap, Policy{Floor: mustVersion("2.10.0")}).Findings {
+	for _, f := range Evaluate(snap, Policy{Floor: version.Must("2.10.0")}).Findings {
 		if f.Code == AssetAPILevelUnsupported {
 			got[f.Server] = f.Message
 		}
@@ -464,7 +472,7 @@ func TestEvaluateUnreadableLevel(t *testing.T) {
 	s := Asset{Kind: KindStream, Account: "APP", Stream: "ODD", Leader: "new", Peers: []string{"new", "ancient"}, RequiredLevel: LevelUnreadable}
 	snap := &Snapshot{Servers: []Server{srv("new", "c1", "2.15.3", 5), srv("ancient", "c1", "2.10.27", 0)}, Streams: []Asset{s}}
 	var got []string
-	for _, f := range Evaluate(snap, Policy{Floor: mustVersion("2.10.0")}).Findings {
+	for _, f := range Evaluate(snap, Policy{Floor: version.Must("2.10.0")}).Findings {
 		if f.Code == AssetAPILevelUnsupported {
 			got = append(got, f.Server+": "+f.Message)
 		}
@@ -511,7 +519,7 @@ func TestEvaluateNarrowedToNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.policy.Floor = DefaultFloor
+			tt.policy.Floor = version.DefaultFloor
 			r := Evaluate(&snap, tt.policy)
 			var got []string
 			for _, f := range r.Findings {
@@ -533,11 +541,11 @@ func TestEvaluateNarrowedToNothing(t *testing.T) {
 // TestEvaluateFailedAudit: an audit that could not run is UNKNOWN with its
 // one reason, not also "no server answered".
 func TestEvaluateFailedAudit(t *testing.T) {
-	r := Failed(errors.New("audit: permissions violation: ..."), DefaultFloor, "", time.Now(), 0)
+	r := Failed(errors.New("audit: permissions violation: ..."), version.DefaultFloor, "", time.Now(), 0)
 	if r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "audit: permissions violation: ..." {
 		t.Errorf("status %s, findings %+v", r.Status, r.Findings)
 	}
-	if r := Evaluate(&Snapshot{}, Policy{Floor: DefaultFloor}); r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "no server answered the audit" {
+	if r := Evaluate(&Snapshot{}, Policy{Floor: version.DefaultFloor}); r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "no server answered the audit" {
 		t.Errorf("an empty snapshot: status %s, findings %+v", r.Status, r.Findings)
 	}
 }
@@ -553,7 +561,7 @@ func TestLeafnodeAccountName(t *testing.T) {
 	snap := &Snapshot{Servers: []Server{srv("hub", "", "2.14.0", 4)}, Streams: []Asset{s},
 		Leafnodes: []LeafLink{{Server: "hub", Peer: "leaf-app", Account: app}, {Server: "hub", Peer: "leaf-other", Account: other}}}
 	var got []string // in the findings' order: by message
-	for _, f := range Evaluate(snap, Policy{Floor: DefaultFloor}).Findings {
+	for _, f := range Evaluate(snap, Policy{Floor: version.DefaultFloor}).Findings {
 		if f.Code == LeafnodeUnaudited {
 			got = append(got, f.Peer+" "+f.AccountName+": "+f.Message)
 		}

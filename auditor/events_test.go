@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -95,7 +96,7 @@ func TestCollectHearsARestartedServerByItsHeartbeat(t *testing.T) {
 			if took > timeout/2 {
 				t.Errorf("the audit took %s of its %s timeout", took, timeout)
 			}
-			rep := auditor.Evaluate(r.snap, auditor.Policy{Floor: auditor.DefaultFloor})
+			rep := auditor.Evaluate(r.snap, auditor.Policy{Floor: version.DefaultFloor})
 			if !rep.Complete() {
 				t.Errorf("incomplete: %+v", rep.Findings)
 			}
@@ -183,7 +184,7 @@ func TestCollectStopsWaitingForAServerThatShutDown(t *testing.T) {
 	if !slices.Equal(failed, []string{"JSZ", "LEAFZ"}) {
 		t.Errorf("n3's requests failed: %v; problems %+v", failed, snap.Problems)
 	}
-	if auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor}).Complete() {
+	if auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor}).Complete() {
 		t.Error("an audit with n3's requests unanswered is complete")
 	}
 }

@@ -1,6 +1,10 @@
 package auditor
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
+)
 
 // FeatureFlagsSince is the first release that reads a feature_flags block
 // in its config (server/feature_flags.go; 2.14.0 opts.go:1826-1848) and
@@ -11,7 +15,7 @@ var FeatureFlagsSince = v214
 
 // v215 is where js_raft_delete_range turned on by default, and where an
 // op a follower has no case for stopped crashing it (ops.go).
-var v215 = mustVersion("2.15.0")
+var v215 = version.Must("2.15.0")
 
 // The feature flags the table knows, as a server's config and STATSZ name
 // them.
@@ -25,7 +29,7 @@ const (
 // FlagDefault is a flag's default in the releases [From, Below); an empty
 // Below is every later release.
 type FlagDefault struct {
-	From, Below Version
+	From, Below version.Version
 	On          bool
 	Evidence    string
 }
@@ -99,7 +103,7 @@ func FlagByName(name string) (FeatureFlag, bool) {
 // for a version before the flag's first, which has no such flag (it is off
 // there). A version that is not one gets the flag on if any range has it
 // on: the audit cannot tell, and on is the hazard.
-func (f FeatureFlag) DefaultBy(v Version) (d FlagDefault, known bool) {
+func (f FeatureFlag) DefaultBy(v version.Version) (d FlagDefault, known bool) {
 	if v.IsZero() {
 		for _, d := range f.Defaults {
 			if d.On {
@@ -114,65 +118,4 @@ func (f FeatureFlag) DefaultBy(v Version) (d FlagDefault, known bool) {
 		}
 	}
 	return FlagDefault{Evidence: fmt.Sprintf("%s has no flag %s", v, f.Name)}, false
-}
-
-// FlagOn reports whether the named flag is on in server s: as the server
-// reported it in STATSZ, else its version's default. A flag a server's
-// version does not know is off.
-func FlagOn(s Server, name string) bool {
-	if on, ok := s.FeatureFlags[name]; ok {
-		return on
-	}
-	f, ok := FlagByName(name)
-	if !ok {
-		return false
-	}
-	d, known := f.DefaultBy(s.Parsed)
-	return known && d.On
-}
-
-// ConfiguredFlags are the flags server s reports with a value other than
-// its version's default: those its config sets. A flag set to its default
-// cannot be told from one left alone, so a config can hold more than this.
-// A what-if keeps these across a version change, and a server before
-// FeatureFlagsSince refuses to start with any of them.
-func ConfiguredFlags(s Server) map[string]bool {
-	var out map[string]bool
-	for name, on := range s.FeatureFlags {
-		f, ok := FlagByName(name)
-		if !ok {
-			continue // reported, so known to the server: a release after the table
-		}
-		if d, known := f.DefaultBy(s.Parsed); !known || d.On != on {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[name] = on
-		}
-	}
-	return out
-}
-
-// FlagsAt are the feature flags server s would report at release to: the
-// values its config sets (ConfiguredFlags), where that release knows the
-// flag, and the release's defaults for the rest; none before
-// FeatureFlagsSince, which has no flags. A what-if runs a server on them.
-func FlagsAt(s Server, to Version) map[string]bool {
-	if !to.AtLeast(FeatureFlagsSince) {
-		return nil
-	}
-	configured := ConfiguredFlags(s)
-	out := map[string]bool{}
-	for _, f := range FeatureFlags {
-		d, known := f.DefaultBy(to)
-		if !known {
-			continue
-		}
-		on, set := configured[f.Name]
-		if !set {
-			on = d.On
-		}
-		out[f.Name] = on
-	}
-	return out
 }

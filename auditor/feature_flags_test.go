@@ -130,7 +130,7 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 	// range for a replicated mirror they lead; 2.12.15 does not.
 	deleteRange, _ := OpByValue(OpDeleteRange)
 	mirror := DetectOps(KindStream, &AssetConfig{Mirror: &StreamSource{Name: "O"}})
-	names, _ := deleteRange.Proposers(snap.Servers, mirror, 3, false)
+	names, _ := Proposers(deleteRange, snap.Servers, mirror, 3, false)
 	if slices.Sort(names); !slices.Equal(names, []string{"n1", "n2"}) {
 		t.Errorf("servers that would propose a delete range as the mirror's leader: %v, want [n1 n2]", names)
 	}

@@ -1,5 +1,7 @@
 package auditor
 
+import "github.com/natsaudit/nats-version-auditor/auditor/version"
+
 // FeatureLevels lists what the capability view holds the servers' levels
 // against: the rows of the feature table (Features), which the audit detects
 // in asset configs, and the features of the JetStream API itself, which no
@@ -25,3 +27,22 @@ var apiFeatures = []FeatureLevel{
 	// (TestConsumerResetAgainstMixedCluster).
 	{Name: "consumer_reset", Title: "consumer RESET ($JS.API.CONSUMER.RESET)", Kind: KindConsumer, Level: 4, Since: ResetVersion},
 }
+
+// FeatureLevel is the part of a feature the capability view needs: its
+// name, the API level that brings it and the first release with it.
+type FeatureLevel struct {
+	Name  string
+	Title string
+	// Kind is the kind of asset whose config uses it; empty for any.
+	Kind  AssetKind
+	Level int
+	// Since is the first release with it. A feature can come after its
+	// level (a new value of an older field): a server supports it only
+	// from Since.
+	Since version.Version
+}
+
+// ResetVersion is the first nats-server release that answers
+// $JS.API.CONSUMER.RESET (and the first that knows its replicated entry).
+// A pre-release of it counts as older.
+var ResetVersion = version.Must("2.14.0")

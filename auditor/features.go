@@ -3,6 +3,8 @@ package auditor
 import (
 	"regexp"
 	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // Outcome is what a server does with a stream or consumer whose config uses
@@ -58,7 +60,7 @@ const (
 type Handling struct {
 	// From and Below bound the range [From, Below); a zero From is every
 	// older version.
-	From, Below Version
+	From, Below version.Version
 	// Asset is what such a server does with an asset that exists (created
 	// through a newer meta leader).
 	Asset Outcome
@@ -85,7 +87,7 @@ type Feature struct {
 	// DurableSourcing).
 	Level int
 	// Since is the first release with the feature.
-	Since Version
+	Since version.Version
 	// Uses reports whether a config of the feature's Kind uses it.
 	Uses func(*AssetConfig) bool
 	// Source cites the server source that defines the feature.
@@ -247,29 +249,29 @@ func usesMappingFunctionIn(dests func(*AssetConfig) []string, fns ...string) fun
 var (
 	// v2.11.0: API levels, TTLs, pause, priority groups. Assignments are
 	// still decoded leniently (2.11.8 jetstream_cluster.go:7269, :7695).
-	v211 = mustVersion("2.11.0")
+	v211 = version.Must("2.11.0")
 	// v2.11.9: assignments decoded strictly; an unknown field makes the
 	// asset unsupported (held offline) (2.11.12 jetstream_cluster.go:7717,
 	// :177-190; absent in 2.11.8).
-	v2119 = mustVersion("2.11.9")
-	v212  = mustVersion("2.12.0")
+	v2119 = version.Must("2.11.9")
+	v212  = version.Must("2.12.0")
 	// v2.12.5: the asynchronous meta snapshot re-decodes the log's
 	// assignments and panics on one it cannot decode (2.12.15
 	// jetstream_cluster.go:2326-2355, called from :1765 every minute
 	// (:1580); absent in 2.12.4).
-	v2125 = mustVersion("2.12.5")
-	v214  = mustVersion("2.14.0")
+	v2125 = version.Must("2.12.5")
+	v214  = version.Must("2.14.0")
 	// v2.14.7: the config check takes the left() and right() mapping
 	// functions (sublist.go:1291-1292).
-	v2147 = mustVersion("2.14.7")
+	v2147 = version.Must("2.14.7")
 	// v2.14.10 and v2.15.3: decodeConfig decodes an assignment's config
 	// strictly, then field by field, and holds an asset with a value it
 	// cannot decode offline as "unsupported - config error" (2.14.10
 	// jetstream_versioning.go:60-106, jetstream_cluster.go:9835, :10346,
 	// :370-375; 2.15.3 jetstream_versioning.go:60, jetstream_cluster.go:12813,
 	// :13323, :562-566). 2.15.0 to 2.15.2 have no such decoder.
-	v21410 = mustVersion("2.14.10")
-	v2153  = mustVersion("2.15.3")
+	v21410 = version.Must("2.14.10")
+	v2153  = version.Must("2.15.3")
 )
 
 // undecodableValue is what each release does with an asset whose config
@@ -298,7 +300,7 @@ var undecodableValue = []Handling{
 // undecodableValueBy returns what a server of the given version does with
 // an asset whose config holds a value its decoder rejects; a version that
 // is not one gets the worst of every range.
-func undecodableValueBy(v Version) Handling {
+func undecodableValueBy(v version.Version) Handling {
 	if v.IsZero() {
 		return Feature{Since: v2153, Older: undecodableValue}.HandlingBy(v)
 	}
@@ -317,7 +319,7 @@ func undecodableValueBy(v Version) Handling {
 // every older release's decoder rejects: undecodableValue below since.
 // evidence, where given, replaces a range's evidence with what was seen
 // for the feature itself, in the order of the ranges kept.
-func valueFeature(since Version, evidence ...string) []Handling {
+func valueFeature(since version.Version, evidence ...string) []Handling {
 	var out []Handling
 	for _, h := range undecodableValue {
 		if h.From.AtLeast(since) {
@@ -353,7 +355,7 @@ const (
 // fieldFeature is the handling of a feature that adds a config field: older
 // servers drop an unknown field (2.10, and 2.11 before 2.11.9) or hold the
 // asset offline (2.11.9 on).
-func fieldFeature(since Version, evidence ...string) []Handling {
+func fieldFeature(since version.Version, evidence ...string) []Handling {
 	ev := func(i int) string {
 		if i < len(evidence) {
 			return evidence[i]
@@ -361,7 +363,7 @@ func fieldFeature(since Version, evidence ...string) []Handling {
 		return ""
 	}
 	var out []Handling
-	add := func(from, below Version, asset, create Outcome, e string) {
+	add := func(from, below version.Version, asset, create Outcome, e string) {
 		if from.AtLeast(since) {
 			return
 		}
@@ -370,7 +372,7 @@ func fieldFeature(since Version, evidence ...string) []Handling {
 		}
 		out = append(out, Handling{From: from, Below: below, Asset: asset, Create: create, Evidence: e})
 	}
-	add(Version{}, v211, IgnoredOnline, IgnoredOnline, ev(0))
+	add(version.Version{}, v211, IgnoredOnline, IgnoredOnline, ev(0))
 	add(v211, v2119, IgnoredOnline, IgnoredOnline, "2.11.8 jetstream_cluster.go:7269 (lenient stream decode, no unsupported state); "+createLenient)
 	add(v2119, v212, HeldOffline, IgnoredOnline, ev(1))
 	add(v212, since, HeldOffline, CreateRefused, ev(2))
@@ -609,7 +611,7 @@ func DetectFeatures(kind AssetKind, c *AssetConfig) FeatureSet {
 // using the feature. A version at or above Since supports it; the zero
 // Version (a report that is no version) gets the worst outcome of any
 // older range, since the audit cannot tell.
-func (f Feature) HandlingBy(v Version) Handling {
+func (f Feature) HandlingBy(v version.Version) Handling {
 	if v.IsZero() {
 		worst := Handling{Asset: Supported, Create: Supported, Evidence: "version unreadable: the worst of every older range"}
 		for _, h := range f.Older {
@@ -670,4 +672,23 @@ func durableSources(c *AssetConfig) []DurableSource {
 		add(s, false)
 	}
 	return out
+}
+
+// AssetKind tells streams from consumers.
+type AssetKind string
+
+// The kinds of JetStream asset the audit inventories.
+const (
+	KindStream   AssetKind = "stream"
+	KindConsumer AssetKind = "consumer"
+)
+
+// DurableSource is an origin consumer a mirror or source reads through.
+type DurableSource struct {
+	Stream   string
+	Consumer string
+	// APIPrefix is the origin's JetStream API prefix when it is in another
+	// account or domain ("$JS.hub.API"); empty for the stream's own.
+	APIPrefix string
+	Mirror    bool
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 func TestFeatureHandlingByVersion(t *testing.T) {
@@ -57,7 +58,7 @@ func TestFeatureHandlingByVersion(t *testing.T) {
 	for _, f := range auditor.Features {
 		var got, gotCreate []string
 		for _, v := range versions {
-			parsed, err := auditor.ParseVersion(v)
+			parsed, err := version.ParseVersion(v)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +80,7 @@ func TestFeatureHandlingByVersion(t *testing.T) {
 func TestFeatureHandlingOfAnUnreadableVersion(t *testing.T) {
 	for _, f := range auditor.Features {
 		// What a server that reports no version parses as.
-		h := f.HandlingBy(auditor.Version{})
+		h := f.HandlingBy(version.Version{})
 		worst := auditor.Supported
 		for _, o := range f.Older {
 			if o.Asset == auditor.CrashesOnDecode {
@@ -113,7 +114,7 @@ func TestFeatureTableIsComplete(t *testing.T) {
 		if f.Kind != auditor.KindStream && f.Kind != auditor.KindConsumer {
 			t.Errorf("%s: kind %q", f.Name, f.Kind)
 		}
-		var from auditor.Version
+		var from version.Version
 		for _, h := range f.Older {
 			if h.From != from {
 				t.Errorf("%s: range starts at %q, want %q (no gap, no overlap)", f.Name, h.From, from)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // The fuzz targets feed arbitrary bytes to what the audit does with each
@@ -18,7 +20,7 @@ func fuzzCollection() *collection {
 }
 
 func evaluateAll(t *testing.T, c *collection) {
-	r := Evaluate(c.snapshot(), Policy{Floor: DefaultFloor})
+	r := Evaluate(c.snapshot(), Policy{Floor: version.DefaultFloor})
 	for _, s := range r.Servers {
 		r.ForServer(s.Name)
 	}
@@ -60,7 +62,7 @@ func FuzzLeafz(f *testing.F) {
 		if !json.Valid(data) && err == nil {
 			t.Fatal("a reply that is not JSON was accepted")
 		}
-		c.snap.Servers = []Server{{Name: "s", ID: "S", Version: "2.14.0", Parsed: mustVersion("2.14.0")}}
+		c.snap.Servers = []Server{{Name: "s", ID: "S", Version: "2.14.0", Parsed: version.Must("2.14.0")}}
 		evaluateAll(t, c)
 	})
 }
@@ -76,7 +78,7 @@ func FuzzJSZ(f *testing.F) {
 			return
 		}
 		c := fuzzCollection()
-		c.snap.Servers = []Server{{Name: "n1", ID: "N1", Version: "2.14.0", Parsed: mustVersion("2.14.0"), APILevel: 4}, {Name: "n3", ID: "N3", Version: "2.12.15", Parsed: mustVersion("2.12.15"), APILevel: 3}}
+		c.snap.Servers = []Server{{Name: "n1", ID: "N1", Version: "2.14.0", Parsed: version.Must("2.14.0"), APILevel: 4}, {Name: "n3", ID: "N3", Version: "2.12.15", Parsed: version.Must("2.12.15"), APILevel: 3}}
 		c.addJSZ(c.snap.Servers[0], js)
 		c.addJSZ(c.snap.Servers[1], js) // a second replica's report of the same
 		snap := c.snapshot()

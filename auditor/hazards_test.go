@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // old is n1, n2 at 2.14.0 with n3 2.12.15, n4 2.11.12 and n5 2.10.27.
@@ -31,7 +33,7 @@ func mirrorOf(name, leader, origin, durable string, peers ...string) Asset {
 // that only what this issue adds (and n5 below it) is left.
 func hazardFindings(t *testing.T, snap Snapshot) (*Report, []string) {
 	t.Helper()
-	floor, _ := ParseVersion("2.11.0")
+	floor, _ := version.ParseVersion("2.11.0")
 	r := Evaluate(&snap, Policy{Floor: floor})
 	var got []string
 	for _, f := range r.Findings {
@@ -107,7 +109,7 @@ func TestAssetCrashesServer(t *testing.T) {
 
 func TestAssetCrashesServerIsNotNarrowed(t *testing.T) {
 	snap := Snapshot{Servers: oldServers(), Consumers: []Asset{withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}}
-	floor, _ := ParseVersion("2.11.0")
+	floor, _ := version.ParseVersion("2.11.0")
 	r := Evaluate(&snap, Policy{Floor: floor, Streams: []string{"MINE"}})
 	if got := len(withCodeOf(r.Findings, AssetCrashesServer)); got != 1 {
 		t.Errorf("%d ASSET_CRASHES_SERVER findings for a gate narrowed to another stream, want 1: the crash takes its assets down too", got)
@@ -203,7 +205,7 @@ func TestServerMissingAfterReset(t *testing.T) {
 		Streams:       []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
 		Consumers: []Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3"),
 			consumer("OTHER", "app", "n1", "n1", "n2", "n3")}}
-	r := Evaluate(&snap, Policy{Floor: DefaultFloor})
+	r := Evaluate(&snap, Policy{Floor: version.DefaultFloor})
 	missing := withCodeOf(r.Findings, ServerMissing)
 	t.Log(missing)
 	if len(missing) != 1 {
@@ -216,13 +218,13 @@ func TestServerMissingAfterReset(t *testing.T) {
 	}
 	// Without a mirror, the words stay conditional.
 	snap.Streams = nil
-	r = Evaluate(&snap, Policy{Floor: DefaultFloor})
+	r = Evaluate(&snap, Policy{Floor: version.DefaultFloor})
 	if m := withCodeOf(r.Findings, ServerMissing)[0].Message; !strings.Contains(m, "if it crashed on a replicated RESET, it crashes again on every restart until it is upgraded") {
 		t.Errorf("message %q", m)
 	}
 	// Last seen at 2.14: nothing to add.
 	snap.LastSeen["n3"] = srv("n3", "c1", "2.14.0", 4)
-	r = Evaluate(&snap, Policy{Floor: DefaultFloor})
+	r = Evaluate(&snap, Policy{Floor: version.DefaultFloor})
 	if m := withCodeOf(r.Findings, ServerMissing)[0].Message; strings.Contains(m, "RESET") {
 		t.Errorf("message %q", m)
 	}
@@ -259,7 +261,7 @@ func TestHazardOwners(t *testing.T) {
 		Streams:       []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
 		Consumers: []Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3"),
 			withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}}
-	r := Evaluate(&snap, Policy{Floor: DefaultFloor})
+	r := Evaluate(&snap, Policy{Floor: version.DefaultFloor})
 	var got []string
 	for _, f := range r.Findings {
 		switch f.Code {
@@ -283,7 +285,7 @@ func TestDurableSourcingNeedsLevel4(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("findings %q, want %q", got, want)
 	}
-	r := Evaluate(&snap, Policy{Floor: DefaultFloor})
+	r := Evaluate(&snap, Policy{Floor: version.DefaultFloor})
 	for _, f := range withCodeOf(r.Findings, AssetAPILevelUnsupported) {
 		t.Log(f.Message)
 		if f.RequiredLevel != 4 || !strings.Contains(f.Message, "durable sourcing") || !strings.Contains(f.Message, "which its _nats.req.level does not record") {
@@ -307,7 +309,7 @@ func TestUndecodableValueByVersion(t *testing.T) {
 			t.Errorf("%s: %s/%s (%q), want %s", v, h.Asset, h.Create, h.Evidence, o)
 		}
 	}
-	if h := undecodableValueBy(Version{}); h.Asset != CrashesOnDecode {
+	if h := undecodableValueBy(version.Version{}); h.Asset != CrashesOnDecode {
 		t.Errorf("a version that is not one: %s, want the worst", h.Asset)
 	}
 	// undecodableValueBy reads the ranges as one run, oldest first.
@@ -324,7 +326,7 @@ func TestUndecodableValueByVersion(t *testing.T) {
 // to 2.15.2 halt their meta group, 2.14.10 and 2.15.3 hold the asset
 // offline, 2.12.5 to 2.14.9 crash.
 func TestUndecodableValueHaltsMeta(t *testing.T) {
-	future := mustVersion("2.16.0")
+	future := version.Must("2.16.0")
 	saved := Features
 	t.Cleanup(func() { Features = saved })
 	Features = append(slices.Clone(saved), Feature{Name: "future_enum", Title: "a future enum value", Kind: KindConsumer,

@@ -6,15 +6,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 func TestIndexConsumer(t *testing.T) {
 	snap := &Snapshot{
 		Servers: []Server{
-			{Name: "n1", Version: "2.15.3", Parsed: mustVersion("2.15.3"), APILevel: 5},
-			{Name: "n2", Version: "2.14.0", Parsed: mustVersion("2.14.0"), APILevel: 4},
-			{Name: "n3", Version: "2.12.15", Parsed: mustVersion("2.12.15"), APILevel: 3},
-			{Name: "leaf", Domain: "edge", Version: "2.14.0", Parsed: mustVersion("2.14.0"), APILevel: 4},
+			{Name: "n1", Version: "2.15.3", Parsed: version.Must("2.15.3"), APILevel: 5},
+			{Name: "n2", Version: "2.14.0", Parsed: version.Must("2.14.0"), APILevel: 4},
+			{Name: "n3", Version: "2.12.15", Parsed: version.Must("2.12.15"), APILevel: 3},
+			{Name: "leaf", Domain: "edge", Version: "2.14.0", Parsed: version.Must("2.14.0"), APILevel: 4},
 		},
 		Consumers: []Asset{
 			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "led-by-old", Leader: "n3", Peers: []string{"n1", "n2", "n3"}, Replicas: 3},
@@ -109,7 +111,7 @@ func TestIndexConsumer(t *testing.T) {
 }
 
 func TestIndexOfFailedAudit(t *testing.T) {
-	x := NewIndex(Failed(errors.New("not connected"), DefaultFloor, "", time.Now(), 0).Snapshot)
+	x := NewIndex(Failed(errors.New("not connected"), version.DefaultFloor, "", time.Now(), 0).Snapshot)
 	if v, found := x.Consumer(ConsumerKey{"", "APP", "S", "C"}); found || v.Reset != ResetUnknown {
 		t.Errorf("a failed audit found %v with %s", found, v.Reset)
 	}

@@ -3,6 +3,8 @@ package auditor
 import (
 	"fmt"
 	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // LevelUnknown is the API level of a version LevelOf does not know. It is
@@ -13,21 +15,21 @@ const LevelUnknown = -1
 // JetStream API level: every release from First (zero: any before Last) to
 // Last, both included.
 type levelRange struct {
-	First, Last Version
+	First, Last version.Version
 	Level       int
 	// Checked are the releases whose source (at their tags) the level was
 	// read from.
-	Checked []Version
+	Checked []version.Version
 }
 
 // levelRow is a levelRange as the table writes it.
 func levelRow(first, last string, level int, checked ...string) levelRange {
-	r := levelRange{Last: mustVersion(last), Level: level}
+	r := levelRange{Last: version.Must(last), Level: level}
 	if first != "" {
-		r.First = mustVersion(first)
+		r.First = version.Must(first)
 	}
 	for _, c := range checked {
-		r.Checked = append(r.Checked, mustVersion(c))
+		r.Checked = append(r.Checked, version.Must(c))
 	}
 	return r
 }
@@ -57,7 +59,7 @@ func (r levelRange) source() string {
 	return fmt.Sprintf("JSApiLevel = %d in server/jetstream_versioning.go at %s", r.Level, joinVersions(r.Checked))
 }
 
-func joinVersions(vs []Version) string {
+func joinVersions(vs []version.Version) string {
 	out := make([]string, len(vs))
 	for i, v := range vs {
 		out[i] = v.String()
@@ -70,7 +72,7 @@ func joinVersions(vs []Version) string {
 // (a release after the last one known, a pre-release, anything that is not
 // the zero Version) is LevelUnknown, with the reason. A FIPS build is its
 // release.
-func LevelOf(v Version) (int, string) {
+func LevelOf(v version.Version) (int, string) {
 	if v.IsZero() {
 		return LevelUnknown, "no version"
 	}
@@ -83,29 +85,4 @@ func LevelOf(v Version) (int, string) {
 		}
 	}
 	return LevelUnknown, fmt.Sprintf("the level table does not list %s", v)
-}
-
-// LevelFor is LevelOf, except that a version some server of the snapshot
-// already runs takes the level those servers report: what servers say wins
-// over the table. When servers of that version report different levels (they
-// cannot, unless a build was changed), the table decides.
-func LevelFor(snap *Snapshot, v Version) (int, string) {
-	if v.IsZero() {
-		return LevelOf(v)
-	}
-	reported, by, agree := LevelUnknown, "", true
-	for _, s := range snap.Servers {
-		if s.Parsed != v || !s.JetStream {
-			continue
-		}
-		if reported == LevelUnknown {
-			reported, by = s.APILevel, s.Name
-		} else if reported != s.APILevel {
-			agree = false
-		}
-	}
-	if reported != LevelUnknown && agree {
-		return reported, fmt.Sprintf("reported by %s, which runs %s", by, v)
-	}
-	return LevelOf(v)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -25,7 +26,7 @@ func TestLevelTableAgainstRealServers(t *testing.T) {
 			t.Fatalf("%s: %d servers answered, want 1", sp.Name, len(snap.Servers))
 		}
 		s := snap.Servers[0]
-		tag, err := auditor.ParseVersion(sp.Version)
+		tag, err := version.ParseVersion(sp.Version)
 		if err != nil {
 			t.Fatal(err)
 		}

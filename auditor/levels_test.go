@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 func TestLevelOf(t *testing.T) {
@@ -45,41 +47,13 @@ func TestLevelOf(t *testing.T) {
 		{"banana", LevelUnknown},
 	}
 	for _, tt := range tests {
-		got, why := LevelOf(parsed(tt.version))
+		got, why := LevelOf(parsedRelease(tt.version))
 		if got != tt.want {
 			t.Errorf("LevelOf(%q) = %d (%s), want %d", tt.version, got, why, tt.want)
 		}
 		if why == "" {
 			t.Errorf("LevelOf(%q) gives no source or reason", tt.version)
 		}
-	}
-}
-
-func TestLevelForPrefersWhatServersReport(t *testing.T) {
-	snap := &Snapshot{Servers: []Server{
-		srv("n1", "c1", "2.16.0", 6), // a release after the table
-		srv("n2", "c1", "2.14.0", 4),
-		{Name: "n3", Version: "2.15.3", Parsed: mustVersion("2.15.3"), APILevel: 0}, // JetStream off: reports no level
-	}}
-	tests := []struct {
-		version string
-		want    int
-	}{
-		{"2.16.0", 6},
-		{"v2.16.0", 6},
-		{"2.14.0", 4},
-		{"2.15.3", 5}, // from the table: n3 does not run JetStream
-		{"2.16.1", LevelUnknown},
-	}
-	for _, tt := range tests {
-		if got, why := LevelFor(snap, parsed(tt.version)); got != tt.want {
-			t.Errorf("LevelFor(%q) = %d (%s), want %d", tt.version, got, why, tt.want)
-		}
-	}
-	// Servers that disagree: the table decides, and knows nothing of 2.16.
-	snap.Servers = append(snap.Servers, srv("n4", "c1", "2.16.0", 7))
-	if got, _ := LevelFor(snap, mustVersion("2.16.0")); got != LevelUnknown {
-		t.Errorf("LevelFor with disagreeing servers = %d, want unknown", got)
 	}
 }
 
@@ -92,7 +66,7 @@ func TestLevelTableAgainstSource(t *testing.T) {
 	}
 	level := regexp.MustCompile(`JSApiLevel\s+int\s*=\s*(\d+)`)
 	for _, r := range levelRanges {
-		for _, end := range []Version{r.First, r.Last} {
+		for _, end := range []version.Version{r.First, r.Last} {
 			if !end.IsZero() && !slices.Contains(r.Checked, end) {
 				t.Errorf("range %s..%s: its end %s was not read", r.First, r.Last, end)
 			}
@@ -139,4 +113,10 @@ func moduleSource(t *testing.T, tag string) string {
 		t.Fatalf("go mod download nats-server@%s: %v %s", tag, err, mod.Error)
 	}
 	return mod.Dir
+}
+
+// parsedRelease is s as a Version, the zero Version when it is none.
+func parsedRelease(s string) version.Version {
+	v, _ := version.ParseVersion(s)
+	return v
 }

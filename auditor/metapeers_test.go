@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // metaReply is a server's JSZ reply with only meta_cluster, in the shapes
@@ -72,7 +74,7 @@ func TestServerNotMetaPeer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Evaluate(metaSnapshot(tt.pages(t)), Policy{Floor: DefaultFloor})
+			r := Evaluate(metaSnapshot(tt.pages(t)), Policy{Floor: version.DefaultFloor})
 			var got []string
 			for _, f := range r.Findings {
 				if f.Code == ServerNotMetaPeer {
@@ -102,7 +104,7 @@ func TestServerNotMetaPeer(t *testing.T) {
 // chooser's own evaluations) invents none.
 func TestServerNotMetaPeerWhatIf(t *testing.T) {
 	snap := metaSnapshot(map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)})
-	w := assume(t, snap, Policy{Floor: mustVersion("2.14.0")}, "n2=2.12.15")
+	w := assume(t, snap, Policy{Floor: version.Must("2.14.0")}, "n2=2.12.15")
 	if w.After.Snapshot.Meta[0].Leader != "n2" {
 		t.Fatalf("the what-if left the meta leader at %s; want n2, the worse", w.After.Snapshot.Meta[0].Leader)
 	}
@@ -166,7 +168,7 @@ func TestPlanCountsOnlyMetaMembers(t *testing.T) {
 	// n2, once it runs 2.11.12, below the floor: the worse leader); the
 	// group's members stay the two.
 	for _, to := range []string{"2.15.3", "2.11.12"} {
-		plan, err := MakePlan(snap, Policy{Floor: mustVersion("2.12.0")}, mustVersion(to), PlanScope{})
+		plan, err := MakePlan(snap, Policy{Floor: version.Must("2.12.0")}, version.Must(to), PlanScope{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // The findings both axes of the table give an asset's peers: what a peer
@@ -47,7 +49,7 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 				}
 			}
 		}
-		proposers, how := o.Proposers(peers, a.Ops, a.Replicas, sourced)
+		proposers, how := Proposers(o, peers, a.Ops, a.Replicas, sourced)
 		if how == NotProposed {
 			continue
 		}
@@ -85,7 +87,7 @@ func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []
 	if now {
 		who = byName[a.Leader]
 	}
-	which := o.proposedBy(who, sourced)
+	which := opProposedBy(o, who, sourced)
 	follower := s.Name + " (" + s.Version + ")"
 	if missing {
 		follower = s.Name + ", not answering and last seen running " + s.Version + ","
@@ -107,36 +109,27 @@ func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []
 	f.Code = AssetOpHaltsReplica
 	if outcome == ResetsReplica {
 		f.Message = fmt.Sprintf("%s %s: %s cannot apply %s, which %s: it logs the error and runs on without it, and at the next message resets its replica and is caught up from the same snapshot again, in a loop, so its copy never catches up and the group runs on one peer fewer",
-			a.Kind, a.name(), follower, o.entry(), which)
+			a.Kind, a.name(), follower, opEntry(o), which)
 		return f
 	}
 	f.Message = fmt.Sprintf("%s %s: %s cannot apply %s, which %s: it logs a critical write error and its replica stops voting, so the group runs on one voting peer fewer",
-		a.Kind, a.name(), follower, o.entry(), which)
+		a.Kind, a.name(), follower, opEntry(o), which)
 	return f
 }
 
-// entry names what the leader sends, as a finding writes it.
-func (o ReplicatedOp) entry() string {
+// opEntry names what the leader sends, as a finding writes it.
+func opEntry(o ReplicatedOp) string {
 	if o.Snapshot != 0 {
 		return fmt.Sprintf("the %s (stream state encoding %d, %s)", o.Title, o.Snapshot, o.GoName)
 	}
 	return fmt.Sprintf("%s (entry op %d)", o.GoName, o.Op)
 }
 
-// verb is what a leader does with the row's entry: it proposes an op, and
-// sends a snapshot to the follower it catches up.
-func (o ReplicatedOp) verb() string {
-	if o.Snapshot != 0 {
-		return "sends"
-	}
-	return "proposes"
-}
-
-// proposedBy says who proposes the op, how and when: "n2 (2.15.3)
+// opProposedBy says who proposes the op, how and when: "n2 (2.15.3)
 // proposes as the mirror's leader whenever ...".
-func (o ReplicatedOp) proposedBy(leader Server, sourced bool) string {
-	if p, ok := o.proposal(leader, sourced); ok {
-		return fmt.Sprintf("%s (%s) %s %s", leader.Name, leader.Version, o.verb(), p.when(leader))
+func opProposedBy(o ReplicatedOp, leader Server, sourced bool) string {
+	if p, ok := opProposal(o, leader, sourced); ok {
+		return fmt.Sprintf("%s (%s) %s %s", leader.Name, leader.Version, o.verb(), proposalWhen(p, leader))
 	}
 	// A version that is not one: Proposes takes the worst.
 	return fmt.Sprintf("%s, whose version %q is not a version, may %s as its leader", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"))
@@ -160,7 +153,7 @@ type peerOutcome struct {
 
 // worstFeature is the worst first-axis outcome of a server of version v
 // for the features, with its feature; Supported when there is none.
-func worstFeature(features FeatureSet, v Version) (Outcome, Feature) {
+func worstFeature(features FeatureSet, v version.Version) (Outcome, Feature) {
 	worst, which := Supported, Feature{}
 	for _, ft := range features.Features() {
 		if h := ft.HandlingBy(v); outcomeRank(h.Asset) > outcomeRank(worst) {
@@ -250,4 +243,84 @@ func (e *evaluation) opHazards(snap *Snapshot) {
 			e.add(f)
 		}
 	}
+}
+
+// Proposes reports whether a leader, with the feature flags its server has
+// (see FlagOn), proposes the op o for an asset with replicas replicas whose
+// config admits the ops in ops (DetectOps), and how. sourced is whether a
+// stream reads through the asset (a consumer) by durable sourcing. A single
+// replica has no RAFT group and no followers. The reason names the leader,
+// its version and what makes it propose.
+func Proposes(o ReplicatedOp, leader Server, ops OpSet, replicas int, sourced bool) (Proposing, string) {
+	if replicas < 2 {
+		return NotProposed, "a single replica has no followers"
+	}
+	if !ops.Holds(o) {
+		return NotProposed, fmt.Sprintf("its config admits no %s", o.GoName)
+	}
+	v := leader.Parsed
+	if v.IsZero() {
+		return ProposedByItself, fmt.Sprintf("%s reports version %q, which is not a version: it may %s %s", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"), o.GoName)
+	}
+	p, ok := opProposal(o, leader, sourced)
+	if !ok {
+		return NotProposed, fmt.Sprintf("%s (%s) does not %s %s for it", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"), o.GoName)
+	}
+	return p.How, fmt.Sprintf("%s (%s) %s %s %s", leader.Name, leader.Version, o.verb(), o.GoName, proposalWhen(p, leader))
+}
+
+// opProposal is the worst way a leader of a parsed version proposes the op,
+// by itself before on request; false when it does not.
+func opProposal(o ReplicatedOp, leader Server, sourced bool) (Proposal, bool) {
+	var best Proposal
+	found := false
+	for _, p := range o.Proposed {
+		if leader.Parsed.Before(p.Since) || (p.Sourced && !sourced) {
+			continue
+		}
+		if p.Flag != "" && !FlagOn(leader, p.Flag) {
+			continue
+		}
+		if !found || p.How == ProposedByItself {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+// proposalWhen says when the leader proposes it, and which of its server's flags
+// makes it.
+func proposalWhen(p Proposal, leader Server) string {
+	if p.Flag == "" {
+		return p.When
+	}
+	return fmt.Sprintf("%s (%s: %s)", p.When, p.Flag, flagOrigin(leader, p.Flag))
+}
+
+// Proposers lists the peers that would propose o if they led the
+// asset: where the outcome depends on which peer leads, the audit takes the
+// worst of them. how is the worst way any of them proposes it.
+func Proposers(o ReplicatedOp, peers []Server, ops OpSet, replicas int, sourced bool) (names []string, how Proposing) {
+	how = NotProposed
+	for _, p := range peers {
+		got, _ := Proposes(o, p, ops, replicas, sourced)
+		if got == NotProposed {
+			continue
+		}
+		names = append(names, p.Name)
+		if how == NotProposed || got == ProposedByItself {
+			how = got
+		}
+	}
+	return names, how
+}
+
+// flagOrigin says where FlagOn took the flag's value from.
+func flagOrigin(s Server, name string) string {
+	if on, ok := s.FeatureFlags[name]; ok {
+		return fmt.Sprintf("%t as the server reports it", on)
+	}
+	f, _ := FlagByName(name)
+	d, _ := f.DefaultBy(s.Parsed)
+	return fmt.Sprintf("%t by default in %s", d.On, s.Version)
 }

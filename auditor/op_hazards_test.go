@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // withConfig is a with the features and ops its config c gives it.
@@ -182,7 +184,7 @@ func TestOpAndPeerFindings(t *testing.T) {
 func TestOpHaltsAFollowerOfALaterRelease(t *testing.T) {
 	saved := ReplicatedOps
 	t.Cleanup(func() { ReplicatedOps = saved })
-	later := mustVersion("2.16.0")
+	later := version.Must("2.16.0")
 	ReplicatedOps = append(slices.Clone(saved), ReplicatedOp{Name: "later", Op: 19, GoName: "laterOp", Kind: KindStream, Since: later,
 		Older:    olderFollowers(later, ""),
 		Proposed: []Proposal{{Since: later, How: ProposedByItself, When: "as the stream's leader"}}})

@@ -2,7 +2,8 @@ package auditor
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // The second axis of what each server version does: the replicated
@@ -72,7 +73,7 @@ const StateWithSources StreamStateVersion = 2
 type OpHandling struct {
 	// From and Below bound the range [From, Below); a zero From is every
 	// older version.
-	From, Below Version
+	From, Below version.Version
 	Apply       Outcome
 	// Evidence is the real-server test or the server source lines the row
 	// rests on.
@@ -99,7 +100,7 @@ const (
 // Proposal is one way a leader comes to propose an op.
 type Proposal struct {
 	// Since is the first release whose leaders propose it.
-	Since Version
+	Since version.Version
 	// Flag, when set, is the feature flag (FeatureFlags) of the leader's
 	// server that must be on.
 	Flag string
@@ -139,7 +140,7 @@ type ReplicatedOp struct {
 	// propose the op at all; nil is every asset of Kind.
 	Admits func(c *AssetConfig) bool
 	// Since is the first release whose followers apply it as a RAFT entry.
-	Since Version
+	Since version.Version
 	// Source cites the case that applies it, at Since and at the newest
 	// release read.
 	Source string
@@ -169,7 +170,7 @@ const (
 // UnknownOpOutcome is what a follower of the given version does with an op
 // it has no case for: one a newer release brings. From v215 it answers
 // with an error instead of a panic (unknownOpErrors).
-func UnknownOpOutcome(v Version) OpHandling {
+func UnknownOpOutcome(v version.Version) OpHandling {
 	if !v.AtLeast(v215) {
 		return OpHandling{Below: v215, Apply: CrashesOnApply, Evidence: unknownOpPanics}
 	}
@@ -180,7 +181,7 @@ func UnknownOpOutcome(v Version) OpHandling {
 // applyMetaEntries has no case for. No release has brought one yet (see
 // ReplicatedOp); ops_source_test.go holds the default branch to this, so
 // the first that does is judged from the line it will need.
-func unknownMetaOp(v Version) OpHandling {
+func unknownMetaOp(v version.Version) OpHandling {
 	if !v.AtLeast(v215) {
 		return OpHandling{Below: v215, Apply: CrashesOnApply,
 			Evidence: "applyMetaEntries' default panics (2.10.27 jetstream_cluster.go:2026-2027, 2.11.12 :2218-2219, 2.12.15 :2785-2786, 2.14.10 :3080-3081)"}
@@ -194,8 +195,8 @@ func unknownMetaOp(v Version) OpHandling {
 // it: they have no case for it, and the default branch of their apply
 // switch decides (UnknownOpOutcome). seen, when set, is the real-server
 // test that showed it.
-func olderFollowers(since Version, seen string) []OpHandling {
-	crash, halt := UnknownOpOutcome(Version{}), UnknownOpOutcome(v215)
+func olderFollowers(since version.Version, seen string) []OpHandling {
+	crash, halt := UnknownOpOutcome(version.Version{}), UnknownOpOutcome(v215)
 	out := []OpHandling{crash}
 	if since.Compare(v215) > 0 {
 		halt.Below = since
@@ -342,7 +343,7 @@ func OpByValue(op EntryOp) (ReplicatedOp, bool) {
 // HandlingBy returns what a follower of the given version does with the
 // op. A version that is not one gets the worst outcome of every older
 // range, as Feature.HandlingBy does.
-func (o ReplicatedOp) HandlingBy(v Version) OpHandling {
+func (o ReplicatedOp) HandlingBy(v version.Version) OpHandling {
 	if v.IsZero() {
 		worst := OpHandling{Apply: Supported}
 		for _, h := range o.Older {
@@ -369,7 +370,7 @@ func (o ReplicatedOp) HandlingBy(v Version) OpHandling {
 
 // OpOutcome is what a follower of the given version does with op. An op
 // the table has no row for is one every release applies.
-func OpOutcome(op EntryOp, followerVersion Version) OpHandling {
+func OpOutcome(op EntryOp, followerVersion version.Version) OpHandling {
 	if r, ok := OpByValue(op); ok {
 		return r.HandlingBy(followerVersion)
 	}
@@ -404,76 +405,6 @@ func DetectOps(kind AssetKind, c *AssetConfig) OpSet {
 	return s
 }
 
-// Proposes reports whether a leader, with the feature flags its server has
-// (see FlagOn), proposes the op for an asset with replicas replicas whose
-// config admits the ops in ops (DetectOps), and how. sourced is whether a
-// stream reads through the asset (a consumer) by durable sourcing. A single
-// replica has no RAFT group and no followers. The reason names the leader,
-// its version and what makes it propose.
-func (o ReplicatedOp) Proposes(leader Server, ops OpSet, replicas int, sourced bool) (Proposing, string) {
-	if replicas < 2 {
-		return NotProposed, "a single replica has no followers"
-	}
-	if !ops.Holds(o) {
-		return NotProposed, fmt.Sprintf("its config admits no %s", o.GoName)
-	}
-	v := leader.Parsed
-	if v.IsZero() {
-		return ProposedByItself, fmt.Sprintf("%s reports version %q, which is not a version: it may %s %s", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"), o.GoName)
-	}
-	p, ok := o.proposal(leader, sourced)
-	if !ok {
-		return NotProposed, fmt.Sprintf("%s (%s) does not %s %s for it", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"), o.GoName)
-	}
-	return p.How, fmt.Sprintf("%s (%s) %s %s %s", leader.Name, leader.Version, o.verb(), o.GoName, p.when(leader))
-}
-
-// proposal is the worst way a leader of a parsed version proposes the op,
-// by itself before on request; false when it does not.
-func (o ReplicatedOp) proposal(leader Server, sourced bool) (Proposal, bool) {
-	var best Proposal
-	found := false
-	for _, p := range o.Proposed {
-		if leader.Parsed.Before(p.Since) || (p.Sourced && !sourced) {
-			continue
-		}
-		if p.Flag != "" && !FlagOn(leader, p.Flag) {
-			continue
-		}
-		if !found || p.How == ProposedByItself {
-			best, found = p, true
-		}
-	}
-	return best, found
-}
-
-// when says when the leader proposes it, and which of its server's flags
-// makes it.
-func (p Proposal) when(leader Server) string {
-	if p.Flag == "" {
-		return p.When
-	}
-	return fmt.Sprintf("%s (%s: %s)", p.When, p.Flag, flagOrigin(leader, p.Flag))
-}
-
-// Proposers lists the peers that would propose the op if they led the
-// asset: where the outcome depends on which peer leads, the audit takes the
-// worst of them. how is the worst way any of them proposes it.
-func (o ReplicatedOp) Proposers(peers []Server, ops OpSet, replicas int, sourced bool) (names []string, how Proposing) {
-	how = NotProposed
-	for _, p := range peers {
-		got, _ := o.Proposes(p, ops, replicas, sourced)
-		if got == NotProposed {
-			continue
-		}
-		names = append(names, p.Name)
-		if how == NotProposed || got == ProposedByItself {
-			how = got
-		}
-	}
-	return names, how
-}
-
 // RunsReplica reports whether a server whose first-axis outcome for an
 // asset is o runs its replica, and so applies the entries its leader
 // proposes. A replica held offline or never loaded has no RAFT node there:
@@ -485,7 +416,7 @@ func RunsReplica(o Outcome) bool {
 // FollowerOutcome is what a follower of the given version does with the op
 // on an asset that uses features: the worst first-axis outcome of the
 // features if one keeps it from running the replica, else the op's own.
-func (o ReplicatedOp) FollowerOutcome(followerVersion Version, features FeatureSet) (Outcome, string) {
+func (o ReplicatedOp) FollowerOutcome(followerVersion version.Version, features FeatureSet) (Outcome, string) {
 	for _, f := range features.Features() {
 		if h := f.HandlingBy(followerVersion); !RunsReplica(h.Asset) {
 			return h.Asset, fmt.Sprintf("%s: %s (%s), so it never applies %s", f.Name, h.Asset, h.Evidence, o.GoName)
@@ -503,12 +434,11 @@ func (op EntryOp) String() string {
 	return fmt.Sprintf("entry op %d", op)
 }
 
-// flagOrigin says where FlagOn took the flag's value from.
-func flagOrigin(s Server, name string) string {
-	if on, ok := s.FeatureFlags[name]; ok {
-		return fmt.Sprintf("%t as the server reports it", on)
+// verb is what a leader does with the row's entry: it proposes an op, and
+// sends a snapshot to the follower it catches up.
+func (o ReplicatedOp) verb() string {
+	if o.Snapshot != 0 {
+		return "sends"
 	}
-	f, _ := FlagByName(name)
-	d, _ := f.DefaultBy(s.Parsed)
-	return fmt.Sprintf("%t by default in %s", d.On, s.Version)
+	return "proposes"
 }

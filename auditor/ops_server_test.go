@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -50,8 +51,8 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 			for _, p := range m.Peers {
 				peers = append(peers, byName[p])
 			}
-			how, why := row.Proposes(byName[m.Leader], cfg, m.Replicas, false)
-			proposers, _ := row.Proposers(peers, cfg, m.Replicas, false)
+			how, why := auditor.Proposes(row, byName[m.Leader], cfg, m.Replicas, false)
+			proposers, _ := auditor.Proposers(row, peers, cfg, m.Replicas, false)
 			follower, because := row.FollowerOutcome(byName["n3"].Parsed, m.Features)
 			t.Logf("leader %s: %s (%s); proposers %v; n3: %s (%s)", m.Leader, how, why, proposers, follower, because)
 			if m.Leader != "n2" || follower != auditor.CrashesOnApply {
@@ -311,7 +312,7 @@ func TestOpAtomicBatchOnALenientFollower(t *testing.T) {
 
 	byName, s, cfg := auditStream(t, sysConn, "S")
 	row, _ := auditor.OpByValue(auditor.OpBatchMsg)
-	how, why := row.Proposes(byName[s.Leader], cfg, s.Replicas, false)
+	how, why := auditor.Proposes(row, byName[s.Leader], cfg, s.Replicas, false)
 	follower, because := row.FollowerOutcome(byName["n3"].Parsed, s.Features)
 	t.Logf("leader %s: %s (%s); n3: %s (%s)", s.Leader, how, why, follower, because)
 	if s.Leader != "n1" || how != auditor.ProposedOnRequest || follower != auditor.CrashesOnApply {
@@ -450,9 +451,9 @@ func codeFindings(r *auditor.Report, code auditor.Code) []auditor.Finding {
 	return out
 }
 
-func mustParse(t *testing.T, v string) auditor.Version {
+func mustParse(t *testing.T, v string) version.Version {
 	t.Helper()
-	parsed, err := auditor.ParseVersion(v)
+	parsed, err := version.ParseVersion(v)
 	if err != nil {
 		t.Fatal(err)
 	}

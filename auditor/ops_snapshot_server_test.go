@@ -74,7 +74,7 @@ func TestOpSnapshotWithSourcesToAnOldFollower(t *testing.T) {
 			for _, p := range s.Peers {
 				peers = append(peers, byName[p])
 			}
-			proposers, how := row.Proposers(peers, ops, s.Replicas, false)
+			proposers, how := auditor.Proposers(row, peers, ops, s.Replicas, false)
 			follower, because := row.FollowerOutcome(byName["n3"].Parsed, s.Features)
 			t.Logf("S led by %s; senders %v (%s); n3: %s (%s)", s.Leader, proposers, how, follower, because)
 			if s.Leader != tt.leader || follower != tt.outcome || how != auditor.ProposedByItself || len(proposers) != 1 || proposers[0] != "n1" {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"golang.org/x/mod/semver"
 )
 
@@ -50,7 +51,7 @@ type enumValue struct {
 	Feature string
 	Note    string
 	// Removed is the first release that no longer accepts the value.
-	Removed Version
+	Removed version.Version
 }
 
 // configEnum is a config field whose type nats-server decodes with its own
@@ -62,7 +63,7 @@ type configEnum struct {
 	Field string // its JSON name in StreamConfig or ConsumerConfig
 	Kind  AssetKind
 	// Since is the first release with the type; zero: 2.10 or earlier.
-	Since  Version
+	Since  version.Version
 	Values map[string]enumValue
 }
 
@@ -102,27 +103,27 @@ var configEnums = []configEnum{
 // of them whose type is not listed here: a nested config it would not read.
 var configStructs = []struct {
 	Type, File string
-	Since      Version
+	Since      version.Version
 	Base       []string
 }{
-	{"StreamConfig", "stream.go", Version{}, []string{"name", "description", "subjects", "retention", "max_consumers", "max_msgs", "max_bytes",
+	{"StreamConfig", "stream.go", version.Version{}, []string{"name", "description", "subjects", "retention", "max_consumers", "max_msgs", "max_bytes",
 		"max_age", "max_msgs_per_subject", "max_msg_size", "discard", "storage", "num_replicas", "no_ack", "duplicate_window",
 		"placement", "mirror", "sources", "compression", "first_seq", "subject_transform", "republish", "allow_direct",
 		"mirror_direct", "discard_new_per_subject", "sealed", "deny_delete", "deny_purge", "allow_rollup_hdrs",
 		"consumer_limits", "metadata", "template_owner"}},
-	{"ConsumerConfig", "consumer.go", Version{}, []string{"durable_name", "name", "description", "deliver_policy", "opt_start_seq",
+	{"ConsumerConfig", "consumer.go", version.Version{}, []string{"durable_name", "name", "description", "deliver_policy", "opt_start_seq",
 		"opt_start_time", "ack_policy", "ack_wait", "max_deliver", "backoff", "filter_subject", "filter_subjects",
 		"replay_policy", "rate_limit_bps", "sample_freq", "max_waiting", "max_ack_pending", "flow_control",
 		"idle_heartbeat", "headers_only", "max_batch", "max_expires", "max_bytes", "inactive_threshold",
 		"num_replicas", "mem_storage", "direct", "deliver_subject", "deliver_group", "metadata"}},
 	// Mirror and sources.
-	{"StreamSource", "stream.go", Version{}, []string{"name", "opt_start_seq", "opt_start_time", "filter_subject", "subject_transforms", "external"}},
-	{"ExternalStream", "stream.go", Version{}, []string{"api", "deliver"}},
+	{"StreamSource", "stream.go", version.Version{}, []string{"name", "opt_start_seq", "opt_start_time", "filter_subject", "subject_transforms", "external"}},
+	{"ExternalStream", "stream.go", version.Version{}, []string{"api", "deliver"}},
 	{"StreamConsumerSource", "stream.go", v214, []string{"name", "deliver_subject"}},
-	{"SubjectTransformConfig", "stream.go", Version{}, []string{"src", "dest"}},
-	{"RePublish", "stream.go", Version{}, []string{"src", "dest", "headers_only"}},
-	{"StreamConsumerLimits", "stream.go", Version{}, []string{"inactive_threshold", "max_ack_pending"}},
-	{"Placement", "jetstream_cluster.go", Version{}, []string{"cluster", "tags"}},
+	{"SubjectTransformConfig", "stream.go", version.Version{}, []string{"src", "dest"}},
+	{"RePublish", "stream.go", version.Version{}, []string{"src", "dest", "headers_only"}},
+	{"StreamConsumerLimits", "stream.go", version.Version{}, []string{"inactive_threshold", "max_ack_pending"}},
+	{"Placement", "jetstream_cluster.go", version.Version{}, []string{"cluster", "tags"}},
 }
 
 // configField is how the tables judge a config field that came after
@@ -130,7 +131,7 @@ var configStructs = []struct {
 // config holding it); otherwise Note says why no peer is hurt by it.
 type configField struct {
 	Type, Field    string
-	Since, Removed Version
+	Since, Removed version.Version
 	Feature        string
 	Kind           AssetKind
 	Sample         string
@@ -238,7 +239,7 @@ func TestOpTablesAgainstSource(t *testing.T) {
 // the tags the level table was read at.
 func tablesTags() []string {
 	var tags []string
-	add := func(vs ...Version) {
+	add := func(vs ...version.Version) {
 		for _, v := range vs {
 			if !v.IsZero() {
 				tags = append(tags, "v"+v.String())
@@ -372,7 +373,7 @@ func checkOps(t *testing.T, tag, dir string) {
 			t.Fatalf("%s: no apply switch for the %s group in %v", tag, g, fns)
 		}
 	}
-	v := mustVersion(tag)
+	v := version.Must(tag)
 	// What an op a group has no case for does, as the source says: the
 	// default branch, and for an error what the group's monitor does with it.
 	monitors := map[string]bool{
@@ -657,7 +658,7 @@ func checkFlags(t *testing.T, tag, dir string) {
 		t.Fatal(err)
 	}
 	reads := strings.Contains(string(opts), `case "feature_flags"`)
-	if want := mustVersion(tag).AtLeast(FeatureFlagsSince); reads != want {
+	if want := version.Must(tag).AtLeast(FeatureFlagsSince); reads != want {
 		t.Errorf("%s: opts.go reads feature_flags: %t; FeatureFlagsSince %s says %t", tag, reads, FeatureFlagsSince, want)
 	}
 	f := parseServerFile(t, dir, "feature_flags.go")
@@ -697,12 +698,12 @@ func checkFlags(t *testing.T, tag, dir string) {
 			t.Errorf("%s brings feature flag %s (default %t), which the flag table does not judge", tag, name, on)
 			continue
 		}
-		if d, known := flag.DefaultBy(mustVersion(tag)); !known || d.On != on {
+		if d, known := flag.DefaultBy(version.Must(tag)); !known || d.On != on {
 			t.Errorf("%s: flag %s defaults to %t; the table says %t (known: %t, %s)", tag, name, on, d.On, known, d.Evidence)
 		}
 	}
 	for _, flag := range FeatureFlags {
-		if _, known := flag.DefaultBy(mustVersion(tag)); known {
+		if _, known := flag.DefaultBy(version.Must(tag)); known {
 			if _, ok := src[flag.Name]; !ok {
 				t.Errorf("%s has no flag %s; the table says it has", tag, flag.Name)
 			}
@@ -723,7 +724,7 @@ func checkEnums(t *testing.T, tag, dir string) {
 	}
 	for _, e := range configEnums {
 		values, ok := unmarshalCases(files, e.Type, consts)
-		exists := mustVersion(tag).AtLeast(e.Since)
+		exists := version.Must(tag).AtLeast(e.Since)
 		if ok != exists {
 			t.Errorf("%s: %s.UnmarshalJSON found: %t; the table says the type exists from %q", tag, e.Type, ok, e.Since)
 			continue
@@ -734,7 +735,7 @@ func checkEnums(t *testing.T, tag, dir string) {
 				t.Errorf("%s brings %s value %q (%s), which the tables do not judge", tag, e.Field, v, e.Type)
 				continue
 			}
-			if !j.Removed.IsZero() && mustVersion(tag).AtLeast(j.Removed) {
+			if !j.Removed.IsZero() && version.Must(tag).AtLeast(j.Removed) {
 				t.Errorf("%s accepts %s %q; the table says %s removed it", tag, e.Field, v, j.Removed)
 			}
 		}
@@ -743,10 +744,10 @@ func checkEnums(t *testing.T, tag, dir string) {
 		}
 		for v, j := range e.Values {
 			present := slices.Contains(values, v)
-			want := j.Removed.IsZero() || mustVersion(tag).Before(j.Removed)
+			want := j.Removed.IsZero() || version.Must(tag).Before(j.Removed)
 			if j.Feature != "" {
 				f := featureByName(t, j.Feature)
-				want = mustVersion(tag).AtLeast(f.Since)
+				want = version.Must(tag).AtLeast(f.Since)
 			}
 			if present != want {
 				t.Errorf("%s: %s %q accepted: %t; the table says %t", tag, e.Field, v, present, want)
@@ -760,7 +761,7 @@ func checkEnums(t *testing.T, tag, dir string) {
 // judge that is missing at or after its release (or present before it, or
 // after its removal), and on a nested config struct the test does not read.
 func checkConfigFields(t *testing.T, tag, dir string) {
-	v := mustVersion(tag)
+	v := version.Must(tag)
 	files := map[string]*ast.File{}
 	structs := map[string]bool{} // every struct type the files declare
 	for _, cs := range configStructs {
@@ -1009,7 +1010,7 @@ func checkDecoder(t *testing.T, tag, dir string) {
 			got = NotLoaded
 		}
 	}
-	v := mustVersion(strings.TrimPrefix(tag, "v"))
+	v := version.Must(strings.TrimPrefix(tag, "v"))
 	if want := undecodableValueBy(v).Asset; got != want {
 		t.Errorf("%s: an undecodable config value is %s in the source, %s in undecodableValue", tag, got, want)
 	}
@@ -1025,7 +1026,7 @@ func checkVotes(t *testing.T, tag, dir string) {
 	t.Helper()
 	body := mustFuncBody(t, tag, "raft.go", parseServerFile(t, dir, "raft.go"), "runAsCandidate")
 	got := callsNamed(body, "shouldCountVoteFromPeer")
-	if want := MemberVotesOnly(mustVersion(strings.TrimPrefix(tag, "v"))); got != want {
+	if want := MemberVotesOnly(version.Must(strings.TrimPrefix(tag, "v"))); got != want {
 		t.Errorf("%s: a candidate counts only its peers' votes: %v in the source, %v in memberVotes", tag, got, want)
 	}
 }
@@ -1220,7 +1221,7 @@ func checkSnapshots(t *testing.T, tag, dir string) {
 	if accepted[1] != "streamStateVersion" {
 		t.Errorf("%s: the stream state encoding version 1 is %q, not streamStateVersion", tag, accepted[1])
 	}
-	v := mustVersion(strings.TrimPrefix(tag, "v"))
+	v := version.Must(strings.TrimPrefix(tag, "v"))
 	rows := map[StreamStateVersion]ReplicatedOp{}
 	for _, row := range ReplicatedOps {
 		if row.Snapshot != 0 {

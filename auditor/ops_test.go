@@ -145,13 +145,13 @@ func TestOpProposes(t *testing.T) {
 		{"consumer, 2.12 leader", reset, leader("2.12.15", nil), consumer, 3, true, NotProposed, ""},
 	}
 	for _, tt := range tests {
-		got, why := tt.op.Proposes(tt.leader, tt.ops, tt.replicas, tt.sourced)
+		got, why := Proposes(tt.op, tt.leader, tt.ops, tt.replicas, tt.sourced)
 		if got != tt.want || !strings.Contains(why, tt.why) {
 			t.Errorf("%s: %s (%s), want %s with %q", tt.name, got, why, tt.want, tt.why)
 		}
 	}
 	peers := []Server{leader("2.12.15", nil), {Name: "n2", Version: "2.15.3", Parsed: parsed("2.15.3")}, {Name: "n3", Version: "2.14.0", Parsed: parsed("2.14.0"), FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}}
-	if names, how := deleteRange.Proposers(peers, mirror, 3, false); len(names) != 1 || names[0] != "n2" || how != ProposedByItself {
+	if names, how := Proposers(deleteRange, peers, mirror, 3, false); len(names) != 1 || names[0] != "n2" || how != ProposedByItself {
 		t.Errorf("Proposers = %v %s, want [n2] by itself", names, how)
 	}
 }
@@ -254,7 +254,7 @@ func TestSnapshotSourcesRow(t *testing.T) {
 		{on, mirror, NotProposed, "its config admits no streamStateVersionSources"},
 		{srv("n1", "c1", "2.14.10", 4), sources, NotProposed, "does not send"},
 	} {
-		got, why := row.Proposes(tt.leader, tt.ops, 3, false)
+		got, why := Proposes(row, tt.leader, tt.ops, 3, false)
 		if got != tt.want || !strings.Contains(why, tt.says) {
 			t.Errorf("%s %v: %s (%s), want %s saying %q", tt.leader.Version, tt.leader.FeatureFlags, got, why, tt.want, tt.says)
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // PlanScope narrows a plan to some servers: each list that is not empty
@@ -18,11 +20,11 @@ type PlanScope struct {
 // scope that do not run To, with what each step does, judged on the
 // placement the audit saw.
 type Plan struct {
-	To Version `json:"to"`
+	To version.Version `json:"to"`
 	// ToLevel is To's API level (LevelUnknown when it is not known).
-	ToLevel     int     `json:"to_api_level"`
-	LevelSource string  `json:"level_source"`
-	Floor       Version `json:"floor"`
+	ToLevel     int             `json:"to_api_level"`
+	LevelSource string          `json:"level_source"`
+	Floor       version.Version `json:"floor"`
 	// Status is the worst step's.
 	Status Severity   `json:"status"`
 	Steps  []PlanStep `json:"steps"`
@@ -36,7 +38,7 @@ type Plan struct {
 	// path breaks a rule that names one (PathRule.First): to 2.15 from
 	// before 2.14.7, the newest 2.14 release the level table knows. Zero
 	// when no step needs one.
-	First Version `json:"first,omitzero"`
+	First version.Version `json:"first,omitzero"`
 	// Before is the audit as it is.
 	Before *Report `json:"-"`
 }
@@ -48,9 +50,9 @@ type PlanStep struct {
 	Cluster string `json:"cluster,omitempty"`
 	Domain  string `json:"domain,omitempty"`
 	// From is the version as the server reported it.
-	From      string  `json:"from"`
-	To        Version `json:"to"`
-	Direction string  `json:"direction"`
+	From      string          `json:"from"`
+	To        version.Version `json:"to"`
+	Direction string          `json:"direction"`
 	// Why says why the server comes at this place in the order.
 	Why string `json:"why"`
 	// Status is the worst of the report after the step and of what the
@@ -73,7 +75,7 @@ type PlanStep struct {
 	Path []Finding `json:"path"`
 	// First is the release to move the server to before To, where a rule
 	// it breaks names one.
-	First Version `json:"first,omitzero"`
+	First version.Version `json:"first,omitzero"`
 	// LevelFindings are the assets held offline, run online and diverging,
 	// or of unknown fate, by their peers' API levels after the step.
 	LevelFindings []Finding `json:"level_findings"`
@@ -115,7 +117,7 @@ type ResetRisk struct {
 // JetStream meta leader of each domain last. Each step is Assume of every
 // step so far. It fails when the scope names a server or cluster or domain
 // that did not answer.
-func MakePlan(snap *Snapshot, p Policy, v Version, scope PlanScope) (*Plan, error) {
+func MakePlan(snap *Snapshot, p Policy, v version.Version, scope PlanScope) (*Plan, error) {
 	if v.IsZero() {
 		return nil, errors.New("no version to plan to")
 	}
@@ -222,7 +224,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-func direction(from, to Version) string {
+func direction(from, to version.Version) string {
 	if from.IsZero() {
 		return "unknown"
 	}
@@ -248,7 +250,7 @@ func why(s Server, metaLeader bool, led int) string {
 // floorMet reports whether every server of the report runs the floor or later.
 func floorMet(r *Report) bool {
 	for _, s := range r.Servers {
-		if s.Verdict == VerdictBelow || s.Verdict == VerdictUnparseable {
+		if s.Verdict == version.VerdictBelow || s.Verdict == version.VerdictUnparseable {
 			return false
 		}
 	}
@@ -412,7 +414,7 @@ func (st PlanStep) String() string {
 // system that runs two versions (CLUSTER_MIXED_VERSIONS is a warning) and
 // stops at what a restart breaks: a server missing, an asset it holds
 // offline, a crash.
-func (p *Plan) GateFloor() Version {
+func (p *Plan) GateFloor() version.Version {
 	oldest := p.To
 	if p.Before == nil {
 		return oldest

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -51,7 +52,7 @@ func TestPlanFollowedOnRealServers(t *testing.T) {
 	}
 
 	snap, _ := auditOf(t, sys, "n1")
-	plan, err := auditor.MakePlan(snap, auditor.Policy{Floor: auditor.DefaultFloor}, auditor.DefaultFloor, auditor.PlanScope{})
+	plan, err := auditor.MakePlan(snap, auditor.Policy{Floor: version.DefaultFloor}, version.DefaultFloor, auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}

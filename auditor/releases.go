@@ -2,8 +2,8 @@ package auditor
 
 import (
 	"fmt"
-	"slices"
-	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // The release history the audit holds servers to: which release a server
@@ -16,17 +16,18 @@ import (
 // PathRule is one rule of the NATS docs on the releases a server may move
 // between directly, a restart at a time.
 type PathRule struct {
-	// Code is the finding a move that breaks the rule gives.
-	Code Code
+	// Kind is what kind of rule it is: which finding a move that breaks it
+	// gives.
+	Kind PathKind
 	// Downgrade: the rule is about a downgrade; else about an upgrade.
 	Downgrade bool
 	// Line: an upgrade into a release of Line's minor line or a later one
 	// (a pre-release of it too), or a downgrade from one. Zero with
 	// OnePatch.
-	Line Version
+	Line version.Version
 	// Floor is the oldest release the other end may run: where an upgrade
 	// comes from, where a downgrade goes to.
-	Floor Version
+	Floor version.Version
 	// OnePatch: a downgrade goes to the patch release just before its own,
 	// in the same minor line, or it is outside the rule.
 	OnePatch bool
@@ -38,6 +39,16 @@ type PathRule struct {
 	// as a finding says it (the rows' comments give files and lines).
 	Why, Cite string
 }
+
+// PathKind is a kind of PathRule.
+type PathKind int
+
+// The kinds of PathRule: a move the docs do not support, and a downgrade
+// below the oldest release the newer one's data allows.
+const (
+	PathUnsupported PathKind = iota + 1
+	PathBelowFloor
+)
 
 // PathRules are the rules of the NATS docs on moving between releases. A
 // move may break several; each gives its code's finding once per server.
@@ -54,24 +65,24 @@ var PathRules = []PathRule{
 	// assignment with json.Unmarshal, :9420, dropping them). Its description:
 	// from a release without it, in a cluster mixed with 2.15, a scale or
 	// move can be left "in a stuck state that doesn't converge".
-	{Code: UpgradePathUnsupported, Line: v215, Floor: mustVersion("2.14.7"), Mixed: true,
+	{Kind: PathUnsupported, Line: v215, Floor: version.Must("2.14.7"), Mixed: true,
 		Why:  "releases before it do not know 2.15's desired state (nats-server #8554), and beside a 2.15 server a stream or consumer scale or move can get stuck",
 		Cite: `the NATS release notes, "Upgrade to NATS 2.15": "we highly recommend upgrading from at least v2.14.7"`},
 	// The same page, "Downgrade considerations" > "Desired state metalayer"
 	// (line 76): "we only recommend downgrading to v2.14.7 or higher".
-	{Code: UpgradePathUnsupported, Downgrade: true, Line: v215, Floor: mustVersion("2.14.7"),
+	{Kind: PathUnsupported, Downgrade: true, Line: v215, Floor: version.Must("2.14.7"),
 		Why:  "releases before it do not know the desired state 2.15 wrote (nats-server #8554): a scale or move 2.15 began does not complete",
 		Cite: `the NATS release notes, "Upgrade to NATS 2.15", "Downgrade considerations": "we only recommend downgrading to v2.14.7 or higher"`},
 	// The 2.12 upgrade guide, "Downgrade considerations" (nats.docs.v2
 	// docs/release-notes/upgrade-to-2.12.md:93; nats.docs
 	// release_notes/whats_new_212.md:86). 2.11.9 is the first release that
 	// holds an asset with an unknown field offline (features.go, v2119).
-	{Code: DowngradeBelowFloor, Downgrade: true, Line: mustVersion("2.12.0"), Floor: v2119,
+	{Kind: PathBelowFloor, Downgrade: true, Line: version.Must("2.12.0"), Floor: v2119,
 		Why:  "from 2.11.9 on, a server holds the streams and consumers that use 2.12 features offline, protecting their data and itself; an older one runs them without those features",
 		Cite: `the NATS release notes, "Upgrade to NATS 2.12", "Downgrade considerations": "only downgrade to v2.11.9 or higher"`},
 	// The 2.10 release notes, "Downgrade warnings" > "Storage format changes"
 	// (nats.docs release_notes/whats_new_210.md:36-40).
-	{Code: DowngradeBelowFloor, Downgrade: true, Line: mustVersion("2.10.0"), Floor: mustVersion("2.9.22"),
+	{Kind: PathBelowFloor, Downgrade: true, Line: version.Must("2.10.0"), Floor: version.Must("2.9.22"),
 		Why:  "2.10 changed the stream storage format, which a 2.9 release before 2.9.22 does not understand",
 		Cite: `the NATS release notes, "NATS 2.10", "Downgrade warnings": "it must be to 2.9.22 or later"`},
 	// The cluster upgrade page, "Downgrading" (nats.docs
@@ -82,7 +93,7 @@ var PathRules = []PathRule{
 	// work, but is not recommended." The audit does not know which release
 	// is the latest: it holds a downgrade to one patch release back, in
 	// the same minor line.
-	{Code: UpgradePathUnsupported, Downgrade: true, OnePatch: true,
+	{Kind: PathUnsupported, Downgrade: true, OnePatch: true,
 		Why:  "downgrades further back may work but are not recommended",
 		Cite: `the NATS docs, "Upgrading a Cluster", "Downgrading": the current release and one patch release prior are supported`},
 }
@@ -95,9 +106,9 @@ var PathRules = []PathRule{
 // vote (raft.go:3783 in 2.12.12, :3724 in 2.14.0, :3856 in 2.14.3), and a
 // voter of any release grants its vote without asking whether the
 // candidate is a peer (processVoteRequest).
-var memberVotes = []struct{ From, Below Version }{
-	{From: mustVersion("2.12.14"), Below: v214},
-	{From: mustVersion("2.14.4")},
+var memberVotes = []struct{ From, Below version.Version }{
+	{From: version.Must("2.12.14"), Below: v214},
+	{From: version.Must("2.14.4")},
 }
 
 // MemberVotesOnly reports whether a server of version v, as a RAFT
@@ -105,7 +116,7 @@ var memberVotes = []struct{ From, Below Version }{
 // the vote of a server its group removed that still runs: when its group's
 // leader is lost, the two can elect a leader between them. No version is
 // the worse: false.
-func MemberVotesOnly(v Version) bool {
+func MemberVotesOnly(v version.Version) bool {
 	for _, r := range memberVotes {
 		if !v.IsZero() && !v.Before(r.From) && (r.Below.IsZero() || v.Before(r.Below)) {
 			return true
@@ -116,7 +127,7 @@ func MemberVotesOnly(v Version) bool {
 
 // BadRelease is a release that loses data, and the release that fixes it.
 type BadRelease struct {
-	Release, Fix Version
+	Release, Fix version.Version
 	// Defect says what it loses and when; Cite the pull requests, as a
 	// finding names them; Evidence the commits and source lines that show
 	// it.
@@ -150,13 +161,13 @@ const (
 )
 
 func badRelease(release, fix, defect, cite, evidence string) BadRelease {
-	return BadRelease{Release: mustVersion(release), Fix: mustVersion(fix), Defect: defect, Cite: cite, Evidence: evidence}
+	return BadRelease{Release: version.Must(release), Fix: version.Must(fix), Defect: defect, Cite: cite, Evidence: evidence}
 }
 
 // BadReleaseOf returns the row of BadReleases for the release v runs (a
 // FIPS build is its release; a pre-release is none of them), and false for
 // a release not known to be bad.
-func BadReleaseOf(v Version) (BadRelease, bool) {
+func BadReleaseOf(v version.Version) (BadRelease, bool) {
 	for _, b := range BadReleases {
 		if v == b.Release {
 			return b, true
@@ -167,30 +178,30 @@ func BadReleaseOf(v Version) (BadRelease, bool) {
 
 // Breaks reports whether a server moving from from to to breaks the rule.
 // A move from or to no version breaks none: what it is cannot be told.
-func (r PathRule) Breaks(from, to Version) bool {
+func (r PathRule) Breaks(from, to version.Version) bool {
 	if from.IsZero() || to.IsZero() || from == to || r.Downgrade != to.Before(from) {
 		return false
 	}
 	switch {
 	case r.OnePatch:
-		return from.line() != to.line() || to.IsPrerelease() || to.patch() != from.patch()-1
+		return from.Line() != to.Line() || to.IsPrerelease() || to.Patch() != from.Patch()-1
 	case r.Downgrade:
-		return from.line().AtLeast(r.Line) && to.Before(r.Floor)
+		return from.Line().AtLeast(r.Line) && to.Before(r.Floor)
 	default:
-		return to.line().AtLeast(r.Line) && from.Before(r.Floor)
+		return to.Line().AtLeast(r.Line) && from.Before(r.Floor)
 	}
 }
 
 // First is the release to move to before the rule's upgrade: the newest
 // release of the Floor's line that the level table knows and that is not
 // a bad release, or Floor itself. Zero for a downgrade rule.
-func (r PathRule) First() Version {
+func (r PathRule) First() version.Version {
 	if r.Downgrade || r.Floor.IsZero() {
-		return Version{}
+		return version.Version{}
 	}
 	first := r.Floor
 	for _, lr := range levelRanges {
-		if lr.Last.line() == r.Floor.line() && lr.Last.AtLeast(first) {
+		if lr.Last.Line() == r.Floor.Line() && lr.Last.AtLeast(first) {
 			if _, bad := BadReleaseOf(lr.Last); !bad {
 				first = lr.Last
 			}
@@ -205,49 +216,15 @@ func (r PathRule) brokenBy() string {
 	case r.OnePatch:
 		return fmt.Sprintf("a downgrade more than one patch release back is outside what the NATS docs support (%s): %s", r.Cite, r.Why)
 	case r.Downgrade:
-		return fmt.Sprintf("a downgrade from %s goes no lower than %s (%s): %s", r.Line.minor(), r.Floor, r.Cite, r.Why)
+		return fmt.Sprintf("a downgrade from %s goes no lower than %s (%s): %s", r.Line.Minor(), r.Floor, r.Cite, r.Why)
 	}
-	return fmt.Sprintf("an upgrade to %s wants %s or later first (%s): %s; go to %s first", r.Line.minor(), r.Floor, r.Cite, r.Why, r.First())
-}
-
-// pathFindings are the findings of the rules that each changed server's
-// move breaks, from the version it ran (before) to the one it would run: one
-// finding per code and server, saying every rule of that code it breaks.
-// Release names the release to go to first where a rule says one.
-func pathFindings(before map[string]Server, after []Server, changed map[string]bool) []Finding {
-	var out []Finding
-	for _, s := range after {
-		if !changed[s.Name] {
-			continue
-		}
-		from := before[s.Name]
-		for _, k := range pathCodes {
-			var says []string
-			for _, r := range PathRules {
-				if r.Code == k && r.Breaks(from.Parsed, s.Parsed) {
-					says = append(says, r.brokenBy())
-				}
-			}
-			if len(says) == 0 {
-				continue
-			}
-			var release string
-			if k == UpgradePathUnsupported {
-				if first := FirstBefore(from.Parsed, s.Parsed); !first.IsZero() {
-					release = first.String()
-				}
-			}
-			out = append(out, Finding{Code: k, Severity: SeverityOf(k), Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: release,
-				Message: fmt.Sprintf("server %s would go from %s to %s: %s", s.Name, from.Version, s.Version, strings.Join(says, "; "))})
-		}
-	}
-	return out
+	return fmt.Sprintf("an upgrade to %s wants %s or later first (%s): %s; go to %s first", r.Line.Minor(), r.Floor, r.Cite, r.Why, r.First())
 }
 
 // FirstBefore returns the release a server must move to before it moves
 // from from to to, where a rule the move breaks names one (PathRule.First);
 // zero when none does.
-func FirstBefore(from, to Version) Version {
+func FirstBefore(from, to version.Version) version.Version {
 	for _, r := range PathRules {
 		if r.Breaks(from, to) {
 			if f := r.First(); !f.IsZero() {
@@ -255,124 +232,5 @@ func FirstBefore(from, to Version) Version {
 			}
 		}
 	}
-	return Version{}
-}
-
-// pathCodes are the codes of PathRules, each once, in the table's order.
-var pathCodes = func() []Code {
-	var out []Code
-	for _, r := range PathRules {
-		if !slices.Contains(out, r.Code) {
-			out = append(out, r.Code)
-		}
-	}
-	return out
-}()
-
-// releases adds the findings of the servers' releases: a bad release on
-// each server that runs one, and each Mixed path rule broken within a
-// JetStream meta group the audit saw (metaGroupsOf), on every server below
-// its floor.
-func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
-	for _, s := range servers {
-		if b, ok := BadReleaseOf(s.Parsed); ok {
-			e.add(Finding{Code: KnownBadRelease, Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: b.Fix.String(),
-				Message: fmt.Sprintf("server %s runs %s, a release known to lose data: %s (%s); upgrade it to %s or later", s.Name, s.Version, b.Defect, b.Cite, b.Fix)})
-		}
-	}
-	groups := metaGroupsOf(snap)
-	for _, r := range PathRules {
-		if !r.Mixed {
-			continue
-		}
-		for _, peers := range groups {
-			var newer []string
-			for _, s := range peers {
-				if s.Parsed.line().AtLeast(r.Line) {
-					newer = append(newer, s.Name+" ("+s.Version+")")
-				}
-			}
-			if len(newer) == 0 {
-				continue
-			}
-			slices.Sort(newer)
-			slices.SortFunc(peers, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
-			for _, s := range peers {
-				if s.Parsed.IsZero() || !s.Parsed.Before(r.Floor) {
-					continue
-				}
-				e.add(Finding{Code: UpgradePathMixed, Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: r.First().String(),
-					Message: fmt.Sprintf("server %s runs %s in the JetStream meta group%s of %s: %s wants every server on %s or later first (%s): %s; move it to %s",
-						s.Name, s.Version, domainSuffix(s.Domain), strings.Join(newer, ", "), r.Line.minor(), r.Floor, r.Cite, r.Why, r.First())})
-			}
-		}
-	}
-}
-
-// metaGroupsOf partitions the JetStream servers that answered into the meta
-// groups they belong to: the servers of one cluster and domain are one
-// group, and so are a server and the meta leader its JSZ names (a
-// supercluster's clusters, a leafnode that extends its hub). The groups do
-// not rest on which leader each server names alone: while a leader is
-// elected a server names none, and its cluster still holds it. A leafnode
-// cluster with its own JetStream is a group of its own, even in the same
-// (empty) domain.
-func metaGroupsOf(snap *Snapshot) [][]Server {
-	var js []Server
-	index := map[string]int{}
-	for _, s := range snap.Servers {
-		if s.JetStream {
-			index[s.Name] = len(js)
-			js = append(js, s)
-		}
-	}
-	parent := make([]int, len(js))
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		if parent[i] != i {
-			parent[i] = find(parent[i])
-		}
-		return parent[i]
-	}
-	union := func(a, b string) {
-		i, ok1 := index[a]
-		j, ok2 := index[b]
-		if ok1 && ok2 {
-			parent[find(i)] = find(j)
-		}
-	}
-	byCluster := map[[2]string]string{}
-	for _, s := range js {
-		if s.Cluster == "" {
-			continue
-		}
-		k := [2]string{s.Domain, s.Cluster}
-		if first, ok := byCluster[k]; ok {
-			union(first, s.Name)
-		} else {
-			byCluster[k] = s.Name
-		}
-	}
-	for _, m := range snap.Meta {
-		for _, reporter := range sortedKeys(m.Follows) {
-			union(reporter, m.Follows[reporter])
-		}
-	}
-	members := map[int][]Server{}
-	var roots []int
-	for i, s := range js {
-		r := find(i)
-		if _, ok := members[r]; !ok {
-			roots = append(roots, r)
-		}
-		members[r] = append(members[r], s)
-	}
-	out := make([][]Server, 0, len(roots))
-	for _, r := range roots {
-		out = append(out, members[r])
-	}
-	return out
+	return version.Version{}
 }

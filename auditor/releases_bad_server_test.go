@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -38,7 +39,7 @@ func TestKnownBadReleaseLosesAStream(t *testing.T) {
 				natstest.Node("n3", tt.version, "c1"))
 
 			// The audit's finding, before anything is lost.
-			r, found := gate(t, sysConn, auditor.DefaultFloor.String(), auditor.KnownBadRelease)
+			r, found := gate(t, sysConn, version.DefaultFloor.String(), auditor.KnownBadRelease)
 			if tt.fix == "" {
 				if len(found) > 0 {
 					t.Fatalf("%s is not a bad release: %s", tt.version, codesOf(found))

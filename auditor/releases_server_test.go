@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -28,11 +29,11 @@ func TestUpgradePathOnRealServers(t *testing.T) {
 		}
 	}
 
-	to, err := auditor.ParseRelease("2.15.3")
+	to, err := version.ParseRelease("2.15.3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := auditor.MakePlan(snap, auditor.Policy{Floor: auditor.DefaultFloor}, to, auditor.PlanScope{})
+	plan, err := auditor.MakePlan(snap, auditor.Policy{Floor: version.DefaultFloor}, to, auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}

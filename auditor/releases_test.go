@@ -4,15 +4,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // broken lists the codes of the rules a move from → to breaks, a code once
 // per rule.
-func broken(from, to Version) []string {
+func broken(from, to version.Version) []string {
 	out := []string{}
 	for _, r := range PathRules {
 		if r.Breaks(from, to) {
-			out = append(out, string(r.Code))
+			out = append(out, string(pathCode[r.Kind]))
 		}
 	}
 	return out
@@ -58,28 +60,28 @@ func TestPathRules(t *testing.T) {
 		// Nothing to judge.
 		{"2.14.0", "2.14.0", nil},
 	} {
-		from, to := mustVersion(tt.from), mustVersion(tt.to)
+		from, to := version.Must(tt.from), version.Must(tt.to)
 		if got := broken(from, to); !slices.Equal(got, append([]string{}, tt.want...)) {
 			t.Errorf("%s → %s breaks %v, want %v", tt.from, tt.to, got, tt.want)
 		}
 	}
 	// A server whose version is no version moves from nothing that can be
 	// judged, and to nothing: VERSION_UNPARSEABLE says so.
-	for _, pair := range [][2]Version{{{}, mustVersion("2.15.0")}, {mustVersion("2.14.0"), {}}, {{}, {}}} {
+	for _, pair := range [][2]version.Version{{{}, version.Must("2.15.0")}, {version.Must("2.14.0"), {}}, {{}, {}}} {
 		if got := broken(pair[0], pair[1]); len(got) != 0 {
 			t.Errorf("%q → %q breaks %v, want none", pair[0], pair[1], got)
 		}
 	}
-	if _, err := ParseRelease("14"); err == nil {
+	if _, err := version.ParseRelease("14"); err == nil {
 		t.Error(`ParseRelease("14") is a release`)
 	}
 }
 
 func TestPathRulesName(t *testing.T) {
 	for _, r := range PathRules {
-		k, ok := Info(r.Code)
+		k, ok := Info(pathCode[r.Kind])
 		if !ok || k.Description == "" {
-			t.Errorf("rule %+v gives code %s, which is not registered", r, r.Code)
+			t.Errorf("rule %+v gives code %s, which is not registered", r, pathCode[r.Kind])
 		}
 		if r.Why == "" || !strings.Contains(r.Cite, "NATS") {
 			t.Errorf("rule %+v says no why or cites no NATS docs", r)
@@ -90,7 +92,7 @@ func TestPathRulesName(t *testing.T) {
 	}
 	// The release to go to before 2.15: the newest 2.14 release the level
 	// table knows, at least 2.14.7.
-	if got := PathRules[0].First(); got != mustVersion("2.14.10") {
+	if got := PathRules[0].First(); got != version.Must("2.14.10") {
 		t.Errorf("first go to %s before 2.15, want 2.14.10", got)
 	}
 	if got := PathRules[1].First(); !got.IsZero() {
@@ -103,7 +105,7 @@ func TestBadReleases(t *testing.T) {
 		{"2.14.4", "2.14.5"}, {"2.14.4-fips", "2.14.5"}, {"2.12.14", "2.12.15"}, {"2.12.0", "2.12.1"}, {"2.11.9", "2.11.10"},
 		{"2.14.5", ""}, {"2.14.3", ""}, {"2.12.15", ""}, {"2.12.1", ""}, {"2.11.10", ""}, {"2.11.8", ""}, {"2.14.4-RC.1", ""},
 	} {
-		v, err := ParseVersion(tt.v)
+		v, err := version.ParseVersion(tt.v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +115,7 @@ func TestBadReleases(t *testing.T) {
 		}
 	}
 	for _, b := range BadReleases {
-		if !b.Release.Before(b.Fix) || b.Release.line() != b.Fix.line() || b.Defect == "" || !strings.Contains(b.Cite, "#") || !strings.Contains(b.Evidence, "jetstream_cluster.go:") {
+		if !b.Release.Before(b.Fix) || b.Release.Line() != b.Fix.Line() || b.Defect == "" || !strings.Contains(b.Cite, "#") || !strings.Contains(b.Evidence, "jetstream_cluster.go:") {
 			t.Errorf("%+v: the fix is a later release of its line, and the row says what it loses and where it is shown", b)
 		}
 	}
@@ -142,7 +144,7 @@ func TestEvaluateReleases(t *testing.T) {
 				meta = append(meta, MetaGroup{Domain: s.Domain, Leader: s.Name})
 			}
 		}
-		r := Evaluate(&Snapshot{Servers: tt.servers, ExpectedCount: len(tt.servers), Meta: meta}, Policy{Floor: mustVersion("2.12.0")})
+		r := Evaluate(&Snapshot{Servers: tt.servers, ExpectedCount: len(tt.servers), Meta: meta}, Policy{Floor: version.Must("2.12.0")})
 		var got []string
 		for _, f := range r.Findings {
 			if f.Code == KnownBadRelease || f.Code == UpgradePathMixed {
@@ -174,7 +176,7 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 		t.Errorf("--assume n1=2.14.4: %s", w.After.Status)
 	}
 
-	plan, err := MakePlan(&snap, Policy{Floor: DefaultFloor}, mustVersion("2.15.3"), PlanScope{})
+	plan, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.15.3"), PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +201,7 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 	for i := range snap.Servers {
 		snap.Servers[i].SetVersion("2.14.10")
 	}
-	plan, err = MakePlan(&snap, Policy{Floor: DefaultFloor}, mustVersion("2.15.3"), PlanScope{})
+	plan, err = MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.15.3"), PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,11 +261,11 @@ func TestMetaGroupsOf(t *testing.T) {
 func TestMemberVotesOnly(t *testing.T) {
 	for v, want := range map[string]bool{"2.10.27": false, "2.11.12": false, "2.12.12": false, "2.12.14": true, "2.12.15": true,
 		"2.14.0": false, "2.14.3": false, "2.14.4": true, "2.14.10": true, "2.15.0": true, "2.15.3": true, "2.16.0-RC.1": true} {
-		if got := MemberVotesOnly(mustVersion(v)); got != want {
+		if got := MemberVotesOnly(version.Must(v)); got != want {
 			t.Errorf("%s: %v, want %v", v, got, want)
 		}
 	}
-	if MemberVotesOnly(Version{}) {
+	if MemberVotesOnly(version.Version{}) {
 		t.Error("no version counts only its members' votes")
 	}
 }
@@ -282,13 +284,13 @@ func TestReleaseCodesDescribeTheTables(t *testing.T) {
 		if r.OnePatch {
 			continue
 		}
-		codes := []Code{r.Code}
+		codes := []Code{pathCode[r.Kind]}
 		if r.Mixed {
 			codes = append(codes, UpgradePathMixed)
 		}
 		for _, c := range codes {
-			if !strings.Contains(desc(c), r.Floor.String()) || !strings.Contains(desc(c), r.Line.minor()) {
-				t.Errorf("%s's description does not name %s and %s, of a rule of its", c, r.Line.minor(), r.Floor)
+			if !strings.Contains(desc(c), r.Floor.String()) || !strings.Contains(desc(c), r.Line.Minor()) {
+				t.Errorf("%s's description does not name %s and %s, of a rule of its", c, r.Line.Minor(), r.Floor)
 			}
 		}
 	}

@@ -1,12 +1,16 @@
 package auditor
 
-import "time"
+import (
+	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
+)
 
 // Report is the outcome of Evaluate.
 type Report struct {
 	Status Severity
 	// Floor is the policy's floor.
-	Floor Version
+	Floor version.Version
 	// FloorText is the floor as it was given where it is not a version
 	// (Floor is then zero): the document of an audit that could not read
 	// its floor shows it as typed.
@@ -24,9 +28,9 @@ type Report struct {
 // ServerReport is a server with its verdict and what it leads.
 type ServerReport struct {
 	Server
-	Verdict      Verdict `json:"verdict"`
-	StreamsLed   int     `json:"streams_led"`
-	ConsumersLed int     `json:"consumers_led"`
+	Verdict      version.Verdict `json:"verdict"`
+	StreamsLed   int             `json:"streams_led"`
+	ConsumersLed int             `json:"consumers_led"`
 }
 
 // ClusterReport is one cluster and the versions its servers run.
@@ -65,7 +69,7 @@ func (r *Report) FloorShown() string {
 // zero where it could not be read, and floorText then the text given for it
 // (both empty when no policy could be read); took is how long the attempt
 // took. Every document of a failed audit, and serve's, is made of it.
-func Failed(err error, floor Version, floorText string, started time.Time, took time.Duration) *Report {
+func Failed(err error, floor version.Version, floorText string, started time.Time, took time.Duration) *Report {
 	if !floor.IsZero() {
 		floorText = ""
 	}

@@ -3,6 +3,8 @@ package auditor
 import (
 	"fmt"
 	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // ResetVerdict says what $JS.API.CONSUMER.RESET would do to one consumer.
@@ -29,11 +31,6 @@ const (
 // ResetVerdicts lists every ResetVerdict.
 var ResetVerdicts = []ResetVerdict{ResetSafe, ResetUnanswered, ResetCrashesFollower, ResetUnknown}
 
-// ResetVersion is the first nats-server release that answers
-// $JS.API.CONSUMER.RESET (and the first that knows its replicated entry).
-// A pre-release of it counts as older.
-var ResetVersion = mustVersion("2.14.0")
-
 // Peer is one member of a consumer's RAFT group as the audit saw it.
 type Peer struct {
 	Name string `json:"name"`
@@ -42,8 +39,8 @@ type Peer struct {
 	Answered bool `json:"answered"`
 	// Version is as the peer reported it; Parsed is what it parses as
 	// (Server.Parsed).
-	Version string  `json:"version,omitempty"`
-	Parsed  Version `json:"-"`
+	Version string          `json:"version,omitempty"`
+	Parsed  version.Version `json:"-"`
 	// APILevel is the highest JetStream API level the peer supports (0 when
 	// it reports none, as 2.10 does).
 	APILevel int  `json:"api_level"`
@@ -103,6 +100,6 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 // it applies the replicated reset (the consumer_reset row of
 // ReplicatedOps), which the release that first answers RESET brought. A
 // pre-release of ResetVersion counts as below it.
-func answersReset(v Version) bool {
+func answersReset(v version.Version) bool {
 	return OpOutcome(OpResetSeq, v).Apply == Supported
 }

@@ -3,6 +3,8 @@ package auditor
 import (
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 func TestJudgeReset(t *testing.T) {
@@ -27,7 +29,7 @@ func TestJudgeReset(t *testing.T) {
 		{"no leader", "", []Peer{p("n1", "2.14.0"), p("n2", "2.14.0")}, false, ResetUnknown, "no leader"},
 		{"a follower did not answer", "n1", []Peer{p("n1", "2.14.0"), {Name: "n2"}}, false, ResetUnknown, "peer n2 did not answer"},
 		{"the leader did not answer", "n2", []Peer{p("n1", "2.14.0"), {Name: "n2", Leader: true}}, false, ResetUnknown, "peer n2 did not answer"},
-		{"a follower's JSZ failed", "n1", []Peer{p("n1", "2.14.0"), {Name: "n2", Answered: true, Version: "2.14.0", Parsed: DefaultFloor, Incomplete: true}}, false, ResetUnknown, "n2"},
+		{"a follower's JSZ failed", "n1", []Peer{p("n1", "2.14.0"), {Name: "n2", Answered: true, Version: "2.14.0", Parsed: version.DefaultFloor, Incomplete: true}}, false, ResetUnknown, "n2"},
 		{"the audit failed as a whole", "n1", []Peer{p("n1", "2.14.0")}, true, ResetUnknown, "did not read"},
 		{"unparseable version", "n1", []Peer{p("n1", "2.14.0"), p("n2", "banana")}, false, ResetUnknown, `"banana"`},
 		// Missing peers outrank a leader known to be old: unknown is the

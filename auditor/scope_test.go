@@ -3,6 +3,8 @@ package auditor
 import (
 	"slices"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // TestForServerPartitionsFindings checks that narrowing a report to each
@@ -23,7 +25,7 @@ func TestForServerPartitionsFindings(t *testing.T) {
 		ExpectedCount: 5,
 		ExpectedNames: map[string][]string{"n4": {"n1"}},
 	}
-	all := Evaluate(snap, Policy{Floor: DefaultFloor})
+	all := Evaluate(snap, Policy{Floor: version.DefaultFloor})
 	var union []string
 	for _, s := range servers {
 		part := all.ForServer(s.Name)

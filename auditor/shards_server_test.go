@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -295,7 +296,7 @@ func shardStage(t *testing.T, sysConn *nats.Conn, js jetstream.JetStream, policy
 // consumers: its findings of the shard codes.
 func judgeShards(snap *Snapshot, p ShardPolicy) []Finding {
 	var out []Finding
-	for _, f := range Evaluate(snap, Policy{Floor: DefaultFloor, ShardPolicy: p}).Findings {
+	for _, f := range Evaluate(snap, Policy{Floor: version.DefaultFloor, ShardPolicy: p}).Findings {
 		if f.Code == ConsumerPulledByNobody || f.Code == ConsumerStalePin {
 			out = append(out, f)
 		}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // Snapshot is everything one audit saw, in plain data: no NATS connection and
@@ -56,9 +58,9 @@ type Server struct {
 	// Parsed is Version read once, where the report entered (SetVersion):
 	// what the audit compares. It is the zero Version when the report is
 	// no version.
-	Parsed    Version  `json:"-"`
-	Tags      []string `json:"tags,omitempty"`
-	JetStream bool     `json:"jetstream"`
+	Parsed    version.Version `json:"-"`
+	Tags      []string        `json:"tags,omitempty"`
+	JetStream bool            `json:"jetstream"`
 	// APILevel is the highest JetStream API level the server supports
 	// (0 when it does not report one).
 	APILevel int `json:"api_level"`
@@ -76,17 +78,8 @@ type Server struct {
 // and the Version it parses as (zero when it is none).
 func (s *Server) SetVersion(reported string) {
 	s.Version = reported
-	s.Parsed, _ = ParseVersion(reported)
+	s.Parsed, _ = version.ParseVersion(reported)
 }
-
-// AssetKind tells streams from consumers.
-type AssetKind string
-
-// The kinds of JetStream asset the audit inventories.
-const (
-	KindStream   AssetKind = "stream"
-	KindConsumer AssetKind = "consumer"
-)
 
 // Asset is a stream or consumer, merged from the reports of every server
 // that hosts it. Account is the account's id as the servers report it: its
@@ -162,16 +155,6 @@ type ReplicaLag struct {
 	Active time.Duration
 }
 
-// DurableSource is an origin consumer a mirror or source reads through.
-type DurableSource struct {
-	Stream   string
-	Consumer string
-	// APIPrefix is the origin's JetStream API prefix when it is in another
-	// account or domain ("$JS.hub.API"); empty for the stream's own.
-	APIPrefix string
-	Mirror    bool
-}
-
 // LevelUnreadable is the RequiredLevel of an asset whose _nats.req.level is
 // not a number: no server from 2.11 on supports it.
 const LevelUnreadable = math.MaxInt32
@@ -241,7 +224,7 @@ func (s *MetaPeerSet) members(snap *Snapshot) ([]string, int) {
 // one after it still does while it knows fewer peers than its cluster size
 // (shouldCountVoteFromPeer: 2.12.14 raft.go:3690-3699, 2.15.3
 // raft.go:4363-4372). The leader's list stands for each member's.
-func (s *MetaPeerSet) countsOutsiderVote(v Version) bool {
+func (s *MetaPeerSet) countsOutsiderVote(v version.Version) bool {
 	return !MemberVotesOnly(v) || 1+len(s.Names) < s.Size
 }
 
@@ -333,4 +316,65 @@ type Problem struct {
 	Server  string
 	Request string
 	Err     string
+}
+
+// FlagOn reports whether the named flag is on in server s: as the server
+// reported it in STATSZ, else its version's default. A flag a server's
+// version does not know is off.
+func FlagOn(s Server, name string) bool {
+	if on, ok := s.FeatureFlags[name]; ok {
+		return on
+	}
+	f, ok := FlagByName(name)
+	if !ok {
+		return false
+	}
+	d, known := f.DefaultBy(s.Parsed)
+	return known && d.On
+}
+
+// ConfiguredFlags are the flags server s reports with a value other than
+// its version's default: those its config sets. A flag set to its default
+// cannot be told from one left alone, so a config can hold more than this.
+// A what-if keeps these across a version change, and a server before
+// FeatureFlagsSince refuses to start with any of them.
+func ConfiguredFlags(s Server) map[string]bool {
+	var out map[string]bool
+	for name, on := range s.FeatureFlags {
+		f, ok := FlagByName(name)
+		if !ok {
+			continue // reported, so known to the server: a release after the table
+		}
+		if d, known := f.DefaultBy(s.Parsed); !known || d.On != on {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[name] = on
+		}
+	}
+	return out
+}
+
+// FlagsAt are the feature flags server s would report at release to: the
+// values its config sets (ConfiguredFlags), where that release knows the
+// flag, and the release's defaults for the rest; none before
+// FeatureFlagsSince, which has no flags. A what-if runs a server on them.
+func FlagsAt(s Server, to version.Version) map[string]bool {
+	if !to.AtLeast(FeatureFlagsSince) {
+		return nil
+	}
+	configured := ConfiguredFlags(s)
+	out := map[string]bool{}
+	for _, f := range FeatureFlags {
+		d, known := f.DefaultBy(to)
+		if !known {
+			continue
+		}
+		on, set := configured[f.Name]
+		if !set {
+			on = d.On
+		}
+		out[f.Name] = on
+	}
+	return out
 }

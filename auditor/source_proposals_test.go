@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // opEncoders name the function that encodes the entry of an op whose
@@ -18,7 +20,7 @@ var opEncoders = map[string]string{"deleteRangeOp": "encodeDeleteRange"}
 // delete range: skipMsgs, 2.14.0 stream.go:3336-3340, 2.15.3 :3747-3751).
 func checkProposals(t *testing.T, tag, dir string) {
 	t.Helper()
-	v := mustVersion(tag)
+	v := version.Must(tag)
 	var files []*ast.File
 	for _, name := range []string{"stream.go", "jetstream_cluster.go", "consumer.go"} {
 		if f := parseServerFile(t, dir, name); f != nil {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // mappingFunction is how the tables judge one mapping function of subject
@@ -22,7 +24,7 @@ import (
 type mappingFunction struct {
 	// Engine and Check are the first releases whose engine and check
 	// accept it; zero: 2.10.27 or earlier.
-	Engine, Check Version
+	Engine, Check version.Version
 	// Features are the rows of Features that detect a config calling it,
 	// where some release refuses it; otherwise Note says why none does.
 	Features []string
@@ -49,7 +51,7 @@ var (
 // engine and the config check accept, and holds mappingFunctions to them.
 func checkMappingFunctions(t *testing.T, tag, dir string) {
 	t.Helper()
-	v := mustVersion(tag)
+	v := version.Must(tag)
 	engine := regexArgs(mustFuncBody(t, tag, "subject_transform.go", parseServerFile(t, dir, "subject_transform.go"), "indexPlaceHolders"), "getMappingFunctionArgs")
 	sublist := parseServerFile(t, dir, "sublist.go")
 	check := map[string]bool{}

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 const namespace = "nats_version_auditor"
@@ -194,7 +195,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range r.Servers {
 		gauge(ch, serverInfoDesc, 1, s.Name, s.ID, s.Cluster, s.Domain, s.Version, strconv.Itoa(s.APILevel))
 		below := 0.0
-		if s.Verdict == auditor.VerdictBelow {
+		if s.Verdict == version.VerdictBelow {
 			below = 1
 		}
 		gauge(ch, serverBelowDesc, below, s.Name, s.Cluster)

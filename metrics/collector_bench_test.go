@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // BenchmarkCollect measures a scrape's collection of a report with 10,000
@@ -26,7 +27,7 @@ func BenchmarkCollect(b *testing.B) {
 		snap.Consumers = append(snap.Consumers, auditor.Asset{Kind: auditor.KindConsumer, Account: "A", Stream: fmt.Sprintf("S%d", i/100),
 			Consumer: fmt.Sprintf("C%d", i), Leader: fmt.Sprintf("n%d", (i%5)*10), Peers: []string{fmt.Sprintf("n%d", (i%5)*10)}})
 	}
-	res := auditor.Result{Report: auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})}
+	res := auditor.Result{Report: auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})}
 	c := NewCollector(func() auditor.Result { return res }, 0)
 	series := 0
 	for b.Loop() {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/fixture"
 )
 
@@ -161,9 +162,9 @@ nats_version_auditor_last_success_timestamp_seconds 0
 // exports its own, not one fixed at start.
 func TestCollectorFloorFollowsTheReport(t *testing.T) {
 	for _, text := range []string{"", "2.12.0", "2.15.0"} {
-		var floor auditor.Version
+		var floor version.Version
 		if text != "" {
-			floor, _ = auditor.ParseFloor(text)
+			floor, _ = version.ParseFloor(text)
 		}
 		res := auditor.Result{Report: auditor.Evaluate(&auditor.Snapshot{}, auditor.Policy{Floor: floor})}
 		c := NewCollector(func() auditor.Result { return res }, 0)

@@ -10,6 +10,7 @@ import (
 	"github.com/alecthomas/units"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // appName is the program's name: the first word of every line it prints
@@ -103,7 +104,7 @@ func addUnpulledAfterFlag(cmd *kingpin.CmdClause, p *policyFlags) {
 }
 
 func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) *kingpin.FlagClause {
-	f := cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(auditor.DefaultFloor.String())
+	f := cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(version.DefaultFloor.String())
 	f.StringVar(&p.floor)
 	return f
 }
@@ -119,12 +120,12 @@ func addAssetFilterFlags(cmd *kingpin.CmdClause, p *policyFlags) {
 // failed is the report of an audit that could not run, begun at started:
 // its document shows --floor as a version, or as typed where it is none.
 func (p *policyFlags) failed(err error, started time.Time) *auditor.Report {
-	floor, _ := auditor.ParseFloor(p.floor)
+	floor, _ := version.ParseFloor(p.floor)
 	return auditor.Failed(err, floor, p.floor, started, time.Since(started))
 }
 
 func (p *policyFlags) policy() (auditor.Policy, error) {
-	floor, err := auditor.ParseFloor(p.floor)
+	floor, err := version.ParseFloor(p.floor)
 	if err != nil {
 		return auditor.Policy{}, fmt.Errorf("--floor: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
@@ -70,7 +71,7 @@ func (c *planCommand) plan(ctx context.Context, a auditing) (*auditor.Plan, *aud
 	if err := a.conn.validate(); err != nil {
 		return nil, nil, err
 	}
-	to, err := auditor.ParseRelease(c.to)
+	to, err := version.ParseRelease(c.to)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--to: %w", err)
 	}

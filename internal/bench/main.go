@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 	"github.com/natsaudit/nats-version-auditor/internal/rawfetch"
 )
@@ -402,7 +403,7 @@ func inProcessRuns(h *natstest.Program, cfg config, sys *natstest.System, nc *na
 		if err != nil {
 			h.Fatal(err)
 		}
-		if r := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor}); !r.Complete() {
+		if r := auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor}); !r.Complete() {
 			h.Fatalf("in-process audit incomplete: %+v", r.Findings[:min(3, len(r.Findings))])
 		}
 		res.inAudit = append(res.inAudit, time.Since(start))
@@ -463,7 +464,7 @@ func inProcess(h *natstest.Program, sys *natstest.System, res *sizeResult) {
 	if err != nil {
 		h.Fatal(err)
 	}
-	r := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	r := auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})
 	close(stop)
 	sampler.Wait()
 	runtime.ReadMemStats(&after)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/exporter/exportertest"
 )
 
@@ -32,7 +33,7 @@ func TestAPIDomains(t *testing.T) {
 			{Kind: auditor.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "edge-only", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
 		},
 	}
-	report := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	report := auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})
 	d := serveAPI(t, report)
 
 	for _, tt := range []struct {
@@ -160,7 +161,7 @@ func TestAPIPull(t *testing.T) {
 		shard("config-only", &auditor.PullState{Policy: "overflow", Group: "g"}),
 		shard("plain", nil),
 	}}
-	report := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	report := auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})
 	d := serveAPI(t, report)
 
 	_, c, body := d.ConsumerAt(t, "WORK", "pinned", "")

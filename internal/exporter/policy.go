@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // policyFile is the document --policy.file holds, in YAML or JSON:
@@ -47,7 +48,7 @@ func readPolicyFile(path string) (auditor.Policy, error) {
 	if err := json.Unmarshal(pf.Floor, &floor); err != nil {
 		return auditor.Policy{}, fmt.Errorf(`--policy.file %s: floor must be a quoted string such as "2.14.0", not %s (YAML reads an unquoted 2.10 as the number 2.1)`, path, pf.Floor)
 	}
-	v, err := auditor.ParseFloor(floor)
+	v, err := version.ParseFloor(floor)
 	if err != nil {
 		return auditor.Policy{}, fmt.Errorf("--policy.file %s: floor: %w", path, err)
 	}
@@ -63,7 +64,7 @@ type PolicyFile struct {
 	logger *slog.Logger
 
 	mu      sync.Mutex
-	floor   auditor.Version // the floor last read, to log each change once
+	floor   version.Version // the floor last read, to log each change once
 	lastErr string          // the last error logged, to log each once
 }
 

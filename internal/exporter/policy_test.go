@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // floorMessage is what auditor.ParseFloor says of a floor that is not one.
 var floorMessage = func() string {
-	_, err := auditor.ParseFloor("14")
+	_, err := version.ParseFloor("14")
 	return strings.TrimPrefix(err.Error(), `"14" `)
 }()
 

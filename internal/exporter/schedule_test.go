@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 func TestSchedulerSharesAudits(t *testing.T) {
@@ -18,7 +19,7 @@ func TestSchedulerSharesAudits(t *testing.T) {
 	audit := func(context.Context) *auditor.Report {
 		audits.Add(1)
 		<-release
-		return auditor.Evaluate(&auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "a", Version: "2.14.0"}}}, auditor.Policy{Floor: auditor.DefaultFloor})
+		return auditor.Evaluate(&auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "a", Version: "2.14.0"}}}, auditor.Policy{Floor: version.DefaultFloor})
 	}
 	s := NewScheduler(context.Background(), audit, time.Hour, nil)
 
@@ -54,7 +55,7 @@ func TestSchedulerAfterIntervalAndOnCancel(t *testing.T) {
 		if audits.Add(1) == 2 {
 			<-block
 		}
-		return auditor.Failed(context.DeadlineExceeded, auditor.DefaultFloor, "", time.Now(), 0)
+		return auditor.Failed(context.DeadlineExceeded, version.DefaultFloor, "", time.Now(), 0)
 	}
 	s := NewScheduler(context.Background(), audit, time.Hour, nil)
 	now := time.Now()
@@ -107,7 +108,7 @@ func (c *requestClock) audit(takes ...time.Duration) AuditFunc {
 		c.mu.Lock()
 		c.now--
 		c.mu.Unlock()
-		return auditor.Evaluate(&auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "a", Version: fmt.Sprint(n)}}}, auditor.Policy{Floor: auditor.DefaultFloor})
+		return auditor.Evaluate(&auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "a", Version: fmt.Sprint(n)}}}, auditor.Policy{Floor: version.DefaultFloor})
 	}
 }
 
@@ -288,7 +289,7 @@ func TestSchedulerCountsPinChanges(t *testing.T) {
 		}
 		snap := &auditor.Snapshot{Servers: servers, Consumers: []auditor.Asset{{Kind: auditor.KindConsumer, Account: "APP", Stream: "WORK", Consumer: "shard",
 			Leader: p.leader, Pull: &auditor.PullState{Policy: auditor.PriorityPinnedClient, FromLeader: true, PinnedID: p.holder}}}}
-		return auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+		return auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})
 	}
 	s := NewScheduler(context.Background(), audit, time.Hour, nil)
 	now := time.Now()

@@ -63,18 +63,20 @@ func supportOf(gs []auditor.LevelGroup, name string) []Support {
 	return out
 }
 
-// writeCapabilityText prints the levels and features of report's text.
-func writeCapabilityText(ew *errWriter, out Report) {
+// writeCapabilityText prints the levels, features and limited assets of
+// report's text. It takes the blocks rather than report's document so that
+// the capability block stays below the documents that carry it.
+func writeCapabilityText(ew *errWriter, levels APILevels, features []Feature, assets []auditor.AssetLevel) {
 	ew.printf("\nJETSTREAM API LEVELS\tSERVERS\tMIN API LEVEL\tHELD BACK BY\n")
-	for _, l := range out.APILevels.Clusters {
+	for _, l := range levels.Clusters {
 		ew.printf("cluster %s\t%d\t%s\t%s\n", l.Name, l.Servers, levelCell(l), dashList(l.HeldBy))
 	}
-	for _, l := range out.APILevels.Domains {
+	for _, l := range levels.Domains {
 		ew.printf("domain %s\t%d\t%s\t%s\n", domainName(l.Name), l.Servers, levelCell(l), dashList(l.HeldBy))
 	}
-	if len(out.Features) > 0 {
+	if len(features) > 0 {
 		ew.printf("\nFEATURE\tAPI LEVEL\tSINCE\tWHERE\tSUPPORTED\tHELD BACK BY\n")
-		for _, f := range out.Features {
+		for _, f := range features {
 			for _, where := range []struct {
 				kind string
 				s    []Support
@@ -94,7 +96,7 @@ func writeCapabilityText(ew *errWriter, out Report) {
 		}
 	}
 	var limited []auditor.AssetLevel
-	for _, a := range out.AssetLevels {
+	for _, a := range assets {
 		if len(a.Forbidden) > 0 {
 			limited = append(limited, a)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // Check is the documented JSON of `check --format json`.
@@ -66,38 +67,12 @@ func writeCheckJSON(w io.Writer, doc Check) error {
 	return writeFindingsByHand(w, &doc, &doc.Findings)
 }
 
-func summary(r *auditor.Report) string {
-	counts := map[auditor.Severity]int{}
-	for _, f := range r.Findings {
-		counts[f.Severity]++
-	}
-	return fmt.Sprintf("%d of %d expected servers answered, floor %s; %d %s (%d critical, %d unknown, %d warning)",
-		len(r.Servers), r.ServersExpected, r.Floor, len(r.Findings), plural(len(r.Findings), "finding"),
-		counts[auditor.Critical], counts[auditor.Unknown], counts[auditor.Warning])
-}
-
 func writeCheckText(w io.Writer, r *auditor.Report, what *auditor.WhatIf) error {
 	ew := &errWriter{w: w}
 	ew.printf("%s%s: %s\n", r.Status, assuming(what), summary(r))
 	writeFindings(ew, r.Findings)
 	writeWhatIfText(ew, what)
 	return ew.err
-}
-
-// writeFindings lists findings grouped by code, worst first.
-func writeFindings(ew *errWriter, findings []auditor.Finding) {
-	for i := 0; i < len(findings); {
-		code := findings[i].Code
-		j := i
-		for j < len(findings) && findings[j].Code == code {
-			j++
-		}
-		ew.printf("\n%s (%s, %d)\n", code, findings[i].Severity, j-i)
-		for _, f := range findings[i:j] {
-			ew.printf("  %s\n", f.Message)
-		}
-		i = j
-	}
 }
 
 func writeCheckNagios(w io.Writer, r *auditor.Report, what *auditor.WhatIf) error {
@@ -135,7 +110,7 @@ func Progress(r *auditor.Report, err error) string {
 	}
 	atFloor := 0
 	for _, s := range r.Servers {
-		if s.Verdict == auditor.VerdictAtFloor || s.Verdict == auditor.VerdictAbove {
+		if s.Verdict == version.VerdictAtFloor || s.Verdict == version.VerdictAbove {
 			atFloor++
 		}
 	}

@@ -156,3 +156,22 @@ var jsonPlain = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// Check's and report's text list the findings the same way, so the text
+// form lives beside the JSON one.
+
+// writeFindings lists findings grouped by code, worst first.
+func writeFindings(ew *errWriter, findings []auditor.Finding) {
+	for i := 0; i < len(findings); {
+		code := findings[i].Code
+		j := i
+		for j < len(findings) && findings[j].Code == code {
+			j++
+		}
+		ew.printf("\n%s (%s, %d)\n", code, findings[i].Severity, j-i)
+		for _, f := range findings[i:j] {
+			ew.printf("  %s\n", f.Message)
+		}
+		i = j
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // BenchmarkCheckJSON writes the JSON of a check with as many findings as a
@@ -16,7 +17,7 @@ func BenchmarkCheckJSON(b *testing.B) {
 		snap.Consumers = append(snap.Consumers, auditor.Asset{Kind: auditor.KindConsumer, Account: "APP", Stream: fmt.Sprint("S", i/300),
 			Consumer: fmt.Sprint("C", i), Leader: "n1", Peers: []string{"n1", "n2"}})
 	}
-	r := auditor.Evaluate(snap, auditor.Policy{Floor: auditor.DefaultFloor})
+	r := auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})
 	for b.Loop() {
 		if err := writeCheckJSON(io.Discard, CheckOf(r, nil)); err != nil {
 			b.Fatal(err)

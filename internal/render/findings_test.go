@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/fixture"
 )
 
@@ -44,7 +45,7 @@ func TestFindingsJSONMatchesEncodingJSON(t *testing.T) {
 	}
 
 	r := fixture.Report()
-	what, err := auditor.Assume(r.Snapshot, auditor.Policy{Floor: auditor.DefaultFloor}, []auditor.Assumption{{Target: "n2", Version: mustRelease(t, "2.12.15")}})
+	what, err := auditor.Assume(r.Snapshot, auditor.Policy{Floor: version.DefaultFloor}, []auditor.Assumption{{Target: "n2", Version: mustRelease(t, "2.12.15")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/fixture"
 	"github.com/natsaudit/nats-version-auditor/internal/render/rendertest"
 )
@@ -30,7 +31,7 @@ const operatorKey = "ACXD4KXKPV6KCL7X5IK2SQAS4XAA5ACP77V4TC5SZUKVU47U5LSM7DWJ"
 // TestOutputsAreGolden -update` rewrites the files after a deliberate change.
 func TestOutputsAreGolden(t *testing.T) {
 	r := fixture.Report()
-	pol := auditor.Policy{Floor: auditor.DefaultFloor}
+	pol := auditor.Policy{Floor: version.DefaultFloor}
 	// --assume n2=2.12.15 on the fixture: a downgrade.
 	what, err := auditor.Assume(r.Snapshot, pol, []auditor.Assumption{{Target: "n2", Version: mustRelease(t, "2.12.15")}})
 	if err != nil {
@@ -69,7 +70,7 @@ func TestOutputsAreGolden(t *testing.T) {
 	}
 	// An audit that could not run: every list of its documents is one.
 	unreachable := errors.New("cannot reach NATS at nats://127.0.0.1:1: nats: no servers available for connection")
-	failed := auditor.Failed(unreachable, auditor.DefaultFloor, "", r.Snapshot.Started, time.Millisecond)
+	failed := auditor.Failed(unreachable, version.DefaultFloor, "", r.Snapshot.Started, time.Millisecond)
 	for _, tt := range []struct {
 		file  string
 		write func(io.Writer) error
@@ -134,7 +135,7 @@ func TestOutputsAreGolden(t *testing.T) {
 }
 
 func TestSummaryCountsInWords(t *testing.T) {
-	r := &auditor.Report{Status: auditor.Unknown, Floor: auditor.DefaultFloor, ServersExpected: 1, Snapshot: &auditor.Snapshot{},
+	r := &auditor.Report{Status: auditor.Unknown, Floor: version.DefaultFloor, ServersExpected: 1, Snapshot: &auditor.Snapshot{},
 		Findings: []auditor.Finding{{Code: auditor.AuditIncomplete, Severity: auditor.Unknown, Message: "m"}}}
 	if got, want := summary(r), "0 of 1 expected servers answered, floor 2.14.0; 1 finding (0 critical, 1 unknown, 0 warning)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
@@ -146,9 +147,9 @@ func TestSummaryCountsInWords(t *testing.T) {
 }
 
 // mustRelease is the Version of a release the test names.
-func mustRelease(t testing.TB, s string) auditor.Version {
+func mustRelease(t testing.TB, s string) version.Version {
 	t.Helper()
-	v, err := auditor.ParseRelease(s)
+	v, err := version.ParseRelease(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestReportListsShards(t *testing.T) {
 		shard("s2", &auditor.PullState{Policy: "overflow", Group: "g"}),
 		shard("plain", nil),
 	}}
-	r := &auditor.Report{Status: auditor.OK, Floor: auditor.DefaultFloor, Snapshot: snap}
+	r := &auditor.Report{Status: auditor.OK, Floor: version.DefaultFloor, Snapshot: snap}
 	var b strings.Builder
 	if err := WriteReport(&b, FormatText, r, nil); err != nil {
 		t.Fatal(err)

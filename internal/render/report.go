@@ -2,9 +2,7 @@ package render
 
 import (
 	"io"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -106,7 +104,7 @@ func writeReportText(w io.Writer, out Report, r *auditor.Report, what *auditor.W
 		}
 	}
 	writeShardsText(ew, out.Shards)
-	writeCapabilityText(ew, out)
+	writeCapabilityText(ew, out.APILevels, out.Features, out.AssetLevels)
 	if ew.err != nil {
 		return ew.err
 	}
@@ -140,26 +138,6 @@ func writeFeatureFlagsText(ew *errWriter, servers []auditor.ServerReport) {
 		}
 		ew.printf("%s\t%s\n", s.Name, dashList(flagsShown(s.Server)))
 	}
-}
-
-// flagsShown are the flags server s has on, and those its config turns
-// off, each marked where its config sets it rather than its release's
-// default.
-func flagsShown(s auditor.Server) []string {
-	configured := auditor.ConfiguredFlags(s)
-	var shown []string
-	for _, name := range slices.Sorted(maps.Keys(s.FeatureFlags)) {
-		_, set := configured[name]
-		switch {
-		case s.FeatureFlags[name] && set:
-			shown = append(shown, name+" (its config)")
-		case s.FeatureFlags[name]:
-			shown = append(shown, name)
-		case set:
-			shown = append(shown, name+" off (its config)")
-		}
-	}
-	return shown
 }
 
 // writeShardsText lists the consumers with a priority policy: their leader,

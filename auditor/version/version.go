@@ -1,4 +1,4 @@
-package auditor
+package version
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ type Version struct {
 
 // DefaultFloor is the oldest nats-server release the audit accepts by default:
 // 2.14.0 is the first release that answers $JS.API.CONSUMER.RESET.
-var DefaultFloor = mustVersion("2.14.0")
+var DefaultFloor = Must("2.14.0")
 
 // fipsSuffix marks a FIPS build of a release. It is a build flavour, not a
 // pre-release: 2.14.0-fips is 2.14.0.
@@ -71,7 +71,7 @@ func withoutFIPS(c string) string {
 
 // mustVersion is ParseVersion for the tables of this package, which hold
 // releases written as they are published: a typo fails at start-up.
-func mustVersion(s string) Version {
+func Must(s string) Version {
 	v, err := ParseVersion(s)
 	if err != nil {
 		panic("auditor: a version table holds " + err.Error())
@@ -185,7 +185,7 @@ func CompareToFloor(v, floor Version) Verdict {
 
 // line is the first release of v's minor line: 2.15.0 for 2.15.3 and for
 // 2.15.0-RC.1.
-func (v Version) line() Version {
+func (v Version) Line() Version {
 	if v.IsZero() {
 		return v
 	}
@@ -193,7 +193,7 @@ func (v Version) line() Version {
 }
 
 // patch is v's patch number, -1 for no version.
-func (v Version) patch() int {
+func (v Version) Patch() int {
 	if v.IsZero() {
 		return -1
 	}
@@ -206,4 +206,4 @@ func (v Version) patch() int {
 }
 
 // minor writes v's minor line ("2.15").
-func (v Version) minor() string { return strings.TrimPrefix(semver.MajorMinor(v.canonical), "v") }
+func (v Version) Minor() string { return strings.TrimPrefix(semver.MajorMinor(v.canonical), "v") }
