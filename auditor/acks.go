@@ -1,6 +1,9 @@
 package auditor
 
-import "github.com/natsaudit/nats-version-auditor/auditor/version"
+import (
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/version"
+)
 
 // ackFormatV2Since is the first release whose consumer leaders subscribe
 // the v2 ack subjects, beside the v1 ones, whatever the flag (2.14.0
@@ -16,7 +19,7 @@ var ackFormatV2Since = version.Must("2.14.0")
 // that did not answer is judged by neither side; an unparseable version is
 // VERSION_UNPARSEABLE's.
 func (e *evaluation) ackTakeovers(a *Asset) {
-	if len(e.ackV2) == 0 || a.Kind != KindConsumer || len(a.Peers) < 2 || a.AckNone {
+	if len(e.ackV2) == 0 || a.Kind != releases.KindConsumer || len(a.Peers) < 2 || a.AckNone {
 		return
 	}
 	var givers []string
@@ -36,7 +39,7 @@ func (e *evaluation) ackTakeovers(a *Asset) {
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerAcksLostOnTakeover, s.Name, s.Cluster, s.Version, a.Leader
 		f.Message = "consumer " + a.name() + ": " + joinSorted(givers) + " " + handVerb(len(givers)) +
-			" out acks in the v2 format (" + FlagAckFormatV2 + " on) while leading it, and " + s.Name + " (" + s.Version +
+			" out acks in the v2 format (" + releases.FlagAckFormatV2 + " on) while leading it, and " + s.Name + " (" + s.Version +
 			"), before 2.14.0, subscribes only the v1 format as its leader: when the leadership moves to it, the acks of the messages delivered before reach nobody and those messages are delivered again after ack_wait"
 		e.add(f)
 	}

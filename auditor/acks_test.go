@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
@@ -13,7 +15,7 @@ func TestAckTakeovers(t *testing.T) {
 		s.SetVersion(version)
 		return s
 	}
-	on := map[string]bool{auditor.FlagAckFormatV2: true}
+	on := map[string]bool{releases.FlagAckFormatV2: true}
 	tests := []struct {
 		name    string
 		servers []auditor.Server
@@ -32,7 +34,7 @@ func TestAckTakeovers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := &auditor.Snapshot{Started: time.Now(), Servers: tc.servers, ExpectedCount: len(tc.servers)}
-			a := auditor.Asset{Kind: auditor.KindConsumer, Account: "APP", Stream: "S", Consumer: "C", Leader: "n1",
+			a := auditor.Asset{Kind: releases.KindConsumer, Account: "APP", Stream: "S", Consumer: "C", Leader: "n1",
 				Peers: []string{"n1", "n2", "n3"}, Replicas: 3}
 			if tc.change != nil {
 				tc.change(&a)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -154,7 +156,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 		// It keeps what its config sets: the flags it reports other than
 		// its release's default, the new release's defaults for the rest.
 		flags := FlagsAt(*s, v)
-		if configured := ConfiguredFlags(*s); len(configured) > 0 && !v.AtLeast(FeatureFlagsSince) {
+		if configured := ConfiguredFlags(*s); len(configured) > 0 && !v.AtLeast(releases.FeatureFlagsSince) {
 			refused[s.Name] = configured
 		}
 		w.Assumed = append(w.Assumed, AssumedServer{Name: s.Name, Cluster: s.Cluster, Domain: s.Domain,
@@ -164,7 +166,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 		changed[s.Name] = true
 		// The server would report the release as written.
 		s.Version, s.Parsed, s.APILevel = v.String(), v, level
-		if level == LevelUnknown {
+		if level == releases.LevelUnknown {
 			unknownLevel[s.Name] = true
 			// Evaluate sees no level finding about it; unknownLevelFindings
 			// says what cannot be told.
@@ -223,12 +225,12 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 	shown.Servers = slices.Clone(after.Servers)
 	for i := range shown.Servers {
 		if unknownLevel[shown.Servers[i].Name] {
-			shown.Servers[i].APILevel = LevelUnknown
+			shown.Servers[i].APILevel = releases.LevelUnknown
 		}
 	}
 	for i := range r.Servers {
 		if unknownLevel[r.Servers[i].Name] {
-			r.Servers[i].APILevel = LevelUnknown
+			r.Servers[i].APILevel = releases.LevelUnknown
 		}
 	}
 	setClusterLevels(r.Clusters, r.Servers)
@@ -333,18 +335,18 @@ func (lc *leaderChooser) asset(a Asset) (string, *LeaderChoice) {
 		for _, leader := range eligible {
 			b := a
 			b.Account, b.Stream, b.Consumer, b.Domain = "A", "S", "", ""
-			if a.Kind == KindConsumer {
+			if a.Kind == releases.KindConsumer {
 				b.Consumer = "C"
 			}
 			b.Leader, b.Peers = leader, peers
 			mini := &Snapshot{Servers: lc.peerServers(peers)}
-			if a.Kind == KindConsumer {
+			if a.Kind == releases.KindConsumer {
 				mini.Consumers = []Asset{b}
 			} else {
 				mini.Streams = []Asset{b}
 			}
 			c := lc.outcome(Evaluate(mini, lc.p).Findings, peers, leader)
-			if a.Kind == KindConsumer {
+			if a.Kind == releases.KindConsumer {
 				c.reset, _ = JudgeReset(leader, lc.resetPeers(peers, leader), false)
 			}
 			cands = append(cands, c)
@@ -514,7 +516,7 @@ func unknownLevelFindings(snap *Snapshot, p Policy, unknown map[string]bool) []F
 					continue
 				}
 				s := byName[n]
-				_, why := LevelOf(s.Parsed)
+				_, why := releases.LevelOf(s.Parsed)
 				out = append(out, Finding{Code: APILevelUnknown, Severity: SeverityOf(APILevelUnknown),
 					Server: n, Cluster: s.Cluster, Version: s.Version, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer,
 					RequiredLevel: required,
@@ -654,7 +656,7 @@ func refusedFlagFindings(servers []Server, refused map[string]map[string]bool) [
 		}
 		out = append(out, Finding{Code: FeatureFlagsRefused, Severity: SeverityOf(FeatureFlagsRefused), Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 			Message: fmt.Sprintf("server %s would not start on %s: its config sets feature_flags (%s), which releases before %s refuse; remove the block before the change",
-				s.Name, s.Version, strings.Join(set, ", "), FeatureFlagsSince)})
+				s.Name, s.Version, strings.Join(set, ", "), releases.FeatureFlagsSince)})
 	}
 	return out
 }
@@ -665,21 +667,21 @@ func refusedFlagFindings(servers []Server, refused map[string]map[string]bool) [
 // cannot, unless a build was changed), the table decides.
 func LevelFor(snap *Snapshot, v version.Version) (int, string) {
 	if v.IsZero() {
-		return LevelOf(v)
+		return releases.LevelOf(v)
 	}
-	reported, by, agree := LevelUnknown, "", true
+	reported, by, agree := releases.LevelUnknown, "", true
 	for _, s := range snap.Servers {
 		if s.Parsed != v || !s.JetStream {
 			continue
 		}
-		if reported == LevelUnknown {
+		if reported == releases.LevelUnknown {
 			reported, by = s.APILevel, s.Name
 		} else if reported != s.APILevel {
 			agree = false
 		}
 	}
-	if reported != LevelUnknown && agree {
+	if reported != releases.LevelUnknown && agree {
 		return reported, fmt.Sprintf("reported by %s, which runs %s", by, v)
 	}
-	return LevelOf(v)
+	return releases.LevelOf(v)
 }

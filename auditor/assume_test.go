@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -133,7 +135,7 @@ func TestAssume(t *testing.T) {
 				"UPGRADE_PATH_MIXED(n1,,//)", "UPGRADE_PATH_MIXED(n3,,//)"},
 			gone:    []string{},
 			depend:  []string{},
-			levels:  map[string]int{"n2": LevelUnknown},
+			levels:  map[string]int{"n2": releases.LevelUnknown},
 			message: "whose API level is not known (the level table does not list 2.16.0)",
 		},
 		{
@@ -309,7 +311,7 @@ func TestUnexplained(t *testing.T) {
 // under a flow-control consumer crashes the server, peer or not.
 func TestAssumeDowngradeUnderAFeatureItCannotDecode(t *testing.T) {
 	c := levelAsset(consumer("S", "FC", "n1", "n1"), 4)
-	for i, f := range Features {
+	for i, f := range releases.Features {
 		if f.Name == "ack_flow_control" {
 			c.Features = 1 << i
 		}
@@ -346,7 +348,7 @@ func TestLevelForPrefersWhatServersReport(t *testing.T) {
 		{"v2.16.0", 6},
 		{"2.14.0", 4},
 		{"2.15.3", 5}, // from the table: n3 does not run JetStream
-		{"2.16.1", LevelUnknown},
+		{"2.16.1", releases.LevelUnknown},
 	}
 	for _, tt := range tests {
 		if got, why := LevelFor(snap, parsed(tt.version)); got != tt.want {
@@ -355,7 +357,7 @@ func TestLevelForPrefersWhatServersReport(t *testing.T) {
 	}
 	// Servers that disagree: the table decides, and knows nothing of 2.16.
 	snap.Servers = append(snap.Servers, srv("n4", "c1", "2.16.0", 7))
-	if got, _ := LevelFor(snap, version.Must("2.16.0")); got != LevelUnknown {
+	if got, _ := LevelFor(snap, version.Must("2.16.0")); got != releases.LevelUnknown {
 		t.Errorf("LevelFor with disagreeing servers = %d, want unknown", got)
 	}
 }

@@ -3,6 +3,8 @@ package auditor
 import (
 	"cmp"
 	"slices"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
 // Capabilities is what the system can use now: the lowest JetStream API
@@ -44,14 +46,14 @@ type FeatureSupport struct {
 
 // AssetLevel is the lowest API level among the peers of one asset's group.
 type AssetLevel struct {
-	Kind        AssetKind `json:"kind"`
-	Domain      string    `json:"domain,omitempty"`
-	Account     string    `json:"account"`
-	AccountName string    `json:"account_name,omitempty"`
-	Stream      string    `json:"stream"`
-	Consumer    string    `json:"consumer,omitempty"`
-	MinLevel    int       `json:"min_api_level"`
-	HeldBy      []string  `json:"held_back_by"`
+	Kind        releases.AssetKind `json:"kind"`
+	Domain      string             `json:"domain,omitempty"`
+	Account     string             `json:"account"`
+	AccountName string             `json:"account_name,omitempty"`
+	Stream      string             `json:"stream"`
+	Consumer    string             `json:"consumer,omitempty"`
+	MinLevel    int                `json:"min_api_level"`
+	HeldBy      []string           `json:"held_back_by"`
 	// RequiredLevel is the asset's _nats.req.level.
 	RequiredLevel int `json:"required_level"`
 	// Complete is false when a peer did not answer.
@@ -62,8 +64,8 @@ type AssetLevel struct {
 }
 
 // supports reports whether s supports f: 1 yes, 0 no, -1 not known.
-func supports(s Server, f FeatureLevel) int {
-	if s.APILevel == LevelUnknown {
+func supports(s Server, f releases.FeatureLevel) int {
+	if s.APILevel == releases.LevelUnknown {
 		return -1
 	}
 	if s.APILevel < f.Level {
@@ -80,7 +82,7 @@ func supports(s Server, f FeatureLevel) int {
 // gives those of each asset). Servers without JetStream are left out: they host
 // no asset and decode no assignment. It reads the census of the snapshot,
 // which a report narrowed to one server (Report.ForServer) keeps whole.
-func CapabilitiesOf(r *Report, features []FeatureLevel) *Capabilities {
+func CapabilitiesOf(r *Report, features []releases.FeatureLevel) *Capabilities {
 	c := &Capabilities{Clusters: []LevelGroup{}, Domains: []LevelGroup{}}
 	clusters, domains := map[string][]Server{}, map[string][]Server{}
 	for _, s := range census(r) {
@@ -128,7 +130,7 @@ func census(r *Report) []Server {
 // first, each kind by domain, account, stream and consumer. The snapshot
 // lists its assets as the replies came, which differs between two audits
 // of the same system.
-func AssetLevels(r *Report, features []FeatureLevel) []AssetLevel {
+func AssetLevels(r *Report, features []releases.FeatureLevel) []AssetLevel {
 	out := []AssetLevel{}
 	if r.Snapshot == nil {
 		return out
@@ -187,12 +189,12 @@ func sortedAssets(assets []Asset) []*Asset {
 // minAPILevel returns the lowest API level among servers (LevelUnknown
 // when any one's is not known) and the highest, LevelUnknown for none.
 func minAPILevel(servers []Server) (lowest, highest int) {
-	lowest, highest = LevelUnknown, LevelUnknown
+	lowest, highest = releases.LevelUnknown, releases.LevelUnknown
 	for _, s := range servers {
-		if s.APILevel == LevelUnknown {
-			return LevelUnknown, LevelUnknown
+		if s.APILevel == releases.LevelUnknown {
+			return releases.LevelUnknown, releases.LevelUnknown
 		}
-		if lowest == LevelUnknown || s.APILevel < lowest {
+		if lowest == releases.LevelUnknown || s.APILevel < lowest {
 			lowest = s.APILevel
 		}
 		highest = max(highest, s.APILevel)
@@ -219,11 +221,11 @@ func setClusterLevels(clusters []ClusterReport, servers []ServerReport) {
 	}
 }
 
-func levelGroup(name string, servers []Server, features []FeatureLevel) LevelGroup {
+func levelGroup(name string, servers []Server, features []releases.FeatureLevel) LevelGroup {
 	g := LevelGroup{Name: name, Servers: len(servers), HeldBy: []string{}, Features: []FeatureSupport{}}
 	var maxLevel int
 	g.MinLevel, maxLevel = minAPILevel(servers)
-	if g.MinLevel != LevelUnknown && g.MinLevel < maxLevel {
+	if g.MinLevel != releases.LevelUnknown && g.MinLevel < maxLevel {
 		for _, s := range servers {
 			if s.APILevel == g.MinLevel {
 				g.HeldBy = append(g.HeldBy, s.Name)

@@ -5,16 +5,18 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // testFeatures stand for rows of the feature table.
-var testFeatures = []FeatureLevel{
-	{Name: "msg_ttl", Kind: KindStream, Level: 1, Since: version.Must("2.11.0")},
-	{Name: "priority_prioritized", Kind: KindConsumer, Level: 1, Since: version.Must("2.12.0")},
-	{Name: "msg_counter", Kind: KindStream, Level: 2, Since: version.Must("2.12.0")},
-	{Name: "ack_flow_control", Kind: KindConsumer, Level: 4, Since: version.Must("2.14.0")},
-	{Name: "fast_batch", Kind: KindStream, Level: 4, Since: version.Must("2.14.0")},
+var testFeatures = []releases.FeatureLevel{
+	{Name: "msg_ttl", Kind: releases.KindStream, Level: 1, Since: version.Must("2.11.0")},
+	{Name: "priority_prioritized", Kind: releases.KindConsumer, Level: 1, Since: version.Must("2.12.0")},
+	{Name: "msg_counter", Kind: releases.KindStream, Level: 2, Since: version.Must("2.12.0")},
+	{Name: "ack_flow_control", Kind: releases.KindConsumer, Level: 4, Since: version.Must("2.14.0")},
+	{Name: "fast_batch", Kind: releases.KindStream, Level: 4, Since: version.Must("2.14.0")},
 }
 
 func support(g LevelGroup) []string {
@@ -107,10 +109,10 @@ func TestCapabilitiesOfAWhatIf(t *testing.T) {
 	w := assume(t, snap, Policy{}, "n3=2.16.0")
 	c := CapabilitiesOf(w.After, testFeatures)
 	g := c.Clusters[0]
-	if g.MinLevel != LevelUnknown || !g.Complete {
+	if g.MinLevel != releases.LevelUnknown || !g.Complete {
 		t.Errorf("min %d complete %v", g.MinLevel, g.Complete)
 	}
-	if l := w.After.Clusters[0].MinAPILevel; l == nil || *l != LevelUnknown {
+	if l := w.After.Clusters[0].MinAPILevel; l == nil || *l != releases.LevelUnknown {
 		t.Errorf("the would-be report's cluster level %v, want unknown", l)
 	}
 	if got := support(g)[4]; got != "fast_batch:false[]?[n3]" {

@@ -18,7 +18,7 @@ const (
 	AssetCrashesServer Code = "ASSET_CRASHES_SERVER"
 	// AssetHaltsMeta: a server of the asset's JetStream domain cannot
 	// decode its config and stops applying the meta group's log (2.15.0 to
-	// 2.15.2, undecodableValue).
+	// 2.15.2, releases.UndecodableValue).
 	AssetHaltsMeta Code = "ASSET_HALTS_META"
 	// SourcingResetUnanswered: a mirror or source sends RESET by itself to
 	// an origin consumer whose leader does not answer it: it stalls.

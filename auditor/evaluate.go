@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -50,7 +52,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	}
 	e.snap = snap
 	for _, s := range snap.Servers {
-		if FlagOn(s, FlagAckFormatV2) {
+		if FlagOn(s, releases.FlagAckFormatV2) {
 			if e.ackV2 == nil {
 				e.ackV2 = map[string]bool{}
 			}
@@ -266,7 +268,7 @@ func (e *evaluation) selected(a Asset) bool {
 	if !accountSelected(e.p.Accounts, a) || !matchAny(e.p.Streams, a.Stream) {
 		return false
 	}
-	return a.Kind != KindConsumer || matchAny(e.p.Consumers, a.Consumer)
+	return a.Kind != releases.KindConsumer || matchAny(e.p.Consumers, a.Consumer)
 }
 
 // asset judges one stream or consumer: who leads it, who follows it, and
@@ -274,7 +276,7 @@ func (e *evaluation) selected(a Asset) bool {
 func (e *evaluation) asset(a *Asset) {
 	leader, hasLeader := e.byName[a.Leader]
 	if hasLeader {
-		if a.Kind == KindConsumer {
+		if a.Kind == releases.KindConsumer {
 			leader.ConsumersLed++
 		} else {
 			leader.StreamsLed++
@@ -289,7 +291,7 @@ func (e *evaluation) asset(a *Asset) {
 		if !ok {
 			continue // a peer that did not answer is a SERVER_MISSING finding
 		}
-		if a.Kind == KindConsumer && peer != a.Leader {
+		if a.Kind == releases.KindConsumer && peer != a.Leader {
 			e.consumerFollower(a, leader, s)
 		}
 		required, unrecorded := a.requiredLevel(s.Parsed)
@@ -313,7 +315,7 @@ func (e *evaluation) assetLeader(a *Asset, leader *ServerReport) {
 	// finding can be on a large share of the consumers: its message is one
 	// concatenation, not a Sprintf with its boxed arguments.
 	switch {
-	case leader != nil && leader.Verdict == version.VerdictBelow && a.Kind == KindConsumer:
+	case leader != nil && leader.Verdict == version.VerdictBelow && a.Kind == releases.KindConsumer:
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		if answersReset(leader.Parsed) {
@@ -327,7 +329,7 @@ func (e *evaluation) assetLeader(a *Asset, leader *ServerReport) {
 		f.Code, f.Server, f.Cluster, f.Version = StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		f.Message = "stream " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.p.Floor.String()
 		e.add(f)
-	case a.Kind == KindConsumer && a.Leader == "" && a.Replicas > 1:
+	case a.Kind == releases.KindConsumer && a.Leader == "" && a.Replicas > 1:
 		f := assetFinding(a)
 		f.Code = ConsumerNoLeader
 		f.Message = "consumer " + a.name() + " (R" + strconv.Itoa(a.Replicas) + ") has no leader"
@@ -364,7 +366,7 @@ func (a Asset) requiredLevel(v version.Version) (level int, unrecorded string) {
 	level = a.RequiredLevel
 	if level != LevelUnreadable && a.Features != 0 {
 		for _, ft := range a.Features.Features() {
-			if ft.Level > level && (v.IsZero() || ft.HandlingBy(v).Asset != Supported) {
+			if ft.Level > level && (v.IsZero() || ft.HandlingBy(v).Asset != releases.Supported) {
 				level, unrecorded = ft.Level, ft.Title
 			}
 		}
@@ -390,7 +392,7 @@ func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorde
 		a.Kind, name, required, s.Name, level, a.Kind)
 	o, ft := worstFeature(a.Features, s.Parsed)
 	switch {
-	case o == NotCreated && required != LevelUnreadable:
+	case o == releases.NotCreated && required != LevelUnreadable:
 		// Nothing in the config tells the peer its level falls short: it
 		// tries to create the asset and fails.
 		f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: %s refuses the config as it creates the %s, logs the error, runs on and never runs the %s",
@@ -407,10 +409,10 @@ func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorde
 		// before 2.11.9 has no unsupported state, and a value a decoder
 		// rejects is never loaded.
 		switch o {
-		case IgnoredOnline:
+		case releases.IgnoredOnline:
 			f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: %s decodes it leniently and runs the %s online without %s, ignoring what it does not know, and its copy diverges",
 				a.Kind, name, required, s.Name, level, s.Version, a.Kind, ft.Title)
-		case NotLoaded:
+		case releases.NotLoaded:
 			f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: %s cannot decode its %s, logs the failure, runs on and never loads the %s",
 				a.Kind, name, required, s.Name, level, s.Version, ft.Title, a.Kind)
 		}
@@ -425,14 +427,14 @@ func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorde
 // outcome of the asset's features is o, holds an asset of the required
 // level offline as unsupported: its level says so and no feature makes
 // it run, fail to load or fail to create the asset instead.
-func heldOffline(o Outcome, required, level int) bool {
+func heldOffline(o releases.Outcome, required, level int) bool {
 	switch {
-	case o == HeldOffline:
+	case o == releases.HeldOffline:
 		return true
 	case !levelSpeaks(required, level) || level == 0:
 		return false
 	}
-	return o != IgnoredOnline && o != NotLoaded && o != NotCreated
+	return o != releases.IgnoredOnline && o != releases.NotLoaded && o != releases.NotCreated
 }
 
 // stopsStreamSince is the first release that, holding a consumer offline
@@ -445,7 +447,7 @@ var stopsStreamSince = version.Must("2.11.9")
 // adds: s stops the consumer's stream too, from stopsStreamSince on
 // (TestSourcingConsumerStopsItsStream); "" for a stream or an older peer.
 func stopsItsStream(a *Asset, s Server) string {
-	if a.Kind != KindConsumer || !s.Parsed.AtLeast(stopsStreamSince) {
+	if a.Kind != releases.KindConsumer || !s.Parsed.AtLeast(stopsStreamSince) {
 		return ""
 	}
 	return "; and, as every server from 2.11.9 on does for a consumer it holds offline, it stops the consumer's stream " +

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -30,7 +32,7 @@ func syntheticSnapshot(consumers int) *Snapshot {
 		if i%10 == 0 {
 			peers = []string{fmt.Sprintf("c%d-n%d", c, i%10), fmt.Sprintf("c%d-n%d", c, (i+1)%10), fmt.Sprintf("c%d-n%d", c, (i+2)%10)}
 		}
-		snap.Consumers = append(snap.Consumers, Asset{Kind: KindConsumer, Account: fmt.Sprintf("ACC%d", i%20),
+		snap.Consumers = append(snap.Consumers, Asset{Kind: releases.KindConsumer, Account: fmt.Sprintf("ACC%d", i%20),
 			Stream: fmt.Sprintf("S%d", i/300), Consumer: fmt.Sprintf("C%d", i), Leader: peers[0], Peers: peers, Replicas: len(peers)})
 	}
 	return snap

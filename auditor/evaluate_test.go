@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -27,11 +29,11 @@ func srv(name, cluster, version string, level int) Server {
 }
 
 func consumer(stream, name, leader string, peers ...string) Asset {
-	return Asset{Kind: KindConsumer, Account: "APP", Stream: stream, Consumer: name, Leader: leader, Peers: peers, Replicas: len(peers)}
+	return Asset{Kind: releases.KindConsumer, Account: "APP", Stream: stream, Consumer: name, Leader: leader, Peers: peers, Replicas: len(peers)}
 }
 
 func stream(name, leader string, peers ...string) Asset {
-	return Asset{Kind: KindStream, Account: "APP", Stream: name, Leader: leader, Peers: peers, Replicas: len(peers)}
+	return Asset{Kind: releases.KindStream, Account: "APP", Stream: name, Leader: leader, Peers: peers, Replicas: len(peers)}
 }
 
 // cluster is a healthy 2.14/2.14/2.15 cluster.
@@ -446,7 +448,7 @@ func TestEvaluateResetWords(t *testing.T) {
 }
 
 func TestEvaluateAPILevelWords(t *testing.T) {
-	s := Asset{Kind: KindStream, Account: "APP", Stream: "TTL", Leader: "new", Peers: []string{"new", "old", "ancient"}, RequiredLevel: 4}
+	s := Asset{Kind: releases.KindStream, Account: "APP", Stream: "TTL", Leader: "new", Peers: []string{"new", "old", "ancient"}, RequiredLevel: 4}
 	snap := &Snapshot{Servers: []Server{srv("new", "c1", "2.15.3", 5), srv("old", "c1", "2.12.15", 3), srv("ancient", "c1", "2.10.27", 0)},
 		Streams: []Asset{s}}
 	got := map[string]string{}
@@ -469,7 +471,7 @@ func TestEvaluateUnreadableLevel(t *testing.T) {
 	}{"x"}}).requiredLevel(); got != LevelUnreadable {
 		t.Fatalf("requiredLevel of %q = %d", "x", got)
 	}
-	s := Asset{Kind: KindStream, Account: "APP", Stream: "ODD", Leader: "new", Peers: []string{"new", "ancient"}, RequiredLevel: LevelUnreadable}
+	s := Asset{Kind: releases.KindStream, Account: "APP", Stream: "ODD", Leader: "new", Peers: []string{"new", "ancient"}, RequiredLevel: LevelUnreadable}
 	snap := &Snapshot{Servers: []Server{srv("new", "c1", "2.15.3", 5), srv("ancient", "c1", "2.10.27", 0)}, Streams: []Asset{s}}
 	var got []string
 	for _, f := range Evaluate(snap, Policy{Floor: version.Must("2.10.0")}).Findings {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -23,20 +25,20 @@ func TestFeatureFlagDefaults(t *testing.T) {
 		flag, version string
 		on, known     bool
 	}{
-		{FlagRaftDeleteRange, "2.12.15", false, false},
-		{FlagRaftDeleteRange, "2.14.0", false, true},
-		{FlagRaftDeleteRange, "2.14.10", false, true},
-		{FlagRaftDeleteRange, "2.15.0-RC.1", false, true},
-		{FlagRaftDeleteRange, "2.15.0", true, true},
-		{FlagRaftDeleteRange, "2.15.3", true, true},
-		{FlagAckFormatV2, "2.14.0", false, true},
-		{FlagAPIReplyFormatV2, "2.14.10", false, false},
-		{FlagAPIReplyFormatV2, "2.15.3", false, true},
-		{FlagSnapshotSources, "2.15.3", false, true},
-		{FlagRaftDeleteRange, "x", true, true}, // unreadable: on in some release
+		{releases.FlagRaftDeleteRange, "2.12.15", false, false},
+		{releases.FlagRaftDeleteRange, "2.14.0", false, true},
+		{releases.FlagRaftDeleteRange, "2.14.10", false, true},
+		{releases.FlagRaftDeleteRange, "2.15.0-RC.1", false, true},
+		{releases.FlagRaftDeleteRange, "2.15.0", true, true},
+		{releases.FlagRaftDeleteRange, "2.15.3", true, true},
+		{releases.FlagAckFormatV2, "2.14.0", false, true},
+		{releases.FlagAPIReplyFormatV2, "2.14.10", false, false},
+		{releases.FlagAPIReplyFormatV2, "2.15.3", false, true},
+		{releases.FlagSnapshotSources, "2.15.3", false, true},
+		{releases.FlagRaftDeleteRange, "x", true, true}, // unreadable: on in some release
 	}
 	for _, tt := range tests {
-		f, ok := FlagByName(tt.flag)
+		f, ok := releases.FlagByName(tt.flag)
 		if !ok {
 			t.Fatalf("no flag %s", tt.flag)
 		}
@@ -46,22 +48,22 @@ func TestFeatureFlagDefaults(t *testing.T) {
 		}
 	}
 	// What a server reports wins; else its version's default.
-	if FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}, FlagRaftDeleteRange) {
+	if FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{releases.FlagRaftDeleteRange: false}}, releases.FlagRaftDeleteRange) {
 		t.Error("a 2.15.3 server reporting the flag off has it on")
 	}
-	if !FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3")}, FlagRaftDeleteRange) {
+	if !FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3")}, releases.FlagRaftDeleteRange) {
 		t.Error("a 2.15.3 server reporting no flags has the default off")
 	}
-	if FlagOn(Server{Version: "2.12.15", Parsed: parsed("2.12.15")}, FlagRaftDeleteRange) || FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3")}, "js_bogus") {
+	if FlagOn(Server{Version: "2.12.15", Parsed: parsed("2.12.15")}, releases.FlagRaftDeleteRange) || FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3")}, "js_bogus") {
 		t.Error("a flag the server's version does not know is on")
 	}
 	for _, tt := range []struct {
 		s    Server
 		want map[string]bool
 	}{
-		{Server{Version: "2.14.0", Parsed: parsed("2.14.0"), FeatureFlags: map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: true}}, map[string]bool{FlagRaftDeleteRange: true}},
-		{Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: true}}, nil},
-		{Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{FlagRaftDeleteRange: false}}, map[string]bool{FlagRaftDeleteRange: false}},
+		{Server{Version: "2.14.0", Parsed: parsed("2.14.0"), FeatureFlags: map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: true}}, map[string]bool{releases.FlagRaftDeleteRange: true}},
+		{Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: true}}, nil},
+		{Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{releases.FlagRaftDeleteRange: false}}, map[string]bool{releases.FlagRaftDeleteRange: false}},
 		{Server{Version: "2.12.15", Parsed: parsed("2.12.15")}, nil},
 	} {
 		if got := ConfiguredFlags(tt.s); !maps.Equal(got, tt.want) {
@@ -78,7 +80,7 @@ func TestFeatureFlagDefaults(t *testing.T) {
 // the table's defaults stand for every flag the config leaves alone.
 func TestFeatureFlagsFromStatsz(t *testing.T) {
 	optIn := natstest.Node("n1", natstest.Floor, "c1")
-	optIn.FeatureFlags = map[string]bool{FlagRaftDeleteRange: true}
+	optIn.FeatureFlags = map[string]bool{releases.FlagRaftDeleteRange: true}
 	sys := natstest.Start(t, optIn, natstest.Node("n2", natstest.New, "c1"), natstest.Node("n3", natstest.Old, "c1"),
 		natstest.Node("n4", natstest.Lenient, "c1"))
 	if !strings.Contains(sys.Log("n1"), "js_raft_delete_range (opt-in)") {
@@ -94,10 +96,10 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 		got[s.Name] = s
 	}
 	want := map[string]map[string]bool{
-		"n1": {FlagAckFormatV2: false, FlagRaftDeleteRange: true},
-		"n2": {FlagAckFormatV2: false, FlagAPIReplyFormatV2: false, FlagRaftDeleteRange: true, FlagSnapshotSources: false},
+		"n1": {releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: true},
+		"n2": {releases.FlagAckFormatV2: false, releases.FlagAPIReplyFormatV2: false, releases.FlagRaftDeleteRange: true, releases.FlagSnapshotSources: false},
 		"n3": nil,
-		"n4": {FlagAckFormatV2: false, FlagRaftDeleteRange: false},
+		"n4": {releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: false},
 	}
 	for name, flags := range want {
 		s, ok := got[name]
@@ -115,7 +117,7 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 			t.Errorf("%s (%s): the flags its config sets read as %v, want %v", name, s.Version, configured, set)
 		}
 		// Every flag the config leaves alone is the table's default.
-		for _, f := range FeatureFlags {
+		for _, f := range releases.FeatureFlags {
 			d, known := f.DefaultBy(s.Parsed)
 			on, reported := s.FeatureFlags[f.Name]
 			if reported != known {
@@ -128,8 +130,8 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 	}
 	// Both 2.14.0 with the flag and 2.15.3 by default propose a delete
 	// range for a replicated mirror they lead; 2.12.15 does not.
-	deleteRange, _ := OpByValue(OpDeleteRange)
-	mirror := DetectOps(KindStream, &AssetConfig{Mirror: &StreamSource{Name: "O"}})
+	deleteRange, _ := releases.OpByValue(releases.OpDeleteRange)
+	mirror := releases.DetectOps(releases.KindStream, &releases.AssetConfig{Mirror: &releases.StreamSource{Name: "O"}})
 	names, _ := Proposers(deleteRange, snap.Servers, mirror, 3, false)
 	if slices.Sort(names); !slices.Equal(names, []string{"n1", "n2"}) {
 		t.Errorf("servers that would propose a delete range as the mirror's leader: %v, want [n1 n2]", names)
@@ -161,7 +163,7 @@ func TestFactFeatureFlagsRefusedBeforeSince(t *testing.T) {
 	}
 	for _, v := range natstest.Versions {
 		out, err := exec.Command(natstest.Binary(t, v), "-t", "-c", conf).CombinedOutput()
-		known := parsed(v).AtLeast(FeatureFlagsSince)
+		known := parsed(v).AtLeast(releases.FeatureFlagsSince)
 		t.Logf("%s -t: %v %s", v, err, bytes.TrimSpace(out))
 		switch {
 		case known && err != nil:
@@ -183,8 +185,8 @@ func TestAssumeCarriesFeatureFlags(t *testing.T) {
 		return s
 	}
 	snap := &Snapshot{Servers: []Server{
-		server("n1", "2.14.0", map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: true}), // its config turns it on
-		server("n2", "2.14.0", map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: false}),
+		server("n1", "2.14.0", map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: true}), // its config turns it on
+		server("n2", "2.14.0", map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: false}),
 	}}
 	pol := Policy{Floor: parsed("2.12.0")}
 	up, err := Assume(snap, pol, []Assumption{{Target: "*", Version: parsed("2.15.3")}})
@@ -193,7 +195,7 @@ func TestAssumeCarriesFeatureFlags(t *testing.T) {
 	}
 	for _, a := range up.Assumed {
 		// n1 keeps its config's value; n2 gets 2.15's default, on.
-		if !a.FeatureFlags[FlagRaftDeleteRange] || a.FeatureFlags[FlagAckFormatV2] || len(a.FeatureFlags) != 4 {
+		if !a.FeatureFlags[releases.FlagRaftDeleteRange] || a.FeatureFlags[releases.FlagAckFormatV2] || len(a.FeatureFlags) != 4 {
 			t.Errorf("%s at 2.15.3: flags %v", a.Name, a.FeatureFlags)
 		}
 	}
@@ -221,10 +223,10 @@ func TestAssumeCarriesFeatureFlags(t *testing.T) {
 // that its 2.12.15 follower would crash on the delete range.
 func TestAssumeUpgradeTurnsOnDeleteRange(t *testing.T) {
 	n1, n2 := srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4)
-	n1.FeatureFlags = map[string]bool{FlagAckFormatV2: false, FlagRaftDeleteRange: false}
+	n1.FeatureFlags = map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: false}
 	n2.FeatureFlags = n1.FeatureFlags
 	snap := &Snapshot{Servers: []Server{n1, n2, srv("n3", "c1", "2.12.15", 3)},
-		Streams: []Asset{withConfig(stream("M", "n1", "n1", "n2", "n3"), AssetConfig{Mirror: &StreamSource{Name: "O"}})}}
+		Streams: []Asset{withConfig(stream("M", "n1", "n1", "n2", "n3"), releases.AssetConfig{Mirror: &releases.StreamSource{Name: "O"}})}}
 	w, err := Assume(snap, Policy{Floor: parsed("2.12.0")}, []Assumption{{Target: "n1", Version: parsed("2.15.3")}})
 	if err != nil {
 		t.Fatal(err)

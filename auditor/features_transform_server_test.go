@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -26,11 +27,11 @@ func TestLeftRightTransformOnRealServers(t *testing.T) {
 	}
 	row := featureRow(t, "transform_left_right")
 	floor, lenient := mustParse(t, strings.TrimPrefix(natstest.Floor, "v")), mustParse(t, strings.TrimPrefix(natstest.Lenient, "v"))
-	if h := row.HandlingBy(floor); h.Asset != auditor.NotCreated || h.Create != auditor.CreateRefused {
+	if h := row.HandlingBy(floor); h.Asset != releases.NotCreated || h.Create != releases.CreateRefused {
 		t.Fatalf("the table says %s does %s with it (create: %s); this test shows %s (create: %s)",
-			natstest.Floor, h.Asset, h.Create, auditor.NotCreated, auditor.CreateRefused)
+			natstest.Floor, h.Asset, h.Create, releases.NotCreated, releases.CreateRefused)
 	}
-	if h := row.HandlingBy(lenient); h.Asset != auditor.Supported {
+	if h := row.HandlingBy(lenient); h.Asset != releases.Supported {
 		t.Fatalf("the table says %s does %s with it; this test expects it to run it", natstest.Lenient, h.Asset)
 	}
 	sys, sysConn, app := threeNodes(t, natstest.Node("n1", natstest.Lenient, "c1"), natstest.Node("n2", natstest.Lenient, "c1"),
@@ -45,8 +46,8 @@ func TestLeftRightTransformOnRealServers(t *testing.T) {
 	if err := natstest.AddStream(app, server.StreamConfig{Name: "P", Subjects: []string{"p.>"}, Replicas: 3, Storage: server.FileStorage}); err != nil {
 		t.Fatal(err)
 	}
-	c := auditor.AssetConfig{SubjectTransform: &auditor.SubjectMapping{Destination: stream("L").SubjectTransform.Destination}}
-	if !auditor.DetectFeatures(auditor.KindStream, &c).Has(row.Name) {
+	c := releases.AssetConfig{SubjectTransform: &releases.SubjectMapping{Destination: stream("L").SubjectTransform.Destination}}
+	if !releases.DetectFeatures(releases.KindStream, &c).Has(row.Name) {
 		t.Fatalf("the table does not see %s in %+v", row.Name, c.SubjectTransform)
 	}
 
@@ -132,13 +133,13 @@ func TestLeftRightTransformOnRealServers(t *testing.T) {
 	}
 }
 
-func featureRow(t *testing.T, name string) auditor.Feature {
+func featureRow(t *testing.T, name string) releases.Feature {
 	t.Helper()
-	for _, f := range auditor.Features {
+	for _, f := range releases.Features {
 		if f.Name == name {
 			return f
 		}
 	}
 	t.Fatalf("no feature %s", name)
-	return auditor.Feature{}
+	return releases.Feature{}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
 // DecodeCrash is a server that cannot decode an asset's config and crashes
@@ -12,9 +14,9 @@ import (
 // not matter.
 type DecodeCrash struct {
 	Server  Server
-	Feature Feature
+	Feature releases.Feature
 	// Outcome is CrashesOnDecode or HaltsMeta.
-	Outcome Outcome
+	Outcome releases.Outcome
 	// Missing is set for a server that did not answer this audit: its
 	// version is the one an earlier audit saw.
 	Missing bool
@@ -25,7 +27,7 @@ type DecodeCrash struct {
 // audit saw (lastSeen), which crash again when they come back. A server
 // that crashes on several of its features is listed once, for the first.
 func DecodeCrashes(a *Asset, servers []Server, lastSeen map[string]Server) []DecodeCrash {
-	return slices.DeleteFunc(domainDecodes(a, servers, lastSeen), func(c DecodeCrash) bool { return c.Outcome != CrashesOnDecode })
+	return slices.DeleteFunc(domainDecodes(a, servers, lastSeen), func(c DecodeCrash) bool { return c.Outcome != releases.CrashesOnDecode })
 }
 
 // domainDecodes lists, as DecodeCrashes does, the servers of the asset's
@@ -48,9 +50,9 @@ func domainDecodes(a *Asset, servers []Server, lastSeen map[string]Server) []Dec
 		for _, f := range features {
 			o := f.HandlingBy(s.Parsed).Asset
 			switch {
-			case o == CrashesOnDecode && !crashes:
+			case o == releases.CrashesOnDecode && !crashes:
 				crashes = true
-			case o == HaltsMeta && !halts:
+			case o == releases.HaltsMeta && !halts:
 				halts = true
 			default:
 				continue
@@ -155,7 +157,7 @@ func crashFindings(a *Asset, servers []Server, lastSeen map[string]Server) []Fin
 		fd := assetFinding(a)
 		fd.Server, fd.Cluster, fd.Version, fd.Feature = s.Name, s.Cluster, s.Version, f.Name
 		switch {
-		case c.Outcome == HaltsMeta:
+		case c.Outcome == releases.HaltsMeta:
 			seen := fmt.Sprintf("server %s running %s", s.Name, s.Version)
 			if c.Missing {
 				seen = fmt.Sprintf("server %s, not answering and last seen running %s,", s.Name, s.Version)
@@ -230,7 +232,7 @@ func sourcingFindings(a *Asset, sourcers []Sourcer, byName map[string]Server) []
 				a.name(), who, s.Name, s.Version)
 		case newPeer != "":
 			f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself; once %s or another server at %s or later leads it, follower %s (running %s) panics on the replicated reset (Unknown group entry op type: 18), and again on every restart: a crash loop",
-				a.name(), who, newPeer, ResetVersion, s.Name, s.Version)
+				a.name(), who, newPeer, releases.ResetVersion, s.Name, s.Version)
 		default:
 			continue // every peer is old: nobody answers, nothing replicates
 		}
@@ -265,7 +267,7 @@ func missingAfterReset(name string, last Server, snap *Snapshot, sourcers map[Co
 	switch {
 	case len(sourced) > 0:
 		return fmt.Sprintf("; it follows %s, whose leader answers RESET and which durable sourcing RESETs by itself: a server below %s that crashed on a replicated RESET crashes again on every restart until it is upgraded",
-			strings.Join(sourced, ", "), ResetVersion)
+			strings.Join(sourced, ", "), releases.ResetVersion)
 	case len(reset) > 0:
 		return fmt.Sprintf("; it follows consumers whose leader answers RESET (%s): if it crashed on a replicated RESET, it crashes again on every restart until it is upgraded",
 			strings.Join(reset, ", "))
@@ -308,7 +310,7 @@ func (e *evaluation) selectedSourcing(a Asset, ss []Sourcer) bool {
 		return true
 	}
 	for _, s := range ss {
-		if e.selected(Asset{Kind: KindStream, Account: s.Account, Stream: s.Stream}) {
+		if e.selected(Asset{Kind: releases.KindStream, Account: s.Account, Stream: s.Stream}) {
 			return true
 		}
 	}

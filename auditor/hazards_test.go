@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -15,7 +17,7 @@ func oldServers() []Server {
 }
 
 func withFeatures(a Asset, names ...string) Asset {
-	for i, f := range Features {
+	for i, f := range releases.Features {
 		if slices.Contains(names, f.Name) {
 			a.Features |= 1 << i
 		}
@@ -25,7 +27,7 @@ func withFeatures(a Asset, names ...string) Asset {
 
 func mirrorOf(name, leader, origin, durable string, peers ...string) Asset {
 	a := withFeatures(stream(name, leader, peers...), "durable_sourcing")
-	a.DurableSources = []DurableSource{{Stream: origin, Consumer: durable, Mirror: true}}
+	a.DurableSources = []releases.DurableSource{{Stream: origin, Consumer: durable, Mirror: true}}
 	return a
 }
 
@@ -295,26 +297,26 @@ func TestDurableSourcingNeedsLevel4(t *testing.T) {
 }
 
 // TestUndecodableValueByVersion pins each range of what a server does with
-// a config value its decoder rejects (ops_source_test.go reads the decoders
+// a config value its decoder rejects (releases/ops_source_test.go reads the decoders
 // at every bound).
 func TestUndecodableValueByVersion(t *testing.T) {
-	want := map[string]Outcome{
-		"2.10.27": NotLoaded, "2.11.12": NotLoaded, "2.12.4": NotLoaded,
-		"2.12.5": CrashesOnDecode, "2.14.0": CrashesOnDecode, "2.14.9": CrashesOnDecode,
-		"2.14.10": HeldOffline, "2.15.0": HaltsMeta,
-		"2.15.2": HaltsMeta, "2.15.3": HeldOffline, "2.16.0": HeldOffline,
+	want := map[string]releases.Outcome{
+		"2.10.27": releases.NotLoaded, "2.11.12": releases.NotLoaded, "2.12.4": releases.NotLoaded,
+		"2.12.5": releases.CrashesOnDecode, "2.14.0": releases.CrashesOnDecode, "2.14.9": releases.CrashesOnDecode,
+		"2.14.10": releases.HeldOffline, "2.15.0": releases.HaltsMeta,
+		"2.15.2": releases.HaltsMeta, "2.15.3": releases.HeldOffline, "2.16.0": releases.HeldOffline,
 	}
 	for v, o := range want {
-		if h := undecodableValueBy(parsed(v)); h.Asset != o || h.Create != CreateRefused || h.Evidence == "" {
+		if h := releases.UndecodableValueBy(parsed(v)); h.Asset != o || h.Create != releases.CreateRefused || h.Evidence == "" {
 			t.Errorf("%s: %s/%s (%q), want %s", v, h.Asset, h.Create, h.Evidence, o)
 		}
 	}
-	if h := undecodableValueBy(version.Version{}); h.Asset != CrashesOnDecode {
+	if h := releases.UndecodableValueBy(version.Version{}); h.Asset != releases.CrashesOnDecode {
 		t.Errorf("a version that is not one: %s, want the worst", h.Asset)
 	}
 	// undecodableValueBy reads the ranges as one run, oldest first.
-	for i, h := range undecodableValue {
-		if open := i == len(undecodableValue)-1; h.Below.IsZero() != open || (i == 0) != h.From.IsZero() || (i > 0 && h.From != undecodableValue[i-1].Below) {
+	for i, h := range releases.UndecodableValue {
+		if open := i == len(releases.UndecodableValue)-1; h.Below.IsZero() != open || (i == 0) != h.From.IsZero() || (i > 0 && h.From != releases.UndecodableValue[i-1].Below) {
 			t.Errorf("range %d [%s, %s) does not follow on from the one before, or is open but not the last", i, h.From, h.Below)
 		}
 	}
@@ -327,11 +329,11 @@ func TestUndecodableValueByVersion(t *testing.T) {
 // offline, 2.12.5 to 2.14.9 crash.
 func TestUndecodableValueHaltsMeta(t *testing.T) {
 	future := version.Must("2.16.0")
-	saved := Features
-	t.Cleanup(func() { Features = saved })
-	Features = append(slices.Clone(saved), Feature{Name: "future_enum", Title: "a future enum value", Kind: KindConsumer,
-		Level: 5, Since: future, Uses: func(*AssetConfig) bool { return true }, Source: "none: a test row",
-		Older: valueFeature(future)})
+	saved := releases.Features
+	t.Cleanup(func() { releases.Features = saved })
+	releases.Features = append(slices.Clone(saved), releases.Feature{Name: "future_enum", Title: "a future enum value", Kind: releases.KindConsumer,
+		Level: 5, Since: future, Uses: func(*releases.AssetConfig) bool { return true }, Source: "none: a test row",
+		Older: releases.ValueFeature(future)})
 	servers := []Server{srv("n1", "c1", "2.16.0", 5), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.15.1", 4),
 		srv("n4", "c1", "2.14.10", 4), srv("n5", "c1", "2.14.9", 4), srv("n6", "c1", "2.11.12", 1)}
 	snap := Snapshot{Servers: servers, Consumers: []Asset{withFeatures(consumer("FC", "c", "n1", "n1", "n2", "n3"), "future_enum")}}

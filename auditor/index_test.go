@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -19,14 +21,14 @@ func TestIndexConsumer(t *testing.T) {
 			{Name: "leaf", Domain: "edge", Version: "2.14.0", Parsed: version.Must("2.14.0"), APILevel: 4},
 		},
 		Consumers: []Asset{
-			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "led-by-old", Leader: "n3", Peers: []string{"n1", "n2", "n3"}, Replicas: 3},
-			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "followed", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Replicas: 3, RequiredLevel: 1},
-			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "fine", Leader: "n2", Peers: []string{"n1", "n2"}, Replicas: 2},
+			{Kind: releases.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "led-by-old", Leader: "n3", Peers: []string{"n1", "n2", "n3"}, Replicas: 3},
+			{Kind: releases.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "followed", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Replicas: 3, RequiredLevel: 1},
+			{Kind: releases.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "fine", Leader: "n2", Peers: []string{"n1", "n2"}, Replicas: 2},
 			// A follower reported a leader that is not in its replica list.
-			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "leader-unlisted", Leader: "n1", Peers: []string{"n2"}, Replicas: 2},
-			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "short", Leader: "n1", Peers: []string{"n1", "n2"}, Replicas: 3},
-			{Kind: KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "gone-peer", Leader: "n1", Peers: []string{"n1", "n4"}, Replicas: 2},
-			{Kind: KindConsumer, Domain: "edge", Account: "APP", Stream: "ORDERS", Consumer: "fine", Leader: "leaf", Peers: []string{"leaf"}, Replicas: 1},
+			{Kind: releases.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "leader-unlisted", Leader: "n1", Peers: []string{"n2"}, Replicas: 2},
+			{Kind: releases.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "short", Leader: "n1", Peers: []string{"n1", "n2"}, Replicas: 3},
+			{Kind: releases.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "gone-peer", Leader: "n1", Peers: []string{"n1", "n4"}, Replicas: 2},
+			{Kind: releases.KindConsumer, Domain: "edge", Account: "APP", Stream: "ORDERS", Consumer: "fine", Leader: "leaf", Peers: []string{"leaf"}, Replicas: 1},
 		},
 	}
 	x := NewIndex(snap)

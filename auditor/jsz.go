@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	json "github.com/segmentio/encoding/json"
 )
 
@@ -107,16 +109,16 @@ func (c *jszConsumer) readPull(b []byte) error {
 type configSummary struct {
 	Replicas      int
 	RequiredLevel int
-	Features      FeatureSet
-	Ops           OpSet
+	Features      releases.FeatureSet
+	Ops           releases.OpSet
 	// AckNone: a consumer with ack_policy none, which has no acks.
 	AckNone bool
 }
 
-func summarize(kind AssetKind, c *jszConfig) configSummary {
+func summarize(kind releases.AssetKind, c *jszConfig) configSummary {
 	return configSummary{Replicas: c.Replicas, RequiredLevel: c.requiredLevel(),
-		Features: DetectFeatures(kind, &c.AssetConfig), Ops: DetectOps(kind, &c.AssetConfig),
-		AckNone: kind == KindConsumer && c.AckPolicy == "none"}
+		Features: releases.DetectFeatures(kind, &c.AssetConfig), Ops: releases.DetectOps(kind, &c.AssetConfig),
+		AckNone: kind == releases.KindConsumer && c.AckPolicy == "none"}
 }
 
 // streamConfig and consumerConfig are the summaries of a stream's and a
@@ -124,7 +126,7 @@ func summarize(kind AssetKind, c *jszConfig) configSummary {
 // reflective decoders' through UnmarshalJSON, which the tests hold it to.
 type streamConfig struct {
 	configSummary
-	DurableSources []DurableSource
+	DurableSources []releases.DurableSource
 }
 
 type consumerConfig struct {
@@ -137,12 +139,12 @@ type consumerConfig struct {
 
 // set keeps the summary of a stream's config.
 func (c *streamConfig) set(cfg *jszConfig) {
-	c.configSummary, c.DurableSources = summarize(KindStream, cfg), durableSources(&cfg.AssetConfig)
+	c.configSummary, c.DurableSources = summarize(releases.KindStream, cfg), releases.DurableSources(&cfg.AssetConfig)
 }
 
 // set keeps the summary of a consumer's config.
 func (c *consumerConfig) set(cfg *jszConfig) {
-	c.configSummary, c.pull = summarize(KindConsumer, cfg), cfg.pullConfig()
+	c.configSummary, c.pull = summarize(releases.KindConsumer, cfg), cfg.pullConfig()
 }
 
 func (c *streamConfig) UnmarshalJSON(b []byte) error {
@@ -184,7 +186,7 @@ type jszConfig struct {
 	// MaxAckPending is a consumer's limit of messages out unacked: a
 	// consumer at it delivers nothing, whoever pulls.
 	MaxAckPending int `json:"max_ack_pending"`
-	AssetConfig
+	releases.AssetConfig
 }
 
 // requiredLevel is the config's _nats.req.level. Missing is 0; one that is

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	json "github.com/segmentio/encoding/json"
 
 	"github.com/natsaudit/nats-version-auditor/internal/jsonscan"
@@ -449,7 +451,7 @@ func (d *jszDecoder) config() (*jszConfig, error) {
 // every config, are read here; the rare structured ones (mirror, sources,
 // subject transform, republish, priority groups) go to encoding's
 // reflective decoder.
-func (d *jszDecoder) assetConfig(c *AssetConfig, key []byte) error {
+func (d *jszDecoder) assetConfig(c *releases.AssetConfig, key []byte) error {
 	switch string(key) {
 	case "allow_msg_ttl":
 		return d.Bool(&c.AllowMsgTTL)

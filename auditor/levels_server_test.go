@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -33,7 +35,7 @@ func TestLevelTableAgainstRealServers(t *testing.T) {
 		if s.Parsed != tag {
 			t.Fatalf("%s reports version %s", sp.Name, s.Version)
 		}
-		want, why := auditor.LevelOf(tag)
+		want, why := releases.LevelOf(tag)
 		if s.APILevel != want {
 			t.Errorf("%s reports API level %d; the table says %d (%s)", sp.Version, s.APILevel, want, why)
 		}

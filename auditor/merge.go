@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"slices"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
 // merger folds the JSZ pages of every server into one view of the assets and
@@ -69,8 +71,8 @@ type replicaState struct {
 	peers    []string
 	replicas int
 	level    int
-	features FeatureSet
-	ops      OpSet
+	features releases.FeatureSet
+	ops      releases.OpSet
 	ackNone  bool
 	// leaderSelf is set once the leader itself reported the asset: its word
 	// on who leads wins over a follower's possibly stale view.
@@ -224,7 +226,7 @@ func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named *na
 func (m *merger) stream(key streamKey, accountName string, consumers int) *streamAssets {
 	sa := m.byStream[key]
 	if sa == nil {
-		sa = &streamAssets{stream: Asset{Kind: KindStream, Domain: key.domain, Account: key.account,
+		sa = &streamAssets{stream: Asset{Kind: releases.KindStream, Domain: key.domain, Account: key.account,
 			AccountName: accountName, Stream: key.stream},
 			consumers: make(map[string]*mergedConsumer, consumers)}
 		m.byStream[key] = sa
@@ -420,7 +422,7 @@ func (m *merger) consumers() []Asset {
 	out := make([]Asset, len(m.consumerList))
 	for i, c := range m.consumerList {
 		s := &c.stream.stream
-		out[i] = Asset{Kind: KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
+		out[i] = Asset{Kind: releases.KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
 			Stream: s.Stream, Consumer: c.name, Pull: c.pull}
 		m.fill(&c.state, &out[i])
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
 // report is one server's JSZ line about an asset: its view of the leader
@@ -85,7 +87,7 @@ func TestMergeConsumerOwnsItsFields(t *testing.T) {
 	stream.AccountDetails[0].Streams[0].Consumers = []jszConsumer{{Name: "C", Config: consumerConfig{configSummary: configSummary{Replicas: 1}}, Cluster: &clusterInfo{Leader: "n2"}}}
 	m.add("n2", "hub", stream)
 	c := m.consumers()
-	want := Asset{Kind: KindConsumer, Domain: "hub", Account: "APP", Stream: "S", Consumer: "C", Leader: "n2", Peers: []string{"n2"}, Replicas: 1}
+	want := Asset{Kind: releases.KindConsumer, Domain: "hub", Account: "APP", Stream: "S", Consumer: "C", Leader: "n2", Peers: []string{"n2"}, Replicas: 1}
 	if len(c) != 1 || fmt.Sprint(c[0]) != fmt.Sprint(want) {
 		t.Errorf("consumer %+v, want %+v", c, want)
 	}
@@ -130,7 +132,7 @@ func TestMergeConfigs(t *testing.T) {
 	if !s[0].Features.Has("durable_sourcing") || !s[0].Features.Has("msg_ttl") || s[0].Features.Has("ack_flow_control") {
 		t.Errorf("stream features %v", s[0].Features.Names())
 	}
-	if want := []DurableSource{{Stream: "O", Consumer: "D", Mirror: true}}; !slices.Equal(s[0].DurableSources, want) {
+	if want := []releases.DurableSource{{Stream: "O", Consumer: "D", Mirror: true}}; !slices.Equal(s[0].DurableSources, want) {
 		t.Errorf("durable sources %+v, want %+v", s[0].DurableSources, want)
 	}
 	if s[0].Replicas != 3 || s[0].RequiredLevel != 1 {

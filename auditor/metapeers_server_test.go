@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -139,7 +141,7 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 			wantFinding(t, r, found, "n3", leader, "", "server n3 ("+v+") follows JetStream meta leader "+leader+", which does not list it as a peer (it lists "+leader+", "+other+"; cluster size 2)")
 			// A member before nats-server #8353 counts n3's vote; the
 			// finding names the one left when the leader is lost.
-			outsiderVotes := !auditor.MemberVotesOnly(mustParse(t, v))
+			outsiderVotes := !releases.MemberVotesOnly(mustParse(t, v))
 			if says := strings.Contains(found[0].Message, "; "+other+" ("+v+") counts its vote, as a candidate of a release before 2.12.14, or of 2.14.0 to 2.14.3, does"); says != outsiderVotes {
 				t.Errorf("the finding says the members count n3's vote: %v; want %v", says, outsiderVotes)
 			}

@@ -3,6 +3,8 @@ package auditor
 import (
 	"fmt"
 	"path"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
 // unmatched holds Policy's asset patterns against the assets the audit
@@ -32,7 +34,7 @@ func unmatched(snap *Snapshot, p Policy) []Finding {
 			return
 		}
 		mark("stream", p.Streams, a.Stream)
-		if a.Kind != KindConsumer || !matchAny(p.Streams, a.Stream) {
+		if a.Kind != releases.KindConsumer || !matchAny(p.Streams, a.Stream) {
 			return
 		}
 		mark("consumer", p.Consumers, a.Consumer)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
 // The feature table (Features, ReplicatedOps) predicts what a release does
@@ -153,15 +155,15 @@ func quorumNote(n, current int) string {
 // which knows no levels, online and diverging) is contradicted by the
 // replies, which then speak.
 func (e *evaluation) tableExplains(a *Asset, s Server) bool {
-	o := Supported
+	o := releases.Supported
 	if a.Features != 0 {
 		o, _ = worstFeature(a.Features, s.Parsed)
 	}
-	if o != Supported && !RunsReplica(o) {
+	if o != releases.Supported && !releases.RunsReplica(o) {
 		return true
 	}
 	required, _ := a.requiredLevel(s.Parsed)
-	return levelSpeaks(required, s.APILevel) && s.APILevel > 0 && o != IgnoredOnline
+	return levelSpeaks(required, s.APILevel) && s.APILevel > 0 && o != releases.IgnoredOnline
 }
 
 // missingCause is what the audit can say of why s does not run the asset:
@@ -178,7 +180,7 @@ func (e *evaluation) missingCause(a *Asset, s Server) string {
 	var what []string
 	if a.Features != 0 {
 		for _, ft := range a.Features.Features() {
-			if h := ft.HandlingBy(s.Parsed); h.Asset != Supported {
+			if h := ft.HandlingBy(s.Parsed); h.Asset != releases.Supported {
 				what = append(what, fmt.Sprintf("%s, new in %s", ft.Title, ft.Since))
 			}
 		}
@@ -223,7 +225,7 @@ func (o *Observation) without(changed map[string]bool) *Observation {
 // stream's peer is missing, which is rare, so it scans the consumers
 // rather than keep an index of them by stream.
 func (e *evaluation) heldConsumer(a *Asset, s Server) string {
-	if a.Kind != KindStream || e.snap == nil || !s.Parsed.AtLeast(stopsStreamSince) {
+	if a.Kind != releases.KindStream || e.snap == nil || !s.Parsed.AtLeast(stopsStreamSince) {
 		return ""
 	}
 	for i := range e.snap.Consumers {
@@ -231,7 +233,7 @@ func (e *evaluation) heldConsumer(a *Asset, s Server) string {
 		if c.Stream != a.Stream || c.Account != a.Account || c.Domain != a.Domain || !slices.Contains(c.Peers, s.Name) {
 			continue
 		}
-		o := Supported
+		o := releases.Supported
 		if c.Features != 0 {
 			o, _ = worstFeature(c.Features, s.Parsed)
 		}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
@@ -26,7 +28,7 @@ func observedSnapshot(t *testing.T, obs *auditor.Observation) *auditor.Snapshot 
 	if obs != nil && obs.Listed == 0 {
 		obs.Listed = 3
 	}
-	snap.Streams = []auditor.Asset{{Kind: auditor.KindStream, Account: "APP", Stream: "S", Leader: "n1",
+	snap.Streams = []auditor.Asset{{Kind: releases.KindStream, Account: "APP", Stream: "S", Leader: "n1",
 		Peers: []string{"n1", "n2", "n3"}, Replicas: 3, Observed: obs}}
 	return snap
 }
@@ -66,14 +68,14 @@ func TestObservedFindings(t *testing.T) {
 			func(s *auditor.Snapshot) {
 				s.Servers[2].SetVersion("2.11.12")
 				s.Servers[2].APILevel = 1
-				s.Streams[0].Features = auditor.DetectFeatures(auditor.KindStream, &auditor.AssetConfig{
-					SubjectTransform: &auditor.SubjectMapping{Destination: "t.{{ Random(3) }}"}})
+				s.Streams[0].Features = releases.DetectFeatures(releases.KindStream, &releases.AssetConfig{
+					SubjectTransform: &releases.SubjectMapping{Destination: "t.{{ Random(3) }}"}})
 			}, auditor.AssetPeerMissing, ""},
 		{"a feature the table knows, but not as keeping it from running", &auditor.Observation{Absent: []string{"n3"}},
 			func(s *auditor.Snapshot) {
 				s.Servers[2].SetVersion("2.10.27")
 				s.Servers[2].APILevel = 0
-				s.Streams[0].Features = auditor.DetectFeatures(auditor.KindStream, &auditor.AssetConfig{AllowMsgTTL: true})
+				s.Streams[0].Features = releases.DetectFeatures(releases.KindStream, &releases.AssetConfig{AllowMsgTTL: true})
 			}, auditor.AssetPeerMissing, "cause unknown: see the server's log (the feature table knows it lacks per-message TTLs, new in 2.11.0"},
 		{"a peer the leader has not heard from", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n3", Active: time.Minute}}}, nil,
 			auditor.AssetPeerBehind, "stream APP > S: peer n3 (2.14.0) runs it, but its leader n1 has not heard from it for 1m0s and does not count it as current: 2 of its 3 peers are current, a bare quorum"},
@@ -158,8 +160,8 @@ func TestLevelCountsOnlyWhatTheReleaseLacks(t *testing.T) {
 		snap.Servers[i].SetVersion(v.version)
 		snap.Servers[i].APILevel = v.level
 	}
-	snap.Streams[0].Features = auditor.DetectFeatures(auditor.KindStream, &auditor.AssetConfig{
-		SubjectTransform: &auditor.SubjectMapping{Destination: "t.{{left(1,2)}}"}})
+	snap.Streams[0].Features = releases.DetectFeatures(releases.KindStream, &releases.AssetConfig{
+		SubjectTransform: &releases.SubjectMapping{Destination: "t.{{left(1,2)}}"}})
 	if snap.Streams[0].Features == 0 {
 		t.Fatal("the transform's left() is not detected")
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -33,8 +35,8 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 	collected := false
 	var out []Finding
 	var named []string
-	for i, o := range ReplicatedOps {
-		if o.Kind != a.Kind || o.Op == OpResetSeq || a.Ops&(1<<i) == 0 {
+	for i, o := range releases.ReplicatedOps {
+		if o.Kind != a.Kind || o.Op == releases.OpResetSeq || a.Ops&(1<<i) == 0 {
 			continue
 		}
 		// Made for the few assets with such an op: every consumer admits
@@ -50,12 +52,12 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 			}
 		}
 		proposers, how := Proposers(o, peers, a.Ops, a.Replicas, sourced)
-		if how == NotProposed {
+		if how == releases.NotProposed {
 			continue
 		}
 		for i, s := range append(slices.Clone(peers), missing...) {
 			outcome, _ := o.FollowerOutcome(s.Parsed, a.Features)
-			if (outcome != CrashesOnApply && outcome != HaltsReplica && outcome != ResetsReplica) || slices.Contains(named, s.Name) {
+			if (outcome != releases.CrashesOnApply && outcome != releases.HaltsReplica && outcome != releases.ResetsReplica) || slices.Contains(named, s.Name) {
 				continue
 			}
 			// A peer proposes nothing to itself: the others must.
@@ -75,7 +77,7 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 // proposers (s not among them) propose the op to when they lead it. missing
 // is set for a follower that did not answer, s being what an earlier audit
 // saw of it.
-func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []string, byName map[string]Server, sourced, missing bool) Finding {
+func opFinding(a *Asset, o releases.ReplicatedOp, s Server, outcome releases.Outcome, proposers []string, byName map[string]Server, sourced, missing bool) Finding {
 	f := assetFinding(a)
 	f.Server, f.Cluster, f.Version, f.Op = s.Name, s.Cluster, s.Version, o.Name
 	if a.Leader != s.Name {
@@ -97,7 +99,7 @@ func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []
 	} else {
 		follower = "if " + orList(proposers) + " becomes its leader, " + follower + " as its follower"
 	}
-	if outcome == CrashesOnApply {
+	if outcome == releases.CrashesOnApply {
 		f.Code = AssetOpCrashesFollower
 		f.Message = fmt.Sprintf("%s %s: %s panics on %s (Unknown group entry op type: %d), which %s, and again on every restart",
 			a.Kind, a.name(), follower, o.GoName, o.Op, which)
@@ -107,7 +109,7 @@ func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []
 		return f
 	}
 	f.Code = AssetOpHaltsReplica
-	if outcome == ResetsReplica {
+	if outcome == releases.ResetsReplica {
 		f.Message = fmt.Sprintf("%s %s: %s cannot apply %s, which %s: it logs the error and runs on without it, and at the next message resets its replica and is caught up from the same snapshot again, in a loop, so its copy never catches up and the group runs on one peer fewer",
 			a.Kind, a.name(), follower, opEntry(o), which)
 		return f
@@ -118,7 +120,7 @@ func opFinding(a *Asset, o ReplicatedOp, s Server, outcome Outcome, proposers []
 }
 
 // opEntry names what the leader sends, as a finding writes it.
-func opEntry(o ReplicatedOp) string {
+func opEntry(o releases.ReplicatedOp) string {
 	if o.Snapshot != 0 {
 		return fmt.Sprintf("the %s (stream state encoding %d, %s)", o.Title, o.Snapshot, o.GoName)
 	}
@@ -127,12 +129,12 @@ func opEntry(o ReplicatedOp) string {
 
 // opProposedBy says who proposes the op, how and when: "n2 (2.15.3)
 // proposes as the mirror's leader whenever ...".
-func opProposedBy(o ReplicatedOp, leader Server, sourced bool) string {
+func opProposedBy(o releases.ReplicatedOp, leader Server, sourced bool) string {
 	if p, ok := opProposal(o, leader, sourced); ok {
-		return fmt.Sprintf("%s (%s) %s %s", leader.Name, leader.Version, o.verb(), proposalWhen(p, leader))
+		return fmt.Sprintf("%s (%s) %s %s", leader.Name, leader.Version, o.Verb(), proposalWhen(p, leader))
 	}
 	// A version that is not one: Proposes takes the worst.
-	return fmt.Sprintf("%s, whose version %q is not a version, may %s as its leader", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"))
+	return fmt.Sprintf("%s, whose version %q is not a version, may %s as its leader", leader.Name, leader.Version, strings.TrimSuffix(o.Verb(), "s"))
 }
 
 // orList writes names as "n1", "n1 or n2", "n1, n2 or n3".
@@ -147,16 +149,16 @@ func orList(names []string) string {
 // outcome of the features it uses, and that feature.
 type peerOutcome struct {
 	server  Server
-	outcome Outcome
-	feature Feature
+	outcome releases.Outcome
+	feature releases.Feature
 }
 
 // worstFeature is the worst first-axis outcome of a server of version v
 // for the features, with its feature; Supported when there is none.
-func worstFeature(features FeatureSet, v version.Version) (Outcome, Feature) {
-	worst, which := Supported, Feature{}
+func worstFeature(features releases.FeatureSet, v version.Version) (releases.Outcome, releases.Feature) {
+	worst, which := releases.Supported, releases.Feature{}
 	for _, ft := range features.Features() {
-		if h := ft.HandlingBy(v); outcomeRank(h.Asset) > outcomeRank(worst) {
+		if h := ft.HandlingBy(v); h.Asset.Rank() > worst.Rank() {
 			worst, which = h.Asset, ft
 		}
 	}
@@ -184,13 +186,13 @@ func (e *evaluation) peerFindings(a *Asset) {
 		}
 		answered++
 		o, ft := worstFeature(a.Features, s.Parsed)
-		if o == Supported {
+		if o == releases.Supported {
 			continue
 		}
-		if !RunsReplica(o) {
+		if !releases.RunsReplica(o) {
 			down++
 		}
-		if required, _ := a.requiredLevel(s.Parsed); !levelSpeaks(required, s.APILevel) && (o == NotLoaded || o == NotCreated || o == HeldOffline || o == IgnoredOnline) {
+		if required, _ := a.requiredLevel(s.Parsed); !levelSpeaks(required, s.APILevel) && (o == releases.NotLoaded || o == releases.NotCreated || o == releases.HeldOffline || o == releases.IgnoredOnline) {
 			odd = append(odd, peerOutcome{s, o, ft})
 		}
 	}
@@ -205,15 +207,15 @@ func (e *evaluation) peerFindings(a *Asset) {
 		f.Server, f.Cluster, f.Version, f.Feature = s.Name, s.Cluster, s.Version, ft.Name
 		what := fmt.Sprintf("%s, new in %s", ft.Title, ft.Since)
 		switch po.outcome {
-		case NotLoaded:
+		case releases.NotLoaded:
 			f.Code = AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) does not load it (%s): it cannot decode its config, logs the failure and runs on without it",
 				a.Kind, a.name(), runs, s.Name, s.Version, what)
-		case NotCreated:
+		case releases.NotCreated:
 			f.Code = AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) does not create it (%s): it refuses the config as it creates the %s, logs the error and runs on without it",
 				a.Kind, a.name(), runs, s.Name, s.Version, what, a.Kind)
-		case HeldOffline:
+		case releases.HeldOffline:
 			f.Code = AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) holds it offline as unsupported (%s)",
 				a.Kind, a.name(), runs, s.Name, s.Version, what) + stopsItsStream(a, s)
@@ -251,28 +253,28 @@ func (e *evaluation) opHazards(snap *Snapshot) {
 // stream reads through the asset (a consumer) by durable sourcing. A single
 // replica has no RAFT group and no followers. The reason names the leader,
 // its version and what makes it propose.
-func Proposes(o ReplicatedOp, leader Server, ops OpSet, replicas int, sourced bool) (Proposing, string) {
+func Proposes(o releases.ReplicatedOp, leader Server, ops releases.OpSet, replicas int, sourced bool) (releases.Proposing, string) {
 	if replicas < 2 {
-		return NotProposed, "a single replica has no followers"
+		return releases.NotProposed, "a single replica has no followers"
 	}
 	if !ops.Holds(o) {
-		return NotProposed, fmt.Sprintf("its config admits no %s", o.GoName)
+		return releases.NotProposed, fmt.Sprintf("its config admits no %s", o.GoName)
 	}
 	v := leader.Parsed
 	if v.IsZero() {
-		return ProposedByItself, fmt.Sprintf("%s reports version %q, which is not a version: it may %s %s", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"), o.GoName)
+		return releases.ProposedByItself, fmt.Sprintf("%s reports version %q, which is not a version: it may %s %s", leader.Name, leader.Version, strings.TrimSuffix(o.Verb(), "s"), o.GoName)
 	}
 	p, ok := opProposal(o, leader, sourced)
 	if !ok {
-		return NotProposed, fmt.Sprintf("%s (%s) does not %s %s for it", leader.Name, leader.Version, strings.TrimSuffix(o.verb(), "s"), o.GoName)
+		return releases.NotProposed, fmt.Sprintf("%s (%s) does not %s %s for it", leader.Name, leader.Version, strings.TrimSuffix(o.Verb(), "s"), o.GoName)
 	}
-	return p.How, fmt.Sprintf("%s (%s) %s %s %s", leader.Name, leader.Version, o.verb(), o.GoName, proposalWhen(p, leader))
+	return p.How, fmt.Sprintf("%s (%s) %s %s %s", leader.Name, leader.Version, o.Verb(), o.GoName, proposalWhen(p, leader))
 }
 
 // opProposal is the worst way a leader of a parsed version proposes the op,
 // by itself before on request; false when it does not.
-func opProposal(o ReplicatedOp, leader Server, sourced bool) (Proposal, bool) {
-	var best Proposal
+func opProposal(o releases.ReplicatedOp, leader Server, sourced bool) (releases.Proposal, bool) {
+	var best releases.Proposal
 	found := false
 	for _, p := range o.Proposed {
 		if leader.Parsed.Before(p.Since) || (p.Sourced && !sourced) {
@@ -281,7 +283,7 @@ func opProposal(o ReplicatedOp, leader Server, sourced bool) (Proposal, bool) {
 		if p.Flag != "" && !FlagOn(leader, p.Flag) {
 			continue
 		}
-		if !found || p.How == ProposedByItself {
+		if !found || p.How == releases.ProposedByItself {
 			best, found = p, true
 		}
 	}
@@ -290,7 +292,7 @@ func opProposal(o ReplicatedOp, leader Server, sourced bool) (Proposal, bool) {
 
 // proposalWhen says when the leader proposes it, and which of its server's flags
 // makes it.
-func proposalWhen(p Proposal, leader Server) string {
+func proposalWhen(p releases.Proposal, leader Server) string {
 	if p.Flag == "" {
 		return p.When
 	}
@@ -300,15 +302,15 @@ func proposalWhen(p Proposal, leader Server) string {
 // Proposers lists the peers that would propose o if they led the
 // asset: where the outcome depends on which peer leads, the audit takes the
 // worst of them. how is the worst way any of them proposes it.
-func Proposers(o ReplicatedOp, peers []Server, ops OpSet, replicas int, sourced bool) (names []string, how Proposing) {
-	how = NotProposed
+func Proposers(o releases.ReplicatedOp, peers []Server, ops releases.OpSet, replicas int, sourced bool) (names []string, how releases.Proposing) {
+	how = releases.NotProposed
 	for _, p := range peers {
 		got, _ := Proposes(o, p, ops, replicas, sourced)
-		if got == NotProposed {
+		if got == releases.NotProposed {
 			continue
 		}
 		names = append(names, p.Name)
-		if how == NotProposed || got == ProposedByItself {
+		if how == releases.NotProposed || got == releases.ProposedByItself {
 			how = got
 		}
 	}
@@ -320,7 +322,7 @@ func flagOrigin(s Server, name string) string {
 	if on, ok := s.FeatureFlags[name]; ok {
 		return fmt.Sprintf("%t as the server reports it", on)
 	}
-	f, _ := FlagByName(name)
+	f, _ := releases.FlagByName(name)
 	d, _ := f.DefaultBy(s.Parsed)
 	return fmt.Sprintf("%t by default in %s", d.On, s.Version)
 }

@@ -5,24 +5,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // withConfig is a with the features and ops its config c gives it.
-func withConfig(a Asset, c AssetConfig) Asset {
-	a.Features, a.Ops = DetectFeatures(a.Kind, &c), DetectOps(a.Kind, &c)
+func withConfig(a Asset, c releases.AssetConfig) Asset {
+	a.Features, a.Ops = releases.DetectFeatures(a.Kind, &c), releases.DetectOps(a.Kind, &c)
 	return a
 }
 
 func TestOpAndPeerFindings(t *testing.T) {
-	mirror := AssetConfig{Mirror: &StreamSource{Name: "O"}}
-	atomic := AssetConfig{AllowAtomicPublish: true}
-	prioritized := AssetConfig{AckPolicy: "explicit", PriorityGroups: []string{"g"}, PriorityPolicy: "prioritized"}
+	mirror := releases.AssetConfig{Mirror: &releases.StreamSource{Name: "O"}}
+	atomic := releases.AssetConfig{AllowAtomicPublish: true}
+	prioritized := releases.AssetConfig{AckPolicy: "explicit", PriorityGroups: []string{"g"}, PriorityPolicy: "prioritized"}
 	flagged := srv("n1", "c1", "2.14.0", 4)
-	flagged.FeatureFlags = map[string]bool{FlagRaftDeleteRange: true}
-	sources := AssetConfig{Sources: []*StreamSource{{Name: "O"}}}
+	flagged.FeatureFlags = map[string]bool{releases.FlagRaftDeleteRange: true}
+	sources := releases.AssetConfig{Sources: []*releases.StreamSource{{Name: "O"}}}
 	snapshotting := srv("n1", "c1", "2.15.3", 4)
-	snapshotting.FeatureFlags = map[string]bool{FlagSnapshotSources: true}
+	snapshotting.FeatureFlags = map[string]bool{releases.FlagSnapshotSources: true}
 	tests := []struct {
 		name    string
 		servers []Server
@@ -134,7 +136,7 @@ func TestOpAndPeerFindings(t *testing.T) {
 		{
 			name:    "a plain consumer's RESET stays with its own findings",
 			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
-			asset:   withConfig(consumer("S", "C", "n1", "n1", "n2", "n3"), AssetConfig{AckPolicy: "explicit"}),
+			asset:   withConfig(consumer("S", "C", "n1", "n1", "n2", "n3"), releases.AssetConfig{AckPolicy: "explicit"}),
 		},
 	}
 	for _, tt := range tests {
@@ -146,7 +148,7 @@ func TestOpAndPeerFindings(t *testing.T) {
 				}
 				snap.LastSeen[s.Name] = s
 			}
-			if tt.asset.Kind == KindStream {
+			if tt.asset.Kind == releases.KindStream {
 				snap.Streams = []Asset{tt.asset}
 			} else {
 				snap.Consumers = []Asset{tt.asset}
@@ -182,14 +184,14 @@ func TestOpAndPeerFindings(t *testing.T) {
 // TestOpHaltsAFollowerOfALaterRelease: an op a release after 2.15 brings
 // halts a 2.15 follower's replica and crashes an older one.
 func TestOpHaltsAFollowerOfALaterRelease(t *testing.T) {
-	saved := ReplicatedOps
-	t.Cleanup(func() { ReplicatedOps = saved })
+	saved := releases.ReplicatedOps
+	t.Cleanup(func() { releases.ReplicatedOps = saved })
 	later := version.Must("2.16.0")
-	ReplicatedOps = append(slices.Clone(saved), ReplicatedOp{Name: "later", Op: 19, GoName: "laterOp", Kind: KindStream, Since: later,
-		Older:    olderFollowers(later, ""),
-		Proposed: []Proposal{{Since: later, How: ProposedByItself, When: "as the stream's leader"}}})
+	releases.ReplicatedOps = append(slices.Clone(saved), releases.ReplicatedOp{Name: "later", Op: 19, GoName: "laterOp", Kind: releases.KindStream, Since: later,
+		Older:    releases.OlderFollowers(later, ""),
+		Proposed: []releases.Proposal{{Since: later, How: releases.ProposedByItself, When: "as the stream's leader"}}})
 	a := stream("S", "n1", "n1", "n2", "n3")
-	a.Ops = DetectOps(KindStream, &AssetConfig{})
+	a.Ops = releases.DetectOps(releases.KindStream, &releases.AssetConfig{})
 	snap := Snapshot{Servers: []Server{srv("n1", "c1", "2.16.0", 5), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.0", 4)}, Streams: []Asset{a}}
 	r := Evaluate(&snap, Policy{})
 	var got []string
@@ -208,7 +210,7 @@ func TestOpHaltsAFollowerOfALaterRelease(t *testing.T) {
 // TestOpFindingOfAnUnreadableLeader: a peer whose version is not one may
 // propose anything, and the finding says so.
 func TestOpFindingOfAnUnreadableLeader(t *testing.T) {
-	a := withConfig(stream("M", "n1", "n1", "n2", "n3"), AssetConfig{Mirror: &StreamSource{Name: "O"}})
+	a := withConfig(stream("M", "n1", "n1", "n2", "n3"), releases.AssetConfig{Mirror: &releases.StreamSource{Name: "O"}})
 	snap := Snapshot{Servers: []Server{srv("n1", "c1", "custom-build", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)}, Streams: []Asset{a}}
 	r := Evaluate(&snap, Policy{})
 	for _, f := range r.Findings {
@@ -232,15 +234,15 @@ func TestLevelFindingSaysWhatTheTableSays(t *testing.T) {
 		asset   Asset
 		says    string
 	}{
-		{"2.11.8", withConfig(stream("S", "n1", "n1", "n3"), AssetConfig{AllowMsgCounter: true}),
+		{"2.11.8", withConfig(stream("S", "n1", "n1", "n3"), releases.AssetConfig{AllowMsgCounter: true}),
 			"peer n3 supports 1: 2.11.8 decodes it leniently and runs the stream online without counters, ignoring what it does not know, and its copy diverges"},
-		{"2.11.12", withConfig(stream("S", "n1", "n1", "n3"), AssetConfig{AllowMsgCounter: true}),
+		{"2.11.12", withConfig(stream("S", "n1", "n1", "n3"), releases.AssetConfig{AllowMsgCounter: true}),
 			"peer n3 supports 1: it holds the stream offline"},
-		{"2.11.12", withConfig(consumer("S", "C", "n1", "n1", "n3"), AssetConfig{AckPolicy: "flow_control"}),
+		{"2.11.12", withConfig(consumer("S", "C", "n1", "n1", "n3"), releases.AssetConfig{AckPolicy: "flow_control"}),
 			"peer n3 supports 1: 2.11.12 cannot decode its flow-control acks (ack_policy: flow_control), logs the failure, runs on and never loads the consumer"},
 	} {
 		snap := Snapshot{Servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n3", "c1", tt.version, 1)}}
-		if tt.asset.Kind == KindStream {
+		if tt.asset.Kind == releases.KindStream {
 			snap.Streams = []Asset{tt.asset}
 		} else {
 			snap.Consumers = []Asset{tt.asset}
@@ -267,9 +269,9 @@ func TestLevelFindingSaysWhatTheTableSays(t *testing.T) {
 // recovery on 2.14 is a downgrade question this row does not judge.)
 func TestSnapshotSourcesWhatIf(t *testing.T) {
 	flagged := srv("n1", "c1", "2.15.3", 4)
-	flagged.FeatureFlags = map[string]bool{FlagSnapshotSources: true, FlagRaftDeleteRange: true}
+	flagged.FeatureFlags = map[string]bool{releases.FlagSnapshotSources: true, releases.FlagRaftDeleteRange: true}
 	snap := Snapshot{Servers: []Server{flagged, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.15.3", 4)}, ExpectedCount: 3,
-		Streams: []Asset{withConfig(stream("S", "n2", "n1", "n2", "n3"), AssetConfig{Sources: []*StreamSource{{Name: "O"}}})}}
+		Streams: []Asset{withConfig(stream("S", "n2", "n1", "n2", "n3"), releases.AssetConfig{Sources: []*releases.StreamSource{{Name: "O"}}})}}
 	for _, tt := range []struct {
 		assume string
 		want   []string
@@ -296,7 +298,7 @@ func TestSnapshotSourcesWhatIf(t *testing.T) {
 // first-named server that answered, so a crashed follower of a group with
 // no leader does not take its finding down with its sidecar.
 func TestOpFindingOwners(t *testing.T) {
-	mirror := AssetConfig{Mirror: &StreamSource{Name: "O"}}
+	mirror := releases.AssetConfig{Mirror: &releases.StreamSource{Name: "O"}}
 	servers := []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4)}
 	for _, tt := range []struct {
 		name, leader string

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -35,8 +37,8 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 		crash   bool
 	}{
 		{"2.15 defaults crash the 2.12 follower", natstest.New, nil, true},
-		{"2.15 opted out, the 2.12 follower applies the gap", natstest.New, map[string]bool{auditor.FlagRaftDeleteRange: false}, false},
-		{"2.14 opted in crashes the 2.12 follower", natstest.Floor, map[string]bool{auditor.FlagRaftDeleteRange: true}, true},
+		{"2.15 opted out, the 2.12 follower applies the gap", natstest.New, map[string]bool{releases.FlagRaftDeleteRange: false}, false},
+		{"2.14 opted in crashes the 2.12 follower", natstest.Floor, map[string]bool{releases.FlagRaftDeleteRange: true}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n1, n2 := natstest.Node("n1", tt.version, "c1"), natstest.Node("n2", tt.version, "c1")
@@ -46,7 +48,7 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 
 			// The table's judgement, from what an audit reads, before the trigger.
 			byName, m, cfg := auditStream(t, sysConn, "M")
-			row, _ := auditor.OpByValue(auditor.OpDeleteRange)
+			row, _ := releases.OpByValue(releases.OpDeleteRange)
 			var peers []auditor.Server
 			for _, p := range m.Peers {
 				peers = append(peers, byName[p])
@@ -55,10 +57,10 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 			proposers, _ := auditor.Proposers(row, peers, cfg, m.Replicas, false)
 			follower, because := row.FollowerOutcome(byName["n3"].Parsed, m.Features)
 			t.Logf("leader %s: %s (%s); proposers %v; n3: %s (%s)", m.Leader, how, why, proposers, follower, because)
-			if m.Leader != "n2" || follower != auditor.CrashesOnApply {
-				t.Fatalf("M led by %s; the table says n3 does %s with a delete range, want led by n2 and %s", m.Leader, follower, auditor.CrashesOnApply)
+			if m.Leader != "n2" || follower != releases.CrashesOnApply {
+				t.Fatalf("M led by %s; the table says n3 does %s with a delete range, want led by n2 and %s", m.Leader, follower, releases.CrashesOnApply)
 			}
-			if tt.crash != (how == auditor.ProposedByItself) || tt.crash != (len(proposers) == 2) {
+			if tt.crash != (how == releases.ProposedByItself) || tt.crash != (len(proposers) == 2) {
 				t.Fatalf("the table says the leader %s it, and %v would; want a proposal: %t", how, proposers, tt.crash)
 			}
 
@@ -234,12 +236,12 @@ func audit(t *testing.T, sysConn *nats.Conn) (*auditor.Snapshot, map[string]audi
 // auditStream audits the system and returns its servers by name, the
 // stream as the audit saw it and its config as JSZ reports it, read into
 // the table's AssetConfig.
-func auditStream(t *testing.T, sysConn *nats.Conn, name string) (map[string]auditor.Server, auditor.Asset, auditor.OpSet) {
+func auditStream(t *testing.T, sysConn *nats.Conn, name string) (map[string]auditor.Server, auditor.Asset, releases.OpSet) {
 	t.Helper()
 	snap, byName := audit(t, sysConn)
 	for _, a := range snap.Streams {
 		if a.Stream == name {
-			return byName, a, auditor.DetectOps(auditor.KindStream, streamConfigOf(t, sysConn, a.Leader, name))
+			return byName, a, releases.DetectOps(releases.KindStream, streamConfigOf(t, sysConn, a.Leader, name))
 		}
 	}
 	t.Fatalf("the audit saw no stream %s", name)
@@ -268,7 +270,7 @@ func streamDetails(sysConn *nats.Conn) map[string]map[string]server.StreamDetail
 // streamConfigOf is the stream's config as the named server's JSZ reports
 // it, read into the table's AssetConfig. An old peer reports its own copy,
 // without the fields it dropped.
-func streamConfigOf(t *testing.T, sysConn *nats.Conn, serverName, stream string) *auditor.AssetConfig {
+func streamConfigOf(t *testing.T, sysConn *nats.Conn, serverName, stream string) *releases.AssetConfig {
 	t.Helper()
 	s, ok := streamDetails(sysConn)[serverName][stream]
 	if !ok || s.Config == nil {
@@ -278,7 +280,7 @@ func streamConfigOf(t *testing.T, sysConn *nats.Conn, serverName, stream string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c auditor.AssetConfig
+	var c releases.AssetConfig
 	if err := json.Unmarshal(raw, &c); err != nil {
 		t.Fatal(err)
 	}
@@ -311,13 +313,13 @@ func TestOpAtomicBatchOnALenientFollower(t *testing.T) {
 	publish(t, app, "s.plain")
 
 	byName, s, cfg := auditStream(t, sysConn, "S")
-	row, _ := auditor.OpByValue(auditor.OpBatchMsg)
+	row, _ := releases.OpByValue(releases.OpBatchMsg)
 	how, why := auditor.Proposes(row, byName[s.Leader], cfg, s.Replicas, false)
 	follower, because := row.FollowerOutcome(byName["n3"].Parsed, s.Features)
 	t.Logf("leader %s: %s (%s); n3: %s (%s)", s.Leader, how, why, follower, because)
-	if s.Leader != "n1" || how != auditor.ProposedOnRequest || follower != auditor.CrashesOnApply {
+	if s.Leader != "n1" || how != releases.ProposedOnRequest || follower != releases.CrashesOnApply {
 		t.Fatalf("S led by %s, which the table says proposes op 16 %s, and n3 does %s with it; want n1, %s, %s",
-			s.Leader, how, follower, auditor.ProposedOnRequest, auditor.CrashesOnApply)
+			s.Leader, how, follower, releases.ProposedOnRequest, releases.CrashesOnApply)
 	}
 	r, found := gate(t, sysConn, "2.10.0", auditor.AssetOpCrashesFollower)
 	wantFinding(t, r, found, "n3", "n1", "atomic_batch_msg", "stream APP > S: follower n3 (2.10.27) panics on batchMsgOp", "which n1 (2.14.0) proposes as the stream's leader when a client publishes an atomic batch")
@@ -385,7 +387,7 @@ func TestPrioritizedConsumerNotLoadedByAnOldPeer(t *testing.T) {
 	for _, p := range c.Peers {
 		running[p] = true
 		for _, f := range c.Features.Features() {
-			if h := f.HandlingBy(byName[p].Parsed); !auditor.RunsReplica(h.Asset) {
+			if h := f.HandlingBy(byName[p].Parsed); !releases.RunsReplica(h.Asset) {
 				running[p] = false
 				t.Logf("%s (%s): %s %s (%s)", p, byName[p].Version, f.Name, h.Asset, h.Evidence)
 			}

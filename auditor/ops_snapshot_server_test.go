@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -33,23 +35,23 @@ import (
 func TestOpSnapshotWithSourcesToAnOldFollower(t *testing.T) {
 	for _, tt := range []struct {
 		old, leader string
-		outcome     auditor.Outcome
+		outcome     releases.Outcome
 		says        string
 		evidence    []string
 	}{
-		{natstest.Lenient, "n1", auditor.HaltsReplica,
+		{natstest.Lenient, "n1", releases.HaltsReplica,
 			"stream APP > S: follower n3 (2.14.10) cannot apply the stream snapshot with sourcing state (stream state encoding 2, streamStateVersionSources), which n1 (2.15.3) sends as the stream's leader whenever it catches up a follower from its snapshot",
 			[]string{"JetStream stream 'APP > S' critical write error: invalid character '*'"}},
-		{natstest.Old, "n2", auditor.ResetsReplica,
+		{natstest.Old, "n2", releases.ResetsReplica,
 			"stream APP > S: if n1 becomes its leader, n3 (2.12.15) as its follower cannot apply the stream snapshot with sourcing state",
 			[]string{"Error applying entries to 'APP > S': invalid character '*'", "Resetting stream cluster state for 'APP > S'"}},
-		{natstest.NoLevels, "n2", auditor.ResetsReplica,
+		{natstest.NoLevels, "n2", releases.ResetsReplica,
 			"stream APP > S: if n1 becomes its leader, n3 (2.10.27) as its follower cannot apply the stream snapshot with sourcing state",
 			[]string{"Error applying entries to 'APP > S': invalid character '*'", "Resetting stream cluster state for 'APP > S'"}},
 	} {
 		t.Run(tt.old, func(t *testing.T) {
 			n1 := natstest.Node("n1", natstest.New, "c1")
-			n1.FeatureFlags = map[string]bool{auditor.FlagSnapshotSources: true}
+			n1.FeatureFlags = map[string]bool{releases.FlagSnapshotSources: true}
 			sys, sysConn, app := threeNodes(t, n1, natstest.Node("n2", natstest.New, "c1"), natstest.Node("n3", tt.old, "c1"))
 			err := natstest.AddStream(app, server.StreamConfig{Name: "O", Subjects: []string{"o.>"}, Replicas: 1,
 				Storage: server.FileStorage, Placement: &server.Placement{Tags: []string{"node:n1"}}})
@@ -77,7 +79,7 @@ func TestOpSnapshotWithSourcesToAnOldFollower(t *testing.T) {
 			proposers, how := auditor.Proposers(row, peers, ops, s.Replicas, false)
 			follower, because := row.FollowerOutcome(byName["n3"].Parsed, s.Features)
 			t.Logf("S led by %s; senders %v (%s); n3: %s (%s)", s.Leader, proposers, how, follower, because)
-			if s.Leader != tt.leader || follower != tt.outcome || how != auditor.ProposedByItself || len(proposers) != 1 || proposers[0] != "n1" {
+			if s.Leader != tt.leader || follower != tt.outcome || how != releases.ProposedByItself || len(proposers) != 1 || proposers[0] != "n1" {
 				t.Fatalf("S led by %s, sent by %v (%s), n3 does %s; want led by %s, sent by n1 by itself, n3 %s",
 					s.Leader, proposers, how, follower, tt.leader, tt.outcome)
 			}
@@ -135,7 +137,7 @@ func TestOpSnapshotWithSourcesToAnOldFollower(t *testing.T) {
 						return fmt.Errorf("n3 has not logged %q yet", e)
 					}
 				}
-				if tt.outcome == auditor.ResetsReplica && strings.Count(log, "Resetting stream cluster state for 'APP > S'") < 2 {
+				if tt.outcome == releases.ResetsReplica && strings.Count(log, "Resetting stream cluster state for 'APP > S'") < 2 {
 					return fmt.Errorf("n3 has reset S once, not yet in a loop")
 				}
 				return nil
@@ -167,7 +169,7 @@ func TestOpSnapshotWithSourcesToAnOldFollower(t *testing.T) {
 			if !sys.Running("n3") {
 				t.Errorf("n3 exited:\n%s", sys.LogTail("n3", 20))
 			}
-			if tt.outcome == auditor.HaltsReplica {
+			if tt.outcome == releases.HaltsReplica {
 				behindOnRealServers(t, sysConn, "S", "n3")
 			}
 		})
@@ -176,15 +178,15 @@ func TestOpSnapshotWithSourcesToAnOldFollower(t *testing.T) {
 
 // snapshotRow is the op table's row of the stream snapshot that carries
 // sourcing state.
-func snapshotRow(t *testing.T) auditor.ReplicatedOp {
+func snapshotRow(t *testing.T) releases.ReplicatedOp {
 	t.Helper()
-	for _, o := range auditor.ReplicatedOps {
-		if o.Snapshot == auditor.StateWithSources {
+	for _, o := range releases.ReplicatedOps {
+		if o.Snapshot == releases.StateWithSources {
 			return o
 		}
 	}
 	t.Fatal("the op table has no row of the stream snapshot with sourcing state")
-	return auditor.ReplicatedOp{}
+	return releases.ReplicatedOp{}
 }
 
 // streamSnapshotFile is the name of the last RAFT snapshot the named

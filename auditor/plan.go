@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -186,7 +188,7 @@ func MakePlan(snap *Snapshot, p Policy, v version.Version, scope PlanScope) (*Pl
 				st.Path = append(st.Path, f)
 			}
 		}
-		st.First = FirstBefore(s.Parsed, v)
+		st.First = releases.FirstBefore(s.Parsed, v)
 		if plan.First.IsZero() {
 			plan.First = st.First
 		}

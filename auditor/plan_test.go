@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -141,7 +143,7 @@ func TestPlanScopeAndUnknownVersion(t *testing.T) {
 	for _, st := range plan.Steps {
 		order = append(order, st.Server)
 	}
-	if !slices.Equal(order, []string{"w1", "w2"}) || plan.ToLevel != LevelUnknown {
+	if !slices.Equal(order, []string{"w1", "w2"}) || plan.ToLevel != releases.LevelUnknown {
 		t.Errorf("order %v, level %d", order, plan.ToLevel)
 	}
 	// c1 stays below the floor: it is never met. The level of 2.16 is not

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
@@ -38,7 +40,7 @@ func TestUpgradePathOnRealServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The release to go to first: the newest 2.14 the level table knows.
-	firstRelease := auditor.PathRules[0].First().String()
+	firstRelease := releases.PathRules[0].First().String()
 	if plan.First.String() != firstRelease || len(plan.Steps) != 3 {
 		t.Fatalf("plan to 2.15.3 from 2.14.0: first %q, %d steps", plan.First, len(plan.Steps))
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -12,7 +14,7 @@ import (
 // per rule.
 func broken(from, to version.Version) []string {
 	out := []string{}
-	for _, r := range PathRules {
+	for _, r := range releases.PathRules {
 		if r.Breaks(from, to) {
 			out = append(out, string(pathCode[r.Kind]))
 		}
@@ -78,7 +80,7 @@ func TestPathRules(t *testing.T) {
 }
 
 func TestPathRulesName(t *testing.T) {
-	for _, r := range PathRules {
+	for _, r := range releases.PathRules {
 		k, ok := Info(pathCode[r.Kind])
 		if !ok || k.Description == "" {
 			t.Errorf("rule %+v gives code %s, which is not registered", r, pathCode[r.Kind])
@@ -92,10 +94,10 @@ func TestPathRulesName(t *testing.T) {
 	}
 	// The release to go to before 2.15: the newest 2.14 release the level
 	// table knows, at least 2.14.7.
-	if got := PathRules[0].First(); got != version.Must("2.14.10") {
+	if got := releases.PathRules[0].First(); got != version.Must("2.14.10") {
 		t.Errorf("first go to %s before 2.15, want 2.14.10", got)
 	}
-	if got := PathRules[1].First(); !got.IsZero() {
+	if got := releases.PathRules[1].First(); !got.IsZero() {
 		t.Errorf("a downgrade rule names %s to go to first", got)
 	}
 }
@@ -109,12 +111,12 @@ func TestBadReleases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, bad := BadReleaseOf(v)
+		b, bad := releases.BadReleaseOf(v)
 		if got := b.Fix.String(); bad != (tt.fix != "") || got != tt.fix {
 			t.Errorf("%s: bad %t, fixed by %q; want fixed by %q", tt.v, bad, got, tt.fix)
 		}
 	}
-	for _, b := range BadReleases {
+	for _, b := range releases.BadReleases {
 		if !b.Release.Before(b.Fix) || b.Release.Line() != b.Fix.Line() || b.Defect == "" || !strings.Contains(b.Cite, "#") || !strings.Contains(b.Evidence, "jetstream_cluster.go:") {
 			t.Errorf("%+v: the fix is a later release of its line, and the row says what it loses and where it is shown", b)
 		}
@@ -133,7 +135,7 @@ func TestEvaluateReleases(t *testing.T) {
 		{"bad releases", []Server{srv("n1", "c1", "2.14.4", 4), srv("n2", "c1", "2.12.14", 3), srv("n3", "c1", "2.14.5", 4)},
 			[]string{"KNOWN_BAD_RELEASE(n1,2.14.5)", "KNOWN_BAD_RELEASE(n2,2.12.15)"}},
 		{"2.15 beside 2.14.6", []Server{srv("n1", "c1", "2.15.3", 5), srv("n2", "c1", "2.14.6", 4), srv("n3", "c1", "2.14.7", 4), noJS},
-			[]string{"UPGRADE_PATH_MIXED(n2," + PathRules[0].First().String() + ")"}},
+			[]string{"UPGRADE_PATH_MIXED(n2," + releases.PathRules[0].First().String() + ")"}},
 		{"2.15 in another domain, of the same cluster name", []Server{onDomain(srv("n1", "c1", "2.15.3", 5), "hub"), onDomain(srv("n2", "c1", "2.14.0", 4), "leaf")}, nil},
 		{"no 2.15", []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.12.15", 3)}, nil},
 	} {
@@ -180,7 +182,7 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.First != PathRules[0].First() || len(plan.Steps) != 3 {
+	if plan.First != releases.PathRules[0].First() || len(plan.Steps) != 3 {
 		t.Fatalf("plan to 2.15.3 from 2.14.0: first %s, %d steps", plan.First, len(plan.Steps))
 	}
 	for _, st := range plan.Steps {
@@ -261,11 +263,11 @@ func TestMetaGroupsOf(t *testing.T) {
 func TestMemberVotesOnly(t *testing.T) {
 	for v, want := range map[string]bool{"2.10.27": false, "2.11.12": false, "2.12.12": false, "2.12.14": true, "2.12.15": true,
 		"2.14.0": false, "2.14.3": false, "2.14.4": true, "2.14.10": true, "2.15.0": true, "2.15.3": true, "2.16.0-RC.1": true} {
-		if got := MemberVotesOnly(version.Must(v)); got != want {
+		if got := releases.MemberVotesOnly(version.Must(v)); got != want {
 			t.Errorf("%s: %v, want %v", v, got, want)
 		}
 	}
-	if MemberVotesOnly(version.Version{}) {
+	if releases.MemberVotesOnly(version.Version{}) {
 		t.Error("no version counts only its members' votes")
 	}
 }
@@ -275,12 +277,12 @@ func TestMemberVotesOnly(t *testing.T) {
 // tables, so a new row of BadReleases or PathRules cannot leave them stale.
 func TestReleaseCodesDescribeTheTables(t *testing.T) {
 	desc := func(c Code) string { k, _ := Info(c); return k.Description }
-	for _, b := range BadReleases {
+	for _, b := range releases.BadReleases {
 		if !strings.Contains(desc(KnownBadRelease), b.Release.String()) {
 			t.Errorf("%s's description does not name %s", KnownBadRelease, b.Release)
 		}
 	}
-	for _, r := range PathRules {
+	for _, r := range releases.PathRules {
 		if r.OnePatch {
 			continue
 		}

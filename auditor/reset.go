@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -81,7 +83,7 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 		return ResetUnknown, fmt.Sprintf("leader %s is not among the consumer's peers", leader)
 	}
 	if !answersReset(lead.Parsed) {
-		return ResetUnanswered, fmt.Sprintf("leader %s runs %s, below %s: it does not answer RESET", lead.Name, lead.Version, ResetVersion)
+		return ResetUnanswered, fmt.Sprintf("leader %s runs %s, below %s: it does not answer RESET", lead.Name, lead.Version, releases.ResetVersion)
 	}
 	var old []string
 	for _, p := range peers {
@@ -93,7 +95,7 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 		return ResetCrashesFollower, fmt.Sprintf("leader %s runs %s and answers RESET, but follower %s would crash on the replicated reset",
 			lead.Name, lead.Version, strings.Join(old, ", "))
 	}
-	return ResetSafe, fmt.Sprintf("leader %s and every peer run %s or later", lead.Name, ResetVersion)
+	return ResetSafe, fmt.Sprintf("leader %s and every peer run %s or later", lead.Name, releases.ResetVersion)
 }
 
 // answersReset reports whether a server of version v knows RESET: whether
@@ -101,5 +103,5 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 // ReplicatedOps), which the release that first answers RESET brought. A
 // pre-release of ResetVersion counts as below it.
 func answersReset(v version.Version) bool {
-	return OpOutcome(OpResetSeq, v).Apply == Supported
+	return releases.OpOutcome(releases.OpResetSeq, v).Apply == releases.Supported
 }

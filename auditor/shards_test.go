@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
 // pinnedRecord is a pinned_client consumer's JSZ record as servers write
@@ -120,7 +122,7 @@ func TestShardFindings(t *testing.T) {
 	} {
 		ps := base
 		tc.edit(&ps)
-		snap := &Snapshot{Consumers: []Asset{{Kind: KindConsumer, Account: "A", Stream: "S", Consumer: "C", Leader: "n1", Pull: &ps}}}
+		snap := &Snapshot{Consumers: []Asset{{Kind: releases.KindConsumer, Account: "A", Stream: "S", Consumer: "C", Leader: "n1", Pull: &ps}}}
 		e := evaluation{byName: map[string]*ServerReport{"n1": {Server: Server{Name: "n1", Cluster: "c1", Version: "2.14.0"}}}}
 		e.shards(snap, tc.policy)
 		var got []Finding
@@ -161,10 +163,10 @@ func TestIndexShowsPin(t *testing.T) {
 // has no other peer to lead it and another policy has no pin.
 func TestPinnedLedBy(t *testing.T) {
 	c := func(leader string, replicas int, policy string) Asset {
-		return Asset{Kind: KindConsumer, Leader: leader, Replicas: replicas, Pull: &PullState{Policy: policy}}
+		return Asset{Kind: releases.KindConsumer, Leader: leader, Replicas: replicas, Pull: &PullState{Policy: policy}}
 	}
 	snap := &Snapshot{Consumers: []Asset{c("n1", 3, PriorityPinnedClient), c("n1", 1, PriorityPinnedClient), c("n1", 3, "overflow"),
-		c("n2", 3, PriorityPinnedClient), {Kind: KindConsumer, Leader: "n1", Replicas: 3}}}
+		c("n2", 3, PriorityPinnedClient), {Kind: releases.KindConsumer, Leader: "n1", Replicas: 3}}}
 	if got := PinnedLedBy(snap, "n1"); got != 1 {
 		t.Errorf("n1 leads %d pinned consumers whose pins a restart drops, want 1", got)
 	}
@@ -193,7 +195,7 @@ func TestGateFloor(t *testing.T) {
 // none.
 func TestCountPinChanges(t *testing.T) {
 	c := func(name, leader, pin string, fromLeader bool) Asset {
-		return Asset{Kind: KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: leader,
+		return Asset{Kind: releases.KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: leader,
 			Pull: &PullState{Policy: PriorityPinnedClient, FromLeader: fromLeader, PinnedID: pin}}
 	}
 	before := &Snapshot{Consumers: []Asset{c("same", "n1", "a", true), c("moved", "n1", "a", true), c("dropped", "n1", "a", true),

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -85,7 +87,7 @@ func (s *Server) SetVersion(reported string) {
 // that hosts it. Account is the account's id as the servers report it: its
 // name in plain mode, its public key (A...) in operator (JWT) mode.
 type Asset struct {
-	Kind     AssetKind
+	Kind     releases.AssetKind
 	Domain   string
 	Account  string
 	Stream   string
@@ -107,15 +109,15 @@ type Asset struct {
 	RequiredLevel int
 	// Features are the features its config uses (see Features), as any
 	// reporting server's copy of the config shows them.
-	Features FeatureSet
+	Features releases.FeatureSet
 	// Ops are the replicated operations (see ReplicatedOps) a leader of
 	// the asset can propose, as any reporting server's copy of the config
 	// admits them.
-	Ops OpSet
+	Ops releases.OpSet
 	// DurableSources are the durable consumers of other streams a stream
 	// mirrors or sources through (durable sourcing, 2.14): a 2.14 server
 	// leading the stream sends $JS.API.CONSUMER.RESET to each by itself.
-	DurableSources []DurableSource
+	DurableSources []releases.DurableSource
 	// AckNone: a consumer with ack_policy none, which has no acks to lose.
 	AckNone bool
 	// Pull is who pulls a consumer with a priority policy, as its leader
@@ -225,7 +227,7 @@ func (s *MetaPeerSet) members(snap *Snapshot) ([]string, int) {
 // (shouldCountVoteFromPeer: 2.12.14 raft.go:3690-3699, 2.15.3
 // raft.go:4363-4372). The leader's list stands for each member's.
 func (s *MetaPeerSet) countsOutsiderVote(v version.Version) bool {
-	return !MemberVotesOnly(v) || 1+len(s.Names) < s.Size
+	return !releases.MemberVotesOnly(v) || 1+len(s.Names) < s.Size
 }
 
 // groups are the peer sets of the distinct meta groups m holds, by leader:
@@ -235,7 +237,7 @@ func (s *MetaPeerSet) countsOutsiderVote(v version.Version) bool {
 // without any leader's own list.
 func (m MetaGroup) groups() []*MetaPeerSet {
 	var out []*MetaPeerSet
-	leaders := sortedKeys(m.Listed)
+	leaders := slices.Sorted(maps.Keys(m.Listed))
 	for _, leader := range leaders {
 		if leader != m.Leader && slices.ContainsFunc(leaders, func(o string) bool {
 			return o != leader && m.Listed[o].Lists(leader)
@@ -325,7 +327,7 @@ func FlagOn(s Server, name string) bool {
 	if on, ok := s.FeatureFlags[name]; ok {
 		return on
 	}
-	f, ok := FlagByName(name)
+	f, ok := releases.FlagByName(name)
 	if !ok {
 		return false
 	}
@@ -341,7 +343,7 @@ func FlagOn(s Server, name string) bool {
 func ConfiguredFlags(s Server) map[string]bool {
 	var out map[string]bool
 	for name, on := range s.FeatureFlags {
-		f, ok := FlagByName(name)
+		f, ok := releases.FlagByName(name)
 		if !ok {
 			continue // reported, so known to the server: a release after the table
 		}
@@ -360,12 +362,12 @@ func ConfiguredFlags(s Server) map[string]bool {
 // flag, and the release's defaults for the rest; none before
 // FeatureFlagsSince, which has no flags. A what-if runs a server on them.
 func FlagsAt(s Server, to version.Version) map[string]bool {
-	if !to.AtLeast(FeatureFlagsSince) {
+	if !to.AtLeast(releases.FeatureFlagsSince) {
 		return nil
 	}
 	configured := ConfiguredFlags(s)
 	out := map[string]bool{}
-	for _, f := range FeatureFlags {
+	for _, f := range releases.FeatureFlags {
 		d, known := f.DefaultBy(to)
 		if !known {
 			continue

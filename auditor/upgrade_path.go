@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
 // pathFindings are the findings of the rules that each changed server's
@@ -19,9 +21,9 @@ func pathFindings(before map[string]Server, after []Server, changed map[string]b
 		from := before[s.Name]
 		for _, k := range pathCodes {
 			var says []string
-			for _, r := range PathRules {
+			for _, r := range releases.PathRules {
 				if pathCode[r.Kind] == k && r.Breaks(from.Parsed, s.Parsed) {
-					says = append(says, r.brokenBy())
+					says = append(says, r.BrokenBy())
 				}
 			}
 			if len(says) == 0 {
@@ -29,7 +31,7 @@ func pathFindings(before map[string]Server, after []Server, changed map[string]b
 			}
 			var release string
 			if k == UpgradePathUnsupported {
-				if first := FirstBefore(from.Parsed, s.Parsed); !first.IsZero() {
+				if first := releases.FirstBefore(from.Parsed, s.Parsed); !first.IsZero() {
 					release = first.String()
 				}
 			}
@@ -41,12 +43,12 @@ func pathFindings(before map[string]Server, after []Server, changed map[string]b
 }
 
 // pathCode is the finding each kind of PathRule gives.
-var pathCode = map[PathKind]Code{PathUnsupported: UpgradePathUnsupported, PathBelowFloor: DowngradeBelowFloor}
+var pathCode = map[releases.PathKind]Code{releases.PathUnsupported: UpgradePathUnsupported, releases.PathBelowFloor: DowngradeBelowFloor}
 
 // pathCodes are the codes of PathRules, each once, in the table's order.
 var pathCodes = func() []Code {
 	var out []Code
-	for _, r := range PathRules {
+	for _, r := range releases.PathRules {
 		if k := pathCode[r.Kind]; !slices.Contains(out, k) {
 			out = append(out, k)
 		}
@@ -60,13 +62,13 @@ var pathCodes = func() []Code {
 // its floor.
 func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
 	for _, s := range servers {
-		if b, ok := BadReleaseOf(s.Parsed); ok {
+		if b, ok := releases.BadReleaseOf(s.Parsed); ok {
 			e.add(Finding{Code: KnownBadRelease, Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: b.Fix.String(),
 				Message: fmt.Sprintf("server %s runs %s, a release known to lose data: %s (%s); upgrade it to %s or later", s.Name, s.Version, b.Defect, b.Cite, b.Fix)})
 		}
 	}
 	groups := metaGroupsOf(snap)
-	for _, r := range PathRules {
+	for _, r := range releases.PathRules {
 		if !r.Mixed {
 			continue
 		}

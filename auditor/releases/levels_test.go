@@ -1,4 +1,4 @@
-package auditor
+package releases
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package auditor
+package releases
 
 import (
 	"encoding/json"
@@ -276,7 +276,7 @@ func tablesTags() []string {
 		add(r.First, r.Last)
 		add(r.Checked...)
 	}
-	for _, h := range undecodableValue {
+	for _, h := range UndecodableValue {
 		add(h.From, h.Below)
 	}
 	for _, r := range memberVotes {
@@ -1011,7 +1011,7 @@ func checkDecoder(t *testing.T, tag, dir string) {
 		}
 	}
 	v := version.Must(strings.TrimPrefix(tag, "v"))
-	if want := undecodableValueBy(v).Asset; got != want {
+	if want := UndecodableValueBy(v).Asset; got != want {
 		t.Errorf("%s: an undecodable config value is %s in the source, %s in undecodableValue", tag, got, want)
 	}
 }

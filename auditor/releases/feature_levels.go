@@ -1,4 +1,4 @@
-package auditor
+package releases
 
 import "github.com/natsaudit/nats-version-auditor/auditor/version"
 

@@ -1,4 +1,4 @@
-package auditor
+package releases
 
 import (
 	"fmt"
@@ -210,8 +210,8 @@ func (r PathRule) First() version.Version {
 	return first
 }
 
-// brokenBy says how the move breaks the rule, and why it matters.
-func (r PathRule) brokenBy() string {
+// BrokenBy says how the move breaks the rule, and why it matters.
+func (r PathRule) BrokenBy() string {
 	switch {
 	case r.OnePatch:
 		return fmt.Sprintf("a downgrade more than one patch release back is outside what the NATS docs support (%s): %s", r.Cite, r.Why)

@@ -1,4 +1,4 @@
-package auditor_test
+package releases_test
 
 import (
 	"encoding/json"
@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -50,12 +51,12 @@ func TestFeatureHandlingByVersion(t *testing.T) {
 		"durable_sourcing":            "I I I I I R R R R R S S",
 		"consumer_sourcing":           "I I I I I R R R R R S S",
 	}
-	abbrev := map[auditor.Outcome]string{auditor.Supported: "S", auditor.IgnoredOnline: "I", auditor.HeldOffline: "O",
-		auditor.NotLoaded: "N", auditor.NotCreated: "C", auditor.CrashesOnDecode: "X", auditor.CreateRefused: "R"}
-	if len(want) != len(auditor.Features) {
-		t.Errorf("%d features, %d rows here", len(auditor.Features), len(want))
+	abbrev := map[releases.Outcome]string{releases.Supported: "S", releases.IgnoredOnline: "I", releases.HeldOffline: "O",
+		releases.NotLoaded: "N", releases.NotCreated: "C", releases.CrashesOnDecode: "X", releases.CreateRefused: "R"}
+	if len(want) != len(releases.Features) {
+		t.Errorf("%d features, %d rows here", len(releases.Features), len(want))
 	}
-	for _, f := range auditor.Features {
+	for _, f := range releases.Features {
 		var got, gotCreate []string
 		for _, v := range versions {
 			parsed, err := version.ParseVersion(v)
@@ -78,19 +79,19 @@ func TestFeatureHandlingByVersion(t *testing.T) {
 }
 
 func TestFeatureHandlingOfAnUnreadableVersion(t *testing.T) {
-	for _, f := range auditor.Features {
+	for _, f := range releases.Features {
 		// What a server that reports no version parses as.
 		h := f.HandlingBy(version.Version{})
-		worst := auditor.Supported
+		worst := releases.Supported
 		for _, o := range f.Older {
-			if o.Asset == auditor.CrashesOnDecode {
-				worst = auditor.CrashesOnDecode
+			if o.Asset == releases.CrashesOnDecode {
+				worst = releases.CrashesOnDecode
 			}
 		}
-		if worst == auditor.CrashesOnDecode && h.Asset != worst {
+		if worst == releases.CrashesOnDecode && h.Asset != worst {
 			t.Errorf("%s: an unreadable version gets %s, want %s", f.Name, h.Asset, worst)
 		}
-		if h.Asset == auditor.Supported {
+		if h.Asset == releases.Supported {
 			t.Errorf("%s: an unreadable version is said to support it", f.Name)
 		}
 	}
@@ -99,11 +100,11 @@ func TestFeatureHandlingOfAnUnreadableVersion(t *testing.T) {
 // TestFeatureTableIsComplete holds every row to the shape its users rely
 // on: ranges that cover every older version without a gap, and evidence.
 func TestFeatureTableIsComplete(t *testing.T) {
-	if len(auditor.Features) > 64 {
-		t.Fatalf("%d features do not fit a FeatureSet", len(auditor.Features))
+	if len(releases.Features) > 64 {
+		t.Fatalf("%d features do not fit a FeatureSet", len(releases.Features))
 	}
 	names := map[string]bool{}
-	for _, f := range auditor.Features {
+	for _, f := range releases.Features {
 		if names[f.Name] {
 			t.Errorf("feature %s listed twice", f.Name)
 		}
@@ -111,7 +112,7 @@ func TestFeatureTableIsComplete(t *testing.T) {
 		if f.Title == "" || f.Source == "" || f.Uses == nil || f.Level < 1 || f.Since.IsZero() {
 			t.Errorf("%s: incomplete row %+v", f.Name, f)
 		}
-		if f.Kind != auditor.KindStream && f.Kind != auditor.KindConsumer {
+		if f.Kind != releases.KindStream && f.Kind != releases.KindConsumer {
 			t.Errorf("%s: kind %q", f.Name, f.Kind)
 		}
 		var from version.Version
@@ -125,8 +126,8 @@ func TestFeatureTableIsComplete(t *testing.T) {
 			// An older range may support it (2.10 takes left() and right()
 			// in a stream's transform, which 2.11.0 to 2.14.6 refuse),
 			// but whole, and not the newest: that one makes Since.
-			if (h.Asset == auditor.Supported) != (h.Create == auditor.Supported) ||
-				(h.Asset == auditor.Supported && h.Below == f.Since) {
+			if (h.Asset == releases.Supported) != (h.Create == releases.Supported) ||
+				(h.Asset == releases.Supported && h.Below == f.Since) {
 				t.Errorf("%s: range [%s, %s) supports it in part, or just below Since", f.Name, h.From, h.Below)
 			}
 			from = h.Below
@@ -142,30 +143,30 @@ func TestFeatureTableIsComplete(t *testing.T) {
 func TestDetectFeaturesReadsServerConfigs(t *testing.T) {
 	pause := time.Now().Add(time.Hour)
 	tests := []struct {
-		kind auditor.AssetKind
+		kind releases.AssetKind
 		cfg  any
 		want []string
 	}{
-		{auditor.KindStream, server.StreamConfig{Storage: server.FileStorage, Name: "PLAIN"}, nil},
-		{auditor.KindStream, server.StreamConfig{Storage: server.FileStorage, AllowMsgTTL: true, SubjectDeleteMarkerTTL: time.Minute}, []string{"msg_ttl", "delete_marker_ttl"}},
-		{auditor.KindStream, server.StreamConfig{Storage: server.FileStorage, AllowMsgCounter: true, AllowAtomicPublish: true}, []string{"msg_counter", "atomic_batch"}},
-		{auditor.KindStream, server.StreamConfig{Storage: server.FileStorage, AllowMsgSchedules: true, PersistMode: server.AsyncPersistMode}, []string{"msg_schedules", "async_persist"}},
-		{auditor.KindStream, server.StreamConfig{Storage: server.FileStorage, PersistMode: server.DefaultPersistMode}, nil},
-		{auditor.KindStream, server.StreamConfig{Storage: server.FileStorage, AllowBatchPublish: true}, []string{"fast_batch"}},
-		{auditor.KindStream, server.StreamConfig{Storage: server.FileStorage, Mirror: &server.StreamSource{Name: "O",
+		{releases.KindStream, server.StreamConfig{Storage: server.FileStorage, Name: "PLAIN"}, nil},
+		{releases.KindStream, server.StreamConfig{Storage: server.FileStorage, AllowMsgTTL: true, SubjectDeleteMarkerTTL: time.Minute}, []string{"msg_ttl", "delete_marker_ttl"}},
+		{releases.KindStream, server.StreamConfig{Storage: server.FileStorage, AllowMsgCounter: true, AllowAtomicPublish: true}, []string{"msg_counter", "atomic_batch"}},
+		{releases.KindStream, server.StreamConfig{Storage: server.FileStorage, AllowMsgSchedules: true, PersistMode: server.AsyncPersistMode}, []string{"msg_schedules", "async_persist"}},
+		{releases.KindStream, server.StreamConfig{Storage: server.FileStorage, PersistMode: server.DefaultPersistMode}, nil},
+		{releases.KindStream, server.StreamConfig{Storage: server.FileStorage, AllowBatchPublish: true}, []string{"fast_batch"}},
+		{releases.KindStream, server.StreamConfig{Storage: server.FileStorage, Mirror: &server.StreamSource{Name: "O",
 			Consumer: &server.StreamConsumerSource{Name: "dur", DeliverSubject: "d"}}}, []string{"durable_sourcing"}},
-		{auditor.KindStream, server.StreamConfig{Storage: server.FileStorage, Sources: []*server.StreamSource{{Name: "A"},
+		{releases.KindStream, server.StreamConfig{Storage: server.FileStorage, Sources: []*server.StreamSource{{Name: "A"},
 			{Name: "B", Consumer: &server.StreamConsumerSource{Name: "dur", DeliverSubject: "d"}}}}, []string{"durable_sourcing"}},
-		{auditor.KindStream, server.StreamConfig{Storage: server.FileStorage, Mirror: &server.StreamSource{Name: "O"}}, nil},
-		{auditor.KindConsumer, server.ConsumerConfig{Durable: "plain", AckPolicy: server.AckExplicit}, nil},
-		{auditor.KindConsumer, server.ConsumerConfig{AckPolicy: server.AckFlowControl, DeliverSubject: "d"}, []string{"ack_flow_control"}},
-		{auditor.KindConsumer, server.ConsumerConfig{PauseUntil: &pause}, []string{"pause"}},
-		{auditor.KindConsumer, server.ConsumerConfig{PauseUntil: &time.Time{}}, nil},
-		{auditor.KindConsumer, server.ConsumerConfig{PriorityPolicy: server.PriorityOverflow, PriorityGroups: []string{"g"}}, []string{"priority_groups"}},
-		{auditor.KindConsumer, server.ConsumerConfig{PriorityPolicy: server.PriorityPinnedClient, PriorityGroups: []string{"g"}, PinnedTTL: time.Minute}, []string{"priority_groups"}},
-		{auditor.KindConsumer, server.ConsumerConfig{PriorityPolicy: server.PriorityPrioritized, PriorityGroups: []string{"g"}}, []string{"priority_groups", "priority_prioritized"}},
+		{releases.KindStream, server.StreamConfig{Storage: server.FileStorage, Mirror: &server.StreamSource{Name: "O"}}, nil},
+		{releases.KindConsumer, server.ConsumerConfig{Durable: "plain", AckPolicy: server.AckExplicit}, nil},
+		{releases.KindConsumer, server.ConsumerConfig{AckPolicy: server.AckFlowControl, DeliverSubject: "d"}, []string{"ack_flow_control"}},
+		{releases.KindConsumer, server.ConsumerConfig{PauseUntil: &pause}, []string{"pause"}},
+		{releases.KindConsumer, server.ConsumerConfig{PauseUntil: &time.Time{}}, nil},
+		{releases.KindConsumer, server.ConsumerConfig{PriorityPolicy: server.PriorityOverflow, PriorityGroups: []string{"g"}}, []string{"priority_groups"}},
+		{releases.KindConsumer, server.ConsumerConfig{PriorityPolicy: server.PriorityPinnedClient, PriorityGroups: []string{"g"}, PinnedTTL: time.Minute}, []string{"priority_groups"}},
+		{releases.KindConsumer, server.ConsumerConfig{PriorityPolicy: server.PriorityPrioritized, PriorityGroups: []string{"g"}}, []string{"priority_groups", "priority_prioritized"}},
 		// A stream predicate never fires on a consumer, nor the reverse.
-		{auditor.KindConsumer, server.StreamConfig{Storage: server.FileStorage, AllowMsgTTL: true}, nil},
+		{releases.KindConsumer, server.StreamConfig{Storage: server.FileStorage, AllowMsgTTL: true}, nil},
 	}
 	for i, tc := range tests {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
@@ -173,11 +174,11 @@ func TestDetectFeaturesReadsServerConfigs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var c auditor.AssetConfig
+			var c releases.AssetConfig
 			if err := json.Unmarshal(b, &c); err != nil {
 				t.Fatal(err)
 			}
-			got := auditor.DetectFeatures(tc.kind, &c).Names()
+			got := releases.DetectFeatures(tc.kind, &c).Names()
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("%s: detected %v, want %v", b, got, tc.want)
 			}

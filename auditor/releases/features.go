@@ -1,4 +1,4 @@
-package auditor
+package releases
 
 import (
 	"regexp"
@@ -274,13 +274,13 @@ var (
 	v2153  = version.Must("2.15.3")
 )
 
-// undecodableValue is what each release does with an asset whose config
+// UndecodableValue is what each release does with an asset whose config
 // holds a value its decoder rejects: an enum value a later release brings.
-// Its ranges cover every version; valueFeature cuts them at a feature's
+// Its ranges cover every version; ValueFeature cuts them at a feature's
 // release. The Create of every range is CreateRefused: the API's request
 // decoders reject such a value at every release (createStrict,
 // createLenient, and the enum's UnmarshalJSON error in both).
-var undecodableValue = []Handling{
+var UndecodableValue = []Handling{
 	{Below: v211, Asset: NotLoaded, Create: CreateRefused,
 		Evidence: "2.10.27 logs the decode error and runs on (jetstream_cluster.go:1948-1951)"},
 	{From: v211, Below: v2125, Asset: NotLoaded, Create: CreateRefused,
@@ -297,31 +297,31 @@ var undecodableValue = []Handling{
 		Evidence: "decodeConfig holds it offline as \"unsupported - config error\" (2.15.3 jetstream_versioning.go:60-106, jetstream_cluster.go:12813, :562-566)"},
 }
 
-// undecodableValueBy returns what a server of the given version does with
+// UndecodableValueBy returns what a server of the given version does with
 // an asset whose config holds a value its decoder rejects; a version that
 // is not one gets the worst of every range.
-func undecodableValueBy(v version.Version) Handling {
+func UndecodableValueBy(v version.Version) Handling {
 	if v.IsZero() {
-		return Feature{Since: v2153, Older: undecodableValue}.HandlingBy(v)
+		return Feature{Since: v2153, Older: UndecodableValue}.HandlingBy(v)
 	}
 	// The ranges run oldest first, each from where the one before ends;
 	// the last is open.
-	last := len(undecodableValue) - 1
-	for _, h := range undecodableValue[:last] {
+	last := len(UndecodableValue) - 1
+	for _, h := range UndecodableValue[:last] {
 		if v.Before(h.Below) {
 			return h
 		}
 	}
-	return undecodableValue[last]
+	return UndecodableValue[last]
 }
 
-// valueFeature is the handling of a feature that adds an enum value, which
-// every older release's decoder rejects: undecodableValue below since.
+// ValueFeature is the handling of a feature that adds an enum value, which
+// every older release's decoder rejects: UndecodableValue below since.
 // evidence, where given, replaces a range's evidence with what was seen
 // for the feature itself, in the order of the ranges kept.
-func valueFeature(since version.Version, evidence ...string) []Handling {
+func ValueFeature(since version.Version, evidence ...string) []Handling {
 	var out []Handling
-	for _, h := range undecodableValue {
+	for _, h := range UndecodableValue {
 		if h.From.AtLeast(since) {
 			break
 		}
@@ -472,7 +472,7 @@ var Features = []Feature{
 		Name: "ack_flow_control", Title: "flow-control acks (ack_policy: flow_control)", Kind: KindConsumer, Level: 4, Since: v214,
 		Uses:   func(c *AssetConfig) bool { return c.AckPolicy == "flow_control" },
 		Source: "2.14.0 store.go:603, :636; jetstream_versioning.go:166-169",
-		Older: valueFeature(v214,
+		Older: ValueFeature(v214,
 			"TestFactUndecodableAssets (2.10.27 logs the decode error, runs on); 2.10.27 store.go:618-630, jetstream_cluster.go:1948-1951",
 			"TestFactUndecodableAssets (2.11.12 logs the decode error, runs on); 2.11.12 store.go:633-643, jetstream_cluster.go:2163-2167, :1512-1524; 2.12.4 has no re-decoding snapshot",
 			"TestFactUndecodableAssets (2.12.15 panics at its meta snapshot, peer or not; restarted, fails to decode it again); 2.12.15 store.go:631-641, jetstream_cluster.go:2337-2342"),
@@ -615,10 +615,10 @@ func (f Feature) HandlingBy(v version.Version) Handling {
 	if v.IsZero() {
 		worst := Handling{Asset: Supported, Create: Supported, Evidence: "version unreadable: the worst of every older range"}
 		for _, h := range f.Older {
-			if outcomeRank(h.Asset) > outcomeRank(worst.Asset) {
+			if h.Asset.Rank() > worst.Asset.Rank() {
 				worst.Asset = h.Asset
 			}
-			if outcomeRank(h.Create) > outcomeRank(worst.Create) {
+			if h.Create.Rank() > worst.Create.Rank() {
 				worst.Create = h.Create
 			}
 		}
@@ -636,7 +636,9 @@ func (f Feature) HandlingBy(v version.Version) Handling {
 	return Handling{Asset: Supported, Create: Supported}
 }
 
-func outcomeRank(o Outcome) int {
+// Rank orders outcomes by how much they take from a cluster: the worst of
+// several is the one ranked highest, a supported asset lowest.
+func (o Outcome) Rank() int {
 	switch o {
 	case IgnoredOnline:
 		return 1
@@ -654,8 +656,8 @@ func outcomeRank(o Outcome) int {
 	return 0
 }
 
-// durableSources lists the origin consumers a stream config reads through.
-func durableSources(c *AssetConfig) []DurableSource {
+// DurableSources lists the origin consumers a stream config reads through.
+func DurableSources(c *AssetConfig) []DurableSource {
 	var out []DurableSource
 	add := func(s *StreamSource, mirror bool) {
 		if s == nil || s.Consumer == nil || s.Consumer.Name == "" {

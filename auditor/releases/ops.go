@@ -1,4 +1,4 @@
-package auditor
+package releases
 
 import (
 	"fmt"
@@ -191,11 +191,11 @@ func unknownMetaOp(v version.Version) OpHandling {
 			"monitorCluster sets a meta write error (2.15.3 :2537, :2554-2560): \"meta group critical write error\", step down, observer (:2047-2066)"}
 }
 
-// olderFollowers is the handling of an op by the followers that predate
+// OlderFollowers is the handling of an op by the followers that predate
 // it: they have no case for it, and the default branch of their apply
 // switch decides (UnknownOpOutcome). seen, when set, is the real-server
 // test that showed it.
-func olderFollowers(since version.Version, seen string) []OpHandling {
+func OlderFollowers(since version.Version, seen string) []OpHandling {
 	crash, halt := UnknownOpOutcome(version.Version{}), UnknownOpOutcome(v215)
 	out := []OpHandling{crash}
 	if since.Compare(v215) > 0 {
@@ -235,7 +235,7 @@ var ReplicatedOps = []ReplicatedOp{
 		Source: "2.14.0 jetstream_cluster.go:4053 (case deleteRangeOp in applyStreamEntries); 2.15.3 :5920",
 		// Before 2.14 the op exists for catchups only (2.12.15
 		// processCatchupMsg :10636-10641), so the apply switch has no case.
-		Older: olderFollowers(v214, "TestOpDeleteRangeFromAMirrorLeader (a 2.12.15 follower of a 2.15.3 mirror leader, "+
+		Older: OlderFollowers(v214, "TestOpDeleteRangeFromAMirrorLeader (a 2.12.15 follower of a 2.15.3 mirror leader, "+
 			"or of a 2.14.0 one with the flag set, panics; with the flag off it applies the gap)"),
 		Proposed: []Proposal{{
 			Since: v214, Flag: FlagRaftDeleteRange, How: ProposedByItself,
@@ -252,21 +252,21 @@ var ReplicatedOps = []ReplicatedOp{
 		Source: "2.12.15 jetstream_cluster.go:3923 (before the switch in applyStreamEntries); 2.15.3 :5744",
 		// Only a follower that runs the stream receives it: 2.11.9 on
 		// hold an allow_atomic stream offline (Features, atomic_batch).
-		Older:    olderFollowers(v212, "TestOpAtomicBatchOnALenientFollower (a 2.10.27 follower of an allow_atomic stream panics)"),
+		Older:    OlderFollowers(v212, "TestOpAtomicBatchOnALenientFollower (a 2.10.27 follower of an allow_atomic stream panics)"),
 		Proposed: batchProposal,
 	},
 	{
 		Name: "atomic_batch_commit", Title: "atomic batch commit (batchCommitMsgOp)", Op: OpBatchCommitMsg, GoName: "batchCommitMsgOp",
 		Kind: KindStream, Since: v212, Admits: batchAllowed,
 		Source:   "2.12.15 jetstream_cluster.go:3983 (before the switch in applyStreamEntries); 2.15.3 :5793",
-		Older:    olderFollowers(v212, ""),
+		Older:    OlderFollowers(v212, ""),
 		Proposed: batchProposal,
 	},
 	{
 		Name: "consumer_reset", Title: "consumer RESET (resetSeqOp)", Op: OpResetSeq, GoName: "resetSeqOp",
 		Kind: KindConsumer, Since: v214,
 		Source: "2.14.0 jetstream_cluster.go:6780 (case resetSeqOp in applyConsumerEntries); 2.15.3 :9313 (applyConsumerMsgOpLocked)",
-		Older:  olderFollowers(v214, "TestConsumerResetAgainstMixedCluster (a 2.12.15 follower panics)"),
+		Older:  OlderFollowers(v214, "TestConsumerResetAgainstMixedCluster (a 2.12.15 follower panics)"),
 		Proposed: []Proposal{
 			{
 				Since: v214, How: ProposedOnRequest,
@@ -295,14 +295,14 @@ var ReplicatedOps = []ReplicatedOp{
 			},
 		},
 	},
-	snapshotSources,
+	SnapshotSources,
 }
 
-// snapshotSources is the row of the stream snapshot that carries the
+// SnapshotSources is the row of the stream snapshot that carries the
 // stream's sourcing state. Only a stream with sources tracks that state
 // (its store seeds it from the config's sources, never a mirror's), and a
 // leader encodes it only once a source has delivered a message.
-var snapshotSources = ReplicatedOp{
+var SnapshotSources = ReplicatedOp{
 	Name: "snapshot_sources", Title: "stream snapshot with sourcing state",
 	Snapshot: StateWithSources, GoName: "streamStateVersionSources",
 	Kind: KindStream, Since: v215,
@@ -347,7 +347,7 @@ func (o ReplicatedOp) HandlingBy(v version.Version) OpHandling {
 	if v.IsZero() {
 		worst := OpHandling{Apply: Supported}
 		for _, h := range o.Older {
-			if outcomeRank(h.Apply) > outcomeRank(worst.Apply) {
+			if h.Apply.Rank() > worst.Apply.Rank() {
 				worst = h
 			}
 		}
@@ -434,9 +434,9 @@ func (op EntryOp) String() string {
 	return fmt.Sprintf("entry op %d", op)
 }
 
-// verb is what a leader does with the row's entry: it proposes an op, and
+// Verb is what a leader does with the row's entry: it proposes an op, and
 // sends a snapshot to the follower it catches up.
-func (o ReplicatedOp) verb() string {
+func (o ReplicatedOp) Verb() string {
 	if o.Snapshot != 0 {
 		return "sends"
 	}
