@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -34,11 +35,11 @@ func twinsJSZ(t *testing.T) *jszData {
 	return &js
 }
 
-func twinsSnapshot(t *testing.T) *Snapshot {
+func twinsSnapshot(t *testing.T) *snapshot.Snapshot {
 	m := newMerger()
 	m.add("n1", "", twinsJSZ(t))
-	return &Snapshot{
-		Servers: []Server{{Name: "n1", Cluster: "c1", Version: "2.14.0", Parsed: version.Must("2.14.0"), JetStream: true, APILevel: 4},
+	return &snapshot.Snapshot{
+		Servers: []snapshot.Server{{Name: "n1", Cluster: "c1", Version: "2.14.0", Parsed: version.Must("2.14.0"), JetStream: true, APILevel: 4},
 			{Name: "n3", Cluster: "c1", Version: "2.12.15", Parsed: version.Must("2.12.15"), JetStream: true, APILevel: 3}},
 		Streams: m.streams(), Consumers: m.consumers(),
 	}

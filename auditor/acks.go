@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -18,7 +19,7 @@ var ackFormatV2Since = version.Must("2.14.0")
 // (TestAckV2LostToAnOldLeader). Duplicates, not loss: WARNING. A peer
 // that did not answer is judged by neither side; an unparseable version is
 // VERSION_UNPARSEABLE's.
-func (e *evaluation) ackTakeovers(a *Asset) {
+func (e *evaluation) ackTakeovers(a *snapshot.Asset) {
 	if len(e.ackV2) == 0 || a.Kind != releases.KindConsumer || len(a.Peers) < 2 || a.AckNone {
 		return
 	}
@@ -38,7 +39,7 @@ func (e *evaluation) ackTakeovers(a *Asset) {
 		}
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerAcksLostOnTakeover, s.Name, s.Cluster, s.Version, a.Leader
-		f.Message = "consumer " + a.name() + ": " + joinSorted(givers) + " " + handVerb(len(givers)) +
+		f.Message = "consumer " + a.Label() + ": " + joinSorted(givers) + " " + handVerb(len(givers)) +
 			" out acks in the v2 format (" + releases.FlagAckFormatV2 + " on) while leading it, and " + s.Name + " (" + s.Version +
 			"), before 2.14.0, subscribes only the v1 format as its leader: when the leadership moves to it, the acks of the messages delivered before reach nobody and those messages are delivered again after ack_wait"
 		e.add(f)

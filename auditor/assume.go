@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -79,7 +79,7 @@ type GroupRef struct {
 }
 
 // groupOf is the RAFT group of an asset.
-func groupOf(a Asset) GroupRef {
+func groupOf(a snapshot.Asset) GroupRef {
 	return GroupRef{Kind: string(a.Kind), Domain: a.Domain, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
 }
 
@@ -126,11 +126,11 @@ type WhatIf struct {
 // which groups that decides). A server whose new level is unknown turns
 // every level finding about it into API_LEVEL_UNKNOWN. It fails when an
 // assumption names no server that answered the audit.
-func Assume(snap *Snapshot, p Policy, as []Assumption) (*WhatIf, error) {
+func Assume(snap *snapshot.Snapshot, p Policy, as []Assumption) (*WhatIf, error) {
 	return assumeFrom(Evaluate(snap, p), snap, p, as)
 }
 
-func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*WhatIf, error) {
+func assumeFrom(before *Report, snap *snapshot.Snapshot, p Policy, as []Assumption) (*WhatIf, error) {
 	want, err := resolve(snap, as)
 	if err != nil {
 		return nil, err
@@ -155,8 +155,8 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 		level, source := LevelFor(snap, v)
 		// It keeps what its config sets: the flags it reports other than
 		// its release's default, the new release's defaults for the rest.
-		flags := FlagsAt(*s, v)
-		if configured := ConfiguredFlags(*s); len(configured) > 0 && !v.AtLeast(releases.FeatureFlagsSince) {
+		flags := snapshot.FlagsAt(*s, v)
+		if configured := snapshot.ConfiguredFlags(*s); len(configured) > 0 && !v.AtLeast(releases.FeatureFlagsSince) {
 			refused[s.Name] = configured
 		}
 		w.Assumed = append(w.Assumed, AssumedServer{Name: s.Name, Cluster: s.Cluster, Domain: s.Domain,
@@ -170,12 +170,12 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 			unknownLevel[s.Name] = true
 			// Evaluate sees no level finding about it; unknownLevelFindings
 			// says what cannot be told.
-			s.APILevel = LevelUnreadable
+			s.APILevel = snapshot.LevelUnreadable
 		}
 	}
 	slices.SortFunc(w.Assumed, func(a, b AssumedServer) int { return cmp.Compare(a.Name, b.Name) })
 
-	byName := make(map[string]Server, len(after.Servers))
+	byName := make(map[string]snapshot.Server, len(after.Servers))
 	for _, s := range after.Servers {
 		byName[s.Name] = s
 	}
@@ -186,10 +186,10 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 	after.Streams = slices.Clone(snap.Streams)
 	after.Consumers = slices.Clone(snap.Consumers)
 	after.Meta = slices.Clone(snap.Meta)
-	for _, assets := range [][]Asset{after.Streams, after.Consumers} {
+	for _, assets := range [][]snapshot.Asset{after.Streams, after.Consumers} {
 		for i := range assets {
 			a := &assets[i]
-			a.Observed = a.Observed.without(changed)
+			a.Observed = a.Observed.Without(changed)
 			// A group without a leader keeps none: the what-if does not
 			// invent an election.
 			if a.Leader == "" || !touches(a.Peers) {
@@ -211,7 +211,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 		}
 		if leader, choice := lc.meta(*m, peers); leader != "" {
 			if leader != m.Leader {
-				m.moveLeader(leader)
+				m.MoveLeader(leader)
 			}
 			if choice != nil {
 				w.Depend = append(w.Depend, *choice)
@@ -237,7 +237,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 	r.Snapshot = &shown
 	r.Findings = append(r.Findings, unknownLevelFindings(&shown, p, unknownLevel)...)
 	r.Findings = append(r.Findings, refusedFlagFindings(after.Servers, refused)...)
-	was := make(map[string]Server, len(snap.Servers))
+	was := make(map[string]snapshot.Server, len(snap.Servers))
 	for _, s := range snap.Servers {
 		was[s.Name] = s
 	}
@@ -251,7 +251,7 @@ func assumeFrom(before *Report, snap *Snapshot, p Policy, as []Assumption) (*Wha
 }
 
 // resolve maps every server an assumption names to its version.
-func resolve(snap *Snapshot, as []Assumption) (map[string]version.Version, error) {
+func resolve(snap *snapshot.Snapshot, as []Assumption) (map[string]version.Version, error) {
 	want := map[string]version.Version{}
 	for _, a := range as {
 		matched := 0
@@ -280,9 +280,9 @@ func resolve(snap *Snapshot, as []Assumption) (map[string]version.Version, error
 // would make a restart of a member look as if it left a quorum. Without
 // the leader's list, every server that reports the group or that a member
 // names, or else every JetStream server of the domain.
-func metaPeers(snap *Snapshot, m MetaGroup) ([]string, int) {
+func metaPeers(snap *snapshot.Snapshot, m snapshot.MetaGroup) ([]string, int) {
 	if set := m.Listed[m.Leader]; set != nil {
-		return set.members(snap)
+		return set.Members(snap)
 	}
 	if len(m.Peers) > 0 {
 		return m.Peers, max(m.Size, len(m.Peers))
@@ -313,17 +313,17 @@ type candidate struct {
 // consumers on a few servers has a few shapes.
 type leaderChooser struct {
 	p       Policy
-	servers map[string]Server
+	servers map[string]snapshot.Server
 	memo    map[string][]candidate
 }
 
-func (lc *leaderChooser) asset(a Asset) (string, *LeaderChoice) {
+func (lc *leaderChooser) asset(a snapshot.Asset) (string, *LeaderChoice) {
 	peers := slices.DeleteFunc(slices.Clone(a.Peers), func(n string) bool { _, ok := lc.servers[n]; return !ok })
 	// A peer that holds the asset offline (its level is below the asset's,
 	// from 2.11 on) cannot lead it; a 2.10 peer runs it online and can.
 	eligible := slices.DeleteFunc(slices.Clone(peers), func(n string) bool {
 		s := lc.servers[n]
-		required, _ := a.requiredLevel(s.Parsed)
+		required, _ := a.LevelNeeded(s.Parsed)
 		return s.APILevel > 0 && s.APILevel < required
 	})
 	if len(eligible) == 0 {
@@ -339,11 +339,11 @@ func (lc *leaderChooser) asset(a Asset) (string, *LeaderChoice) {
 				b.Consumer = "C"
 			}
 			b.Leader, b.Peers = leader, peers
-			mini := &Snapshot{Servers: lc.peerServers(peers)}
+			mini := &snapshot.Snapshot{Servers: lc.peerServers(peers)}
 			if a.Kind == releases.KindConsumer {
-				mini.Consumers = []Asset{b}
+				mini.Consumers = []snapshot.Asset{b}
 			} else {
-				mini.Streams = []Asset{b}
+				mini.Streams = []snapshot.Asset{b}
 			}
 			c := lc.outcome(Evaluate(mini, lc.p).Findings, peers, leader)
 			if a.Kind == releases.KindConsumer {
@@ -354,10 +354,10 @@ func (lc *leaderChooser) asset(a Asset) (string, *LeaderChoice) {
 		lc.memo[key] = cands
 	}
 	g := LeaderChoice{GroupRef: groupOf(a)}
-	return lc.choose(&g, a.Leader, eligible, cands, a.name())
+	return lc.choose(&g, a.Leader, eligible, cands, a.Label())
 }
 
-func (lc *leaderChooser) meta(m MetaGroup, all []string) (string, *LeaderChoice) {
+func (lc *leaderChooser) meta(m snapshot.MetaGroup, all []string) (string, *LeaderChoice) {
 	peers := slices.DeleteFunc(slices.Clone(all), func(n string) bool { _, ok := lc.servers[n]; return !ok })
 	if len(peers) == 0 {
 		return "", nil
@@ -365,7 +365,7 @@ func (lc *leaderChooser) meta(m MetaGroup, all []string) (string, *LeaderChoice)
 	slices.Sort(peers)
 	var cands []candidate
 	for i := range peers {
-		mini := &Snapshot{Servers: lc.peerServers(peers), Meta: []MetaGroup{{Leader: peers[i], Peers: peers, Size: len(peers)}}}
+		mini := &snapshot.Snapshot{Servers: lc.peerServers(peers), Meta: []snapshot.MetaGroup{{Leader: peers[i], Peers: peers, Size: len(peers)}}}
 		cands = append(cands, lc.outcome(Evaluate(mini, lc.p).Findings, peers, peers[i]))
 	}
 	g := LeaderChoice{GroupRef: GroupRef{Kind: "meta", Domain: m.Domain}}
@@ -386,8 +386,8 @@ func (lc *leaderChooser) shape(peers []string) string {
 	return b.String()
 }
 
-func (lc *leaderChooser) peerServers(peers []string) []Server {
-	out := make([]Server, len(peers))
+func (lc *leaderChooser) peerServers(peers []string) []snapshot.Server {
+	out := make([]snapshot.Server, len(peers))
 	for i, n := range peers {
 		out[i] = lc.servers[n]
 	}
@@ -493,21 +493,21 @@ func (lc *leaderChooser) choose(g *LeaderChoice, current string, peers []string,
 
 // unknownLevelFindings say, for every asset with a required level that a
 // server of unknown level hosts, that whether it runs cannot be told.
-func unknownLevelFindings(snap *Snapshot, p Policy, unknown map[string]bool) []Finding {
+func unknownLevelFindings(snap *snapshot.Snapshot, p Policy, unknown map[string]bool) []Finding {
 	if len(unknown) == 0 {
 		return nil
 	}
-	byName := map[string]Server{}
+	byName := map[string]snapshot.Server{}
 	for _, s := range snap.Servers {
 		byName[s.Name] = s
 	}
 	e := evaluation{p: p}
 	var out []Finding
-	for _, assets := range [][]Asset{snap.Streams, snap.Consumers} {
+	for _, assets := range [][]snapshot.Asset{snap.Streams, snap.Consumers} {
 		for _, a := range assets {
 			// Whose level is unknown, so is whether its release runs
 			// a feature: every feature counts.
-			required, _ := a.requiredLevel(version.Version{})
+			required, _ := a.LevelNeeded(version.Version{})
 			if required <= 0 || !e.selected(a) {
 				continue
 			}
@@ -521,7 +521,7 @@ func unknownLevelFindings(snap *Snapshot, p Policy, unknown map[string]bool) []F
 					Server: n, Cluster: s.Cluster, Version: s.Version, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer,
 					RequiredLevel: required,
 					Message: fmt.Sprintf("%s %s needs JetStream API level %d; peer %s would run %s, whose API level is not known (%s): whether it would run the %s cannot be told",
-						a.Kind, a.name(), required, n, s.Version, why, a.Kind)})
+						a.Kind, a.Label(), required, n, s.Version, why, a.Kind)})
 			}
 		}
 	}
@@ -643,7 +643,7 @@ func Unexplained(predicted *Report, depend []LeaderChoice, actual *Report) (miss
 // start, before 2.14.0 (2.12.15 opts.go:1803-1811;
 // TestFactFeatureFlagsRefusedBeforeSince), as the 2.14 release notes warn
 // (remove feature_flags before downgrading below 2.14).
-func refusedFlagFindings(servers []Server, refused map[string]map[string]bool) []Finding {
+func refusedFlagFindings(servers []snapshot.Server, refused map[string]map[string]bool) []Finding {
 	var out []Finding
 	for _, s := range servers {
 		flags, ok := refused[s.Name]
@@ -665,7 +665,7 @@ func refusedFlagFindings(servers []Server, refused map[string]map[string]bool) [
 // already runs takes the level those servers report: what servers say wins
 // over the table. When servers of that version report different levels (they
 // cannot, unless a build was changed), the table decides.
-func LevelFor(snap *Snapshot, v version.Version) (int, string) {
+func LevelFor(snap *snapshot.Snapshot, v version.Version) (int, string) {
 	if v.IsZero() {
 		return releases.LevelOf(v)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -20,7 +22,7 @@ import (
 // real servers and hold the audit afterwards to the prediction.
 
 // auditOf collects and evaluates one audit through the named server.
-func auditOf(t *testing.T, sys *natstest.System, name string) (*auditor.Snapshot, *auditor.Report) {
+func auditOf(t *testing.T, sys *natstest.System, name string) (*snapshot.Snapshot, *auditor.Report) {
 	t.Helper()
 	nc := sys.Connect(name, natstest.SysUser, natstest.SysPassword)
 	defer nc.Close()
@@ -91,7 +93,7 @@ func logWhatIf(t *testing.T, w *auditor.WhatIf) {
 	}
 }
 
-func mustAssume(t *testing.T, snap *auditor.Snapshot, as ...string) *auditor.WhatIf {
+func mustAssume(t *testing.T, snap *snapshot.Snapshot, as ...string) *auditor.WhatIf {
 	t.Helper()
 	var parsed []auditor.Assumption
 	for _, s := range as {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -32,7 +32,7 @@ func TestParseAssumption(t *testing.T) {
 }
 
 // levelAsset sets an asset's required level.
-func levelAsset(a Asset, level int) Asset { a.RequiredLevel = level; return a }
+func levelAsset(a snapshot.Asset, level int) snapshot.Asset { a.RequiredLevel = level; return a }
 
 func briefs(fs []Finding) []string {
 	out := []string{}
@@ -42,7 +42,7 @@ func briefs(fs []Finding) []string {
 	return out
 }
 
-func assume(t *testing.T, snap *Snapshot, p Policy, as ...string) *WhatIf {
+func assume(t *testing.T, snap *snapshot.Snapshot, p Policy, as ...string) *WhatIf {
 	t.Helper()
 	var parsed []Assumption
 	for _, s := range as {
@@ -67,7 +67,7 @@ func TestAssume(t *testing.T) {
 	mixed[2] = srv("n3", "c1", "2.12.15", 3)
 	tests := []struct {
 		name    string
-		snap    Snapshot
+		snap    snapshot.Snapshot
 		assume  []string
 		status  Severity
 		appear  []string
@@ -78,9 +78,9 @@ func TestAssume(t *testing.T) {
 	}{
 		{
 			name: "a 2.14 server goes back to 2.12.15 under level-4 assets",
-			snap: Snapshot{Servers: cluster(), ExpectedCount: 3,
-				Streams: []Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4), stream("PLAIN", "n2", "n1", "n2", "n3")},
-				Consumers: []Asset{
+			snap: snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+				Streams: []snapshot.Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4), stream("PLAIN", "n2", "n1", "n2", "n3")},
+				Consumers: []snapshot.Asset{
 					consumer("PLAIN", "C", "n1", "n1", "n2", "n3"),
 					levelAsset(consumer("PLAIN", "R1", "n2", "n2"), 4),
 				}},
@@ -105,10 +105,10 @@ func TestAssume(t *testing.T) {
 		},
 		{
 			name: "the 2.12 server of a mixed cluster is upgraded",
-			snap: Snapshot{Servers: mixed, ExpectedCount: 3,
-				Streams:   []Asset{stream("S", "n3", "n1", "n2", "n3")},
-				Consumers: []Asset{consumer("S", "C", "n1", "n1", "n2", "n3"), consumer("S", "D", "n3", "n1", "n2", "n3")},
-				Meta:      []MetaGroup{{Cluster: "c1", Leader: "n3", Peers: []string{"n1", "n2", "n3"}, Size: 3}}},
+			snap: snapshot.Snapshot{Servers: mixed, ExpectedCount: 3,
+				Streams:   []snapshot.Asset{stream("S", "n3", "n1", "n2", "n3")},
+				Consumers: []snapshot.Asset{consumer("S", "C", "n1", "n1", "n2", "n3"), consumer("S", "D", "n3", "n1", "n2", "n3")},
+				Meta:      []snapshot.MetaGroup{{Cluster: "c1", Leader: "n3", Peers: []string{"n1", "n2", "n3"}, Size: 3}}},
 			assume: []string{"n3=2.14.0"},
 			status: OK,
 			appear: []string{},
@@ -125,8 +125,8 @@ func TestAssume(t *testing.T) {
 		},
 		{
 			name: "a version the table does not know: its level findings are unknown",
-			snap: Snapshot{Servers: cluster(), ExpectedCount: 3,
-				Streams: []Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4), stream("PLAIN", "n1", "n1", "n2", "n3")}},
+			snap: snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+				Streams: []snapshot.Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4), stream("PLAIN", "n1", "n1", "n2", "n3")}},
 			assume: []string{"n2=2.16.0"},
 			status: Unknown,
 			// 2.16 is past 2.15, which wants 2.14.7 first, of n2 and of
@@ -140,9 +140,9 @@ func TestAssume(t *testing.T) {
 		},
 		{
 			name: "a version another server runs takes the level it reports",
-			snap: Snapshot{Servers: []Server{srv("n1", "c1", "2.16.0", 6), srv("n2", "c1", "2.16.0", 6), srv("n3", "c1", "2.14.10", 4)},
+			snap: snapshot.Snapshot{Servers: []snapshot.Server{srv("n1", "c1", "2.16.0", 6), srv("n2", "c1", "2.16.0", 6), srv("n3", "c1", "2.14.10", 4)},
 				ExpectedCount: 3,
-				Streams:       []Asset{levelAsset(stream("NEW", "n1", "n1", "n2", "n3"), 6)}},
+				Streams:       []snapshot.Asset{levelAsset(stream("NEW", "n1", "n1", "n2", "n3"), 6)}},
 			assume: []string{"n3=2.16.0"},
 			status: OK,
 			appear: []string{},
@@ -152,8 +152,8 @@ func TestAssume(t *testing.T) {
 		},
 		{
 			name: "back to 2.10: a TTL stream runs online and diverges",
-			snap: Snapshot{Servers: cluster(), ExpectedCount: 3,
-				Streams: []Asset{levelAsset(stream("TTL", "n1", "n1", "n2", "n3"), 1)}},
+			snap: snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+				Streams: []snapshot.Asset{levelAsset(stream("TTL", "n1", "n1", "n2", "n3"), 1)}},
 			assume: []string{"n3=2.10.27"},
 			status: Critical,
 			// Below 2.11.9, the floor of a downgrade from 2.12 or later.
@@ -166,8 +166,8 @@ func TestAssume(t *testing.T) {
 		},
 		{
 			name: "the whole cluster, then one server back: the later assumption wins",
-			snap: Snapshot{Servers: mixed, ExpectedCount: 3,
-				Meta: []MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}}},
+			snap: snapshot.Snapshot{Servers: mixed, ExpectedCount: 3,
+				Meta: []snapshot.MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}}},
 			assume: []string{"cluster/c1=2.12.15", "n1=2.14.0"},
 			status: Critical,
 			appear: []string{"SERVER_BELOW_FLOOR(n2,,//)", "META_LEADER_BELOW_FLOOR(n2,,//)", "UPGRADE_PATH_UNSUPPORTED(n2,,//)"},
@@ -177,7 +177,7 @@ func TestAssume(t *testing.T) {
 		},
 		{
 			name:   "every server",
-			snap:   Snapshot{Servers: mixed, ExpectedCount: 3},
+			snap:   snapshot.Snapshot{Servers: mixed, ExpectedCount: 3},
 			assume: []string{"*=2.15.3"},
 			// 2.15 wants 2.14.7 first, and none runs it.
 			status: Warning,
@@ -230,8 +230,8 @@ func TestAssume(t *testing.T) {
 }
 
 func TestAssumeLeaderDependence(t *testing.T) {
-	snap := Snapshot{Servers: cluster(), ExpectedCount: 3,
-		Consumers: []Asset{consumer("S", "C", "n2", "n1", "n2", "n3")}}
+	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+		Consumers: []snapshot.Asset{consumer("S", "C", "n2", "n1", "n2", "n3")}}
 	w := assume(t, &snap, Policy{}, "n2=2.12.15")
 	if len(w.Depend) != 1 {
 		t.Fatalf("depends %+v", w.Depend)
@@ -260,7 +260,7 @@ func TestAssumeLeaderDependence(t *testing.T) {
 }
 
 func TestAssumeFailsClosed(t *testing.T) {
-	snap := Snapshot{Servers: cluster(), ExpectedNames: map[string][]string{"n9": {"n1"}}}
+	snap := snapshot.Snapshot{Servers: cluster(), ExpectedNames: map[string][]string{"n9": {"n1"}}}
 	for _, a := range []Assumption{{"n9", version.Must("2.14.0")}, {"cluster/west", version.Must("2.14.0")}, {"typo", version.Must("2.14.0")}} {
 		if _, err := Assume(&snap, Policy{Floor: version.DefaultFloor}, []Assumption{a}); err == nil || !strings.Contains(err.Error(), "answered the audit") {
 			t.Errorf("%s: err %v", a, err)
@@ -269,7 +269,7 @@ func TestAssumeFailsClosed(t *testing.T) {
 }
 
 func TestAssumeKeepsLeaderlessGroups(t *testing.T) {
-	snap := Snapshot{Servers: cluster(), ExpectedCount: 3, Consumers: []Asset{consumer("S", "C", "", "n1", "n2", "n3")}}
+	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3, Consumers: []snapshot.Asset{consumer("S", "C", "", "n1", "n2", "n3")}}
 	w := assume(t, &snap, Policy{}, "n2=2.12.15")
 	if got := briefs(w.Appear); !slices.Contains(got, "CONSUMER_REPLICA_BELOW_FLOOR(n2,,APP/S/C)") || len(w.Depend) != 0 {
 		t.Errorf("appear %q, depend %+v", got, w.Depend)
@@ -277,9 +277,9 @@ func TestAssumeKeepsLeaderlessGroups(t *testing.T) {
 }
 
 func TestUnexplained(t *testing.T) {
-	snap := Snapshot{Servers: cluster(), ExpectedCount: 3,
-		Streams:   []Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4)},
-		Consumers: []Asset{consumer("FAST", "C", "n1", "n1", "n2", "n3")}}
+	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+		Streams:   []snapshot.Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4)},
+		Consumers: []snapshot.Asset{consumer("FAST", "C", "n1", "n1", "n2", "n3")}}
 	w := assume(t, &snap, Policy{}, "n3=2.12.15")
 
 	// What the servers could do after the change: n3 runs 2.12.15 and C
@@ -288,7 +288,7 @@ func TestUnexplained(t *testing.T) {
 	real.Servers = slices.Clone(snap.Servers)
 	real.Servers[2] = srv("n3", "c1", "2.12.15", 3)
 	for _, leader := range []string{"n2", "n3"} {
-		real.Consumers = []Asset{consumer("FAST", "C", leader, "n1", "n2", "n3")}
+		real.Consumers = []snapshot.Asset{consumer("FAST", "C", leader, "n1", "n2", "n3")}
 		missing, unpredicted := Unexplained(w.After, w.Depend, Evaluate(&real, Policy{Floor: version.DefaultFloor}))
 		if len(missing) != 0 || len(unpredicted) != 0 {
 			t.Errorf("C led by %s: missing %q, unpredicted %q", leader, briefs(missing), briefs(unpredicted))
@@ -296,8 +296,8 @@ func TestUnexplained(t *testing.T) {
 	}
 	// A level finding does not depend on leaders: without it the
 	// prediction fails, and so does a finding nobody predicted.
-	real.Streams = []Asset{stream("FAST", "n1", "n1", "n2", "n3")}
-	real.Leafnodes = []LeafLink{{Server: "n1", Peer: "x", Account: "APP"}}
+	real.Streams = []snapshot.Asset{stream("FAST", "n1", "n1", "n2", "n3")}
+	real.Leafnodes = []snapshot.LeafLink{{Server: "n1", Peer: "x", Account: "APP"}}
 	missing, unpredicted := Unexplained(w.After, w.Depend, Evaluate(&real, Policy{Floor: version.DefaultFloor}))
 	if got := briefs(missing); !slices.Equal(got, []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/FAST/)"}) {
 		t.Errorf("missing %q", got)
@@ -316,7 +316,7 @@ func TestAssumeDowngradeUnderAFeatureItCannotDecode(t *testing.T) {
 			c.Features = 1 << i
 		}
 	}
-	snap := Snapshot{Servers: cluster(), ExpectedCount: 3, Consumers: []Asset{c}}
+	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3, Consumers: []snapshot.Asset{c}}
 	w := assume(t, &snap, Policy{}, "n3=2.12.15")
 	if got := briefs(w.Appear); !slices.Contains(got, "ASSET_CRASHES_SERVER(n3,,APP/S/FC)") || w.After.Status != Critical {
 		t.Errorf("appear %q, status %s", got, w.After.Status)
@@ -335,7 +335,7 @@ func TestParseAssumptionWantsARelease(t *testing.T) {
 }
 
 func TestLevelForPrefersWhatServersReport(t *testing.T) {
-	snap := &Snapshot{Servers: []Server{
+	snap := &snapshot.Snapshot{Servers: []snapshot.Server{
 		srv("n1", "c1", "2.16.0", 6), // a release after the table
 		srv("n2", "c1", "2.14.0", 4),
 		{Name: "n3", Version: "2.15.3", Parsed: version.Must("2.15.3"), APILevel: 0}, // JetStream off: reports no level

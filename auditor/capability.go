@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // Capabilities is what the system can use now: the lowest JetStream API
@@ -64,7 +65,7 @@ type AssetLevel struct {
 }
 
 // supports reports whether s supports f: 1 yes, 0 no, -1 not known.
-func supports(s Server, f releases.FeatureLevel) int {
+func supports(s snapshot.Server, f releases.FeatureLevel) int {
 	if s.APILevel == releases.LevelUnknown {
 		return -1
 	}
@@ -84,7 +85,7 @@ func supports(s Server, f releases.FeatureLevel) int {
 // which a report narrowed to one server (Report.ForServer) keeps whole.
 func CapabilitiesOf(r *Report, features []releases.FeatureLevel) *Capabilities {
 	c := &Capabilities{Clusters: []LevelGroup{}, Domains: []LevelGroup{}}
-	clusters, domains := map[string][]Server{}, map[string][]Server{}
+	clusters, domains := map[string][]snapshot.Server{}, map[string][]snapshot.Server{}
 	for _, s := range census(r) {
 		if !s.JetStream {
 			continue
@@ -114,11 +115,11 @@ func CapabilitiesOf(r *Report, features []releases.FeatureLevel) *Capabilities {
 	return c
 }
 
-func census(r *Report) []Server {
+func census(r *Report) []snapshot.Server {
 	if r.Snapshot != nil {
 		return r.Snapshot.Servers
 	}
-	out := make([]Server, len(r.Servers))
+	out := make([]snapshot.Server, len(r.Servers))
 	for i, s := range r.Servers {
 		out[i] = s.Server
 	}
@@ -135,15 +136,15 @@ func AssetLevels(r *Report, features []releases.FeatureLevel) []AssetLevel {
 	if r.Snapshot == nil {
 		return out
 	}
-	byName := map[string]Server{}
+	byName := map[string]snapshot.Server{}
 	for _, s := range census(r) {
 		if s.JetStream {
 			byName[s.Name] = s
 		}
 	}
-	for _, assets := range [][]Asset{r.Snapshot.Streams, r.Snapshot.Consumers} {
+	for _, assets := range [][]snapshot.Asset{r.Snapshot.Streams, r.Snapshot.Consumers} {
 		for _, a := range sortedAssets(assets) {
-			var peers []Server
+			var peers []snapshot.Server
 			complete := len(a.Peers) >= a.Replicas
 			for _, n := range a.Peers {
 				if s, ok := byName[n]; ok {
@@ -174,12 +175,12 @@ func AssetLevels(r *Report, features []releases.FeatureLevel) []AssetLevel {
 
 // sortedAssets orders assets by domain, account, stream and consumer,
 // through pointers: an Asset is a large struct to move.
-func sortedAssets(assets []Asset) []*Asset {
-	out := make([]*Asset, len(assets))
+func sortedAssets(assets []snapshot.Asset) []*snapshot.Asset {
+	out := make([]*snapshot.Asset, len(assets))
 	for i := range assets {
 		out[i] = &assets[i]
 	}
-	slices.SortFunc(out, func(a, b *Asset) int {
+	slices.SortFunc(out, func(a, b *snapshot.Asset) int {
 		return cmp.Or(cmp.Compare(a.Domain, b.Domain), cmp.Compare(a.Account, b.Account),
 			cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Consumer, b.Consumer))
 	})
@@ -188,7 +189,7 @@ func sortedAssets(assets []Asset) []*Asset {
 
 // minAPILevel returns the lowest API level among servers (LevelUnknown
 // when any one's is not known) and the highest, LevelUnknown for none.
-func minAPILevel(servers []Server) (lowest, highest int) {
+func minAPILevel(servers []snapshot.Server) (lowest, highest int) {
 	lowest, highest = releases.LevelUnknown, releases.LevelUnknown
 	for _, s := range servers {
 		if s.APILevel == releases.LevelUnknown {
@@ -207,7 +208,7 @@ func minAPILevel(servers []Server) (lowest, highest int) {
 func setClusterLevels(clusters []ClusterReport, servers []ServerReport) {
 	for i := range clusters {
 		c := &clusters[i]
-		var js []Server
+		var js []snapshot.Server
 		for _, s := range servers {
 			if s.Cluster == c.Name && s.JetStream {
 				js = append(js, s.Server)
@@ -221,7 +222,7 @@ func setClusterLevels(clusters []ClusterReport, servers []ServerReport) {
 	}
 }
 
-func levelGroup(name string, servers []Server, features []releases.FeatureLevel) LevelGroup {
+func levelGroup(name string, servers []snapshot.Server, features []releases.FeatureLevel) LevelGroup {
 	g := LevelGroup{Name: name, Servers: len(servers), HeldBy: []string{}, Features: []FeatureSupport{}}
 	var maxLevel int
 	g.MinLevel, maxLevel = minAPILevel(servers)

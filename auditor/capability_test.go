@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -32,21 +32,21 @@ func support(g LevelGroup) []string {
 }
 
 func TestCapabilities(t *testing.T) {
-	snap := &Snapshot{
-		Servers: []Server{
+	snap := &snapshot.Snapshot{
+		Servers: []snapshot.Server{
 			srv("n1", "east", "2.14.0", 4), srv("n2", "east", "2.14.0", 4), srv("n3", "east", "2.12.15", 3),
 			srv("w1", "west", "2.11.12", 1), srv("w2", "west", "2.15.3", 5),
 			{Name: "core", Cluster: "west", Version: "2.10.27", Parsed: version.Must("2.10.27")}, // no JetStream: left out
-			func() Server { s := srv("l1", "", "2.10.27", 0); s.Domain = "edge"; return s }(),
+			func() snapshot.Server { s := srv("l1", "", "2.10.27", 0); s.Domain = "edge"; return s }(),
 		},
 		ExpectedCount: 7,
 		ExpectedNames: map[string][]string{"n9": {"n1"}},
 		// n9 last ran in west: east is complete, west and the domain not.
-		LastSeen: map[string]Server{"n9": srv("n9", "west", "2.12.15", 3)},
-		Streams:  []Asset{stream("S", "n1", "n1", "n2", "n3"), stream("W", "w2", "w2")},
-		Consumers: []Asset{
+		LastSeen: map[string]snapshot.Server{"n9": srv("n9", "west", "2.12.15", 3)},
+		Streams:  []snapshot.Asset{stream("S", "n1", "n1", "n2", "n3"), stream("W", "w2", "w2")},
+		Consumers: []snapshot.Asset{
 			consumer("S", "C", "n1", "n1", "n2"),
-			func() Asset { c := consumer("S", "GONE", "n1", "n1", "n9"); c.Replicas = 3; return c }(),
+			func() snapshot.Asset { c := consumer("S", "GONE", "n1", "n1", "n9"); c.Replicas = 3; return c }(),
 		},
 	}
 	r := Evaluate(snap, Policy{Floor: version.DefaultFloor})
@@ -105,7 +105,7 @@ func TestCapabilities(t *testing.T) {
 }
 
 func TestCapabilitiesOfAWhatIf(t *testing.T) {
-	snap := &Snapshot{Servers: cluster(), ExpectedCount: 3}
+	snap := &snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3}
 	w := assume(t, snap, Policy{}, "n3=2.16.0")
 	c := CapabilitiesOf(w.After, testFeatures)
 	g := c.Clusters[0]
@@ -129,12 +129,15 @@ func TestCapabilitiesOfAWhatIf(t *testing.T) {
 // domain, account, stream and consumer, whatever order the snapshot lists
 // them in (the order the replies came).
 func TestAssetLevelsOrder(t *testing.T) {
-	in := func(domain, account string, a Asset) Asset { a.Domain, a.Account = domain, account; return a }
-	streams := []Asset{
+	in := func(domain, account string, a snapshot.Asset) snapshot.Asset {
+		a.Domain, a.Account = domain, account
+		return a
+	}
+	streams := []snapshot.Asset{
 		in("", "B", stream("S", "n1", "n1")), in("hub", "A", stream("S", "n1", "n1")),
 		in("", "A", stream("T", "n1", "n1")), in("", "A", stream("S", "n1", "n1")),
 	}
-	consumers := []Asset{
+	consumers := []snapshot.Asset{
 		in("", "A", consumer("T", "C", "n1", "n1")), in("", "A", consumer("S", "D", "n1", "n1")),
 		in("hub", "A", consumer("S", "C", "n1", "n1")), in("", "A", consumer("S", "C", "n1", "n1")),
 		in("", "B", consumer("S", "C", "n1", "n1")),
@@ -149,7 +152,7 @@ func TestAssetLevelsOrder(t *testing.T) {
 			slices.Reverse(s)
 			slices.Reverse(c)
 		}
-		r := Evaluate(&Snapshot{Servers: cluster(), ExpectedCount: 3, Streams: s, Consumers: c}, Policy{Floor: version.DefaultFloor})
+		r := Evaluate(&snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3, Streams: s, Consumers: c}, Policy{Floor: version.DefaultFloor})
 		var got []string
 		for _, a := range AssetLevels(r, testFeatures) {
 			got = append(got, fmt.Sprintf("%s %s/%s/%s/%s", a.Kind, a.Domain, a.Account, a.Stream, a.Consumer))

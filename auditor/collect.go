@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats.go"
 
@@ -92,7 +94,7 @@ func (o Options) withDefaults() Options {
 // It returns as soon as every expected server has answered, or when Timeout
 // has passed: what did not answer by then is recorded in the snapshot, not
 // returned as an error.
-func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*Snapshot, error) {
+func Collect(ctx context.Context, nc *nats.Conn, opts Options) (*snapshot.Snapshot, error) {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -241,7 +243,7 @@ type collection struct {
 	wake     chan struct{}
 
 	mu       sync.Mutex
-	snap     Snapshot
+	snap     snapshot.Snapshot
 	seen     map[string]bool // server ids that answered STATSZ
 	names    map[string]bool // their names
 	clusters map[string]bool // their clusters
@@ -297,12 +299,12 @@ func (c *collection) complete() bool {
 // answeredAsPeer reports whether name is a RAFT peer known only by its id
 // and that peer answered under its own name. Callers hold c.mu.
 func (c *collection) answeredAsPeer(name string) bool {
-	id, ok := unknownPeerID(name)
+	id, ok := snapshot.UnknownPeerID(name)
 	if !ok {
 		return false
 	}
 	for n := range c.names {
-		if peerID(n) == id {
+		if snapshot.PeerID(n) == id {
 			return true
 		}
 	}
@@ -325,7 +327,7 @@ func addNamer(m map[string][]string, name, namer string) {
 func (c *collection) problem(srv, request string, err error) {
 	c.log.Debug("audit request failed", "server", srv, "request", request, "err", err)
 	c.mu.Lock()
-	c.snap.Problems = append(c.snap.Problems, Problem{Server: srv, Request: request, Err: err.Error()})
+	c.snap.Problems = append(c.snap.Problems, snapshot.Problem{Server: srv, Request: request, Err: err.Error()})
 	c.mu.Unlock()
 }
 
@@ -337,7 +339,7 @@ func (c *collection) replyProblem(srv, request string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
-		c.snap.Problems = append(c.snap.Problems, Problem{Server: srv, Request: request, Err: err.Error()})
+		c.snap.Problems = append(c.snap.Problems, snapshot.Problem{Server: srv, Request: request, Err: err.Error()})
 	}
 }
 
@@ -410,13 +412,13 @@ func (c *collection) shutdown(serverID string) {
 }
 
 // parseStatsz decodes a STATSZ reply into the server it describes.
-func parseStatsz(data []byte) (*statszReply, Server, error) {
+func parseStatsz(data []byte) (*statszReply, snapshot.Server, error) {
 	var msg statszReply
 	if err := json.Unmarshal(data, &msg); err != nil {
-		return nil, Server{}, fmt.Errorf("malformed reply: %w", err)
+		return nil, snapshot.Server{}, fmt.Errorf("malformed reply: %w", err)
 	}
 	si := msg.Server
-	srv := Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain,
+	srv := snapshot.Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain,
 		Tags: si.Tags, JetStream: si.jetStreamEnabled(), ActiveServers: msg.Stats.ActiveServers,
 		FeatureFlags: si.FeatureFlags}
 	srv.SetVersion(si.Version)
@@ -437,14 +439,14 @@ func parseStatsz(data []byte) (*statszReply, Server, error) {
 // to be asked for LEAFZ and JSZ; the caller then runs askServer. pinged is
 // whether the server had the census's JSZ broadcast, published with its ping
 // on the same connection: its summary is coming on the broadcast's inbox.
-func (c *collection) register(msg *statszReply, srv Server, pinged bool) bool {
+func (c *collection) register(msg *statszReply, srv snapshot.Server, pinged bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.registerLocked(msg, srv, pinged)
 }
 
 // registerLocked is register with c.mu held.
-func (c *collection) registerLocked(msg *statszReply, srv Server, pinged bool) bool {
+func (c *collection) registerLocked(msg *statszReply, srv snapshot.Server, pinged bool) bool {
 	si := msg.Server
 	if c.closed || c.seen[si.ID] {
 		return false
@@ -483,7 +485,7 @@ func (c *collection) expectNamedLocked(msg *statszReply) {
 // that has just started answers before it has heard of every other (its
 // count of active servers grows over its first seconds), and an audit that
 // waits on that count takes its latest word. It only ever expects more.
-func (c *collection) refreshLocked(msg *statszReply, srv Server) {
+func (c *collection) refreshLocked(msg *statszReply, srv snapshot.Server) {
 	if c.closed {
 		return
 	}
@@ -503,7 +505,7 @@ type asking struct {
 }
 
 // askServer sends one server its directed requests: LEAFZ, then JSZ page by page.
-func (c *collection) askServer(srv Server) {
+func (c *collection) askServer(srv snapshot.Server) {
 	c.mu.Lock()
 	a := c.asked[srv.ID]
 	c.mu.Unlock()
@@ -538,7 +540,7 @@ func (c *collection) askServer(srv Server) {
 	leafz.Wait()
 }
 
-func (c *collection) leafz(ctx context.Context, srv Server) {
+func (c *collection) leafz(ctx context.Context, srv snapshot.Server) {
 	data, err := c.request(ctx, srv, "LEAFZ", struct{}{})
 	if err == nil {
 		err = c.addLeafz(srv, data)
@@ -549,7 +551,7 @@ func (c *collection) leafz(ctx context.Context, srv Server) {
 }
 
 // addLeafz records the leafnode links a LEAFZ reply lists.
-func (c *collection) addLeafz(srv Server, data []byte) error {
+func (c *collection) addLeafz(srv snapshot.Server, data []byte) error {
 	var leafz leafzReply
 	if err := json.Unmarshal(data, &leafz); err != nil {
 		return fmt.Errorf("malformed reply: %w", err)
@@ -564,7 +566,7 @@ func (c *collection) addLeafz(srv Server, data []byte) error {
 	defer c.mu.Unlock()
 	for _, l := range leafz.Data.Leafs {
 		if l != nil {
-			c.snap.Leafnodes = append(c.snap.Leafnodes, LeafLink{Server: srv.Name, Cluster: srv.Cluster,
+			c.snap.Leafnodes = append(c.snap.Leafnodes, snapshot.LeafLink{Server: srv.Name, Cluster: srv.Cluster,
 				Peer: l.Name, Account: l.Account})
 		}
 	}
@@ -573,7 +575,7 @@ func (c *collection) addLeafz(srv Server, data []byte) error {
 
 // jsz takes a server's counts, sizes its pages by them, and asks for each
 // page once its estimate fits into the bytes in flight.
-func (c *collection) jsz(ctx context.Context, srv Server, pinged bool) {
+func (c *collection) jsz(ctx context.Context, srv snapshot.Server, pinged bool) {
 	summary, err := c.summary(ctx, srv, pinged)
 	var plan pagePlan
 	if err == nil {
@@ -602,7 +604,7 @@ const allAccounts = 1 << 30
 
 // jszPages pages over a server's accounts. Pages are counted in accounts, and
 // every stream and consumer of an account comes in the account's page.
-func (c *collection) jszPages(ctx context.Context, srv Server, plan pagePlan) {
+func (c *collection) jszPages(ctx context.Context, srv snapshot.Server, plan pagePlan) {
 	page := plan.pageSize
 	accounts := map[string]bool{}
 	first, total := -1, 0
@@ -658,7 +660,7 @@ func (c *collection) jszPages(ctx context.Context, srv Server, plan pagePlan) {
 
 // within asks a server for one JSZ reply once estimate bytes fit into the
 // bytes in flight, and holds them until the reply is read.
-func (c *collection) within(ctx context.Context, srv Server, body jszRequest, estimate int64) ([]byte, error) {
+func (c *collection) within(ctx context.Context, srv snapshot.Server, body jszRequest, estimate int64) ([]byte, error) {
 	start := time.Now()
 	held, err := c.budget.acquire(ctx, estimate)
 	if err != nil {
@@ -676,7 +678,7 @@ func (c *collection) within(ctx context.Context, srv Server, body jszRequest, es
 }
 
 // request asks one server and returns its reply, unless it is too large.
-func (c *collection) request(ctx context.Context, srv Server, endpoint string, body any) ([]byte, error) {
+func (c *collection) request(ctx context.Context, srv snapshot.Server, endpoint string, body any) ([]byte, error) {
 	msg, err := serverRequest(srv.ID, endpoint, body, c.opts.Compress)
 	if err != nil {
 		return nil, err
@@ -741,7 +743,7 @@ func (c *collection) checkSize(data []byte) error {
 }
 
 // addJSZ merges one JSZ page of srv and expects every server it names.
-func (c *collection) addJSZ(srv Server, js *jszData) {
+func (c *collection) addJSZ(srv snapshot.Server, js *jszData) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, name := range c.merged.add(srv.Name, srv.Domain, js) {
@@ -749,7 +751,7 @@ func (c *collection) addJSZ(srv Server, js *jszData) {
 	}
 }
 
-func (c *collection) snapshot() *Snapshot {
+func (c *collection) snapshot() *snapshot.Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.snap

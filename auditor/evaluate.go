@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -29,7 +29,7 @@ type Policy struct {
 
 // Evaluate holds a snapshot against a policy. It is pure: the same snapshot
 // and policy always give the same report.
-func Evaluate(snap *Snapshot, p Policy) *Report {
+func Evaluate(snap *snapshot.Snapshot, p Policy) *Report {
 	e := evaluation{p: p, byName: make(map[string]*ServerReport, len(snap.Servers))}
 	r := &Report{Floor: p.Floor, Snapshot: snap}
 
@@ -46,13 +46,13 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 		e.byName[r.Servers[i].Name] = &r.Servers[i]
 	}
 
-	e.seen = make(map[string]Server, len(snap.Servers))
+	e.seen = make(map[string]snapshot.Server, len(snap.Servers))
 	for _, s := range snap.Servers {
 		e.seen[s.Name] = s
 	}
 	e.snap = snap
 	for _, s := range snap.Servers {
-		if FlagOn(s, releases.FlagAckFormatV2) {
+		if snapshot.FlagOn(s, releases.FlagAckFormatV2) {
 			if e.ackV2 == nil {
 				e.ackV2 = map[string]bool{}
 			}
@@ -84,7 +84,7 @@ func Evaluate(snap *Snapshot, p Policy) *Report {
 	}
 	e.shards(snap, p.ShardPolicy)
 	e.hazards(snap)
-	e.leafnodes(snap.Leafnodes, AccountNames(snap))
+	e.leafnodes(snap.Leafnodes, snapshot.AccountNames(snap))
 	for _, f := range unmatched(snap, p) {
 		e.add(f)
 	}
@@ -119,13 +119,13 @@ type evaluation struct {
 	findings [][]Finding
 	// seen are the servers that answered, by name; sourcers the origin
 	// consumers that mirrors and sources RESET by themselves.
-	seen     map[string]Server
+	seen     map[string]snapshot.Server
 	sourcers map[ConsumerKey][]Sourcer
 	// unread are the servers a request of which failed or whose reply
 	// could not be used: what they did not report is no evidence.
 	unread map[string]bool
 	// snap is the snapshot judged.
-	snap *Snapshot
+	snap *snapshot.Snapshot
 	// ackV2 are the servers that answered with js_ack_fc_v2 on: read once
 	// per server, not once per consumer's peer (a flag's default is
 	// looked up in a table).
@@ -193,7 +193,7 @@ func (e *evaluation) clusters(servers []ServerReport) []ClusterReport {
 	return out
 }
 
-func (e *evaluation) meta(m MetaGroup) {
+func (e *evaluation) meta(m snapshot.MetaGroup) {
 	e.metaUnlisted(m)
 	if m.Leader == "" {
 		return
@@ -211,7 +211,7 @@ func (e *evaluation) meta(m MetaGroup) {
 // change. Without the leader's reply (no list of it in Listed) it cannot judge and says
 // nothing more: a leader that did not answer is SERVER_MISSING, a JSZ
 // request of it that failed AUDIT_INCOMPLETE.
-func (e *evaluation) metaUnlisted(m MetaGroup) {
+func (e *evaluation) metaUnlisted(m snapshot.MetaGroup) {
 	for _, name := range sortedKeys(m.Follows) {
 		set := m.Listed[m.Follows[name]]
 		if set == nil || set.Lists(name) {
@@ -233,17 +233,17 @@ func (e *evaluation) metaUnlisted(m MetaGroup) {
 }
 
 // outsiderVoteCite says which members count the vote of a server outside
-// their meta group (MetaPeerSet.countsOutsiderVote).
+// their meta group (MetaPeerSet.CountsOutsiderVote).
 const outsiderVoteCite = "as a candidate of a release before 2.12.14, or of 2.14.0 to 2.14.3, does, " +
 	"or of any release while it knows fewer peers than its cluster size (nats-server #8353)"
 
 // outsiderVoters names, with their versions, the members of a meta peer
 // set but its leader (the one whose loss the finding speaks of) that
 // answered and count the vote of a server outside the set.
-func (e *evaluation) outsiderVoters(set *MetaPeerSet) []string {
+func (e *evaluation) outsiderVoters(set *snapshot.MetaPeerSet) []string {
 	var out []string
 	for _, n := range sortedKeys(e.seen) {
-		if s := e.seen[n]; n != set.Leader && set.Lists(n) && set.countsOutsiderVote(s.Parsed) {
+		if s := e.seen[n]; n != set.Leader && set.Lists(n) && set.CountsOutsiderVote(s.Parsed) {
 			out = append(out, n+" ("+s.Version+")")
 		}
 	}
@@ -259,12 +259,12 @@ func countVerb(names int) string {
 }
 
 // listedPeers writes a meta peer set's members, the leader first.
-func listedPeers(set *MetaPeerSet) string {
+func listedPeers(set *snapshot.MetaPeerSet) string {
 	names := append([]string{set.Leader}, set.Names...)
 	return strings.Join(names, ", ")
 }
 
-func (e *evaluation) selected(a Asset) bool {
+func (e *evaluation) selected(a snapshot.Asset) bool {
 	if !accountSelected(e.p.Accounts, a) || !matchAny(e.p.Streams, a.Stream) {
 		return false
 	}
@@ -273,7 +273,7 @@ func (e *evaluation) selected(a Asset) bool {
 
 // asset judges one stream or consumer: who leads it, who follows it, and
 // whether every peer can run it.
-func (e *evaluation) asset(a *Asset) {
+func (e *evaluation) asset(a *snapshot.Asset) {
 	leader, hasLeader := e.byName[a.Leader]
 	if hasLeader {
 		if a.Kind == releases.KindConsumer {
@@ -294,7 +294,7 @@ func (e *evaluation) asset(a *Asset) {
 		if a.Kind == releases.KindConsumer && peer != a.Leader {
 			e.consumerFollower(a, leader, s)
 		}
-		required, unrecorded := a.requiredLevel(s.Parsed)
+		required, unrecorded := a.LevelNeeded(s.Parsed)
 		e.apiLevel(a, s, required, unrecorded)
 	}
 	e.peerFindings(a)
@@ -304,13 +304,13 @@ func (e *evaluation) asset(a *Asset) {
 
 // assetFinding is a finding about a: made only for a finding, as most
 // assets have none.
-func assetFinding(a *Asset) Finding {
+func assetFinding(a *snapshot.Asset) Finding {
 	return Finding{Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
 }
 
 // assetLeader judges an asset's leader (nil when it did not answer or there
 // is none): below the floor, or missing where a consumer needs one.
-func (e *evaluation) assetLeader(a *Asset, leader *ServerReport) {
+func (e *evaluation) assetLeader(a *snapshot.Asset, leader *ServerReport) {
 	// Most assets have no finding: their names are made only for one. A
 	// finding can be on a large share of the consumers: its message is one
 	// concatenation, not a Sprintf with its boxed arguments.
@@ -319,27 +319,27 @@ func (e *evaluation) assetLeader(a *Asset, leader *ServerReport) {
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		if answersReset(leader.Parsed) {
-			f.Message = "consumer " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.p.Floor.String()
+			f.Message = "consumer " + a.Label() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.p.Floor.String()
 		} else {
-			f.Message = "consumer " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ": RESET (first in 2.14.0) to it goes unanswered"
+			f.Message = "consumer " + a.Label() + " is led by " + leader.Name + " running " + leader.Version + ": RESET (first in 2.14.0) to it goes unanswered"
 		}
 		e.add(f)
 	case leader != nil && leader.Verdict == version.VerdictBelow:
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version = StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
-		f.Message = "stream " + a.name() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.p.Floor.String()
+		f.Message = "stream " + a.Label() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.p.Floor.String()
 		e.add(f)
 	case a.Kind == releases.KindConsumer && a.Leader == "" && a.Replicas > 1:
 		f := assetFinding(a)
 		f.Code = ConsumerNoLeader
-		f.Message = "consumer " + a.name() + " (R" + strconv.Itoa(a.Replicas) + ") has no leader"
+		f.Message = "consumer " + a.Label() + " (R" + strconv.Itoa(a.Replicas) + ") has no leader"
 		e.add(f)
 	}
 }
 
 // consumerFollower judges follower s of a consumer led by leader (nil when
 // it did not answer or there is none).
-func (e *evaluation) consumerFollower(a *Asset, leader, s *ServerReport) {
+func (e *evaluation) consumerFollower(a *snapshot.Asset, leader, s *ServerReport) {
 	// A follower is at risk while its leader would accept a RESET; a leader
 	// that does not know RESET never replicates one. A leaderless consumer
 	// may get a new leader that does.
@@ -349,38 +349,20 @@ func (e *evaluation) consumerFollower(a *Asset, leader, s *ServerReport) {
 	f := assetFinding(a)
 	f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
 	if answersReset(s.Parsed) {
-		f.Message = "consumer " + a.name() + " has follower " + s.Name + " running " + s.Version + ", below the floor " + e.p.Floor.String()
+		f.Message = "consumer " + a.Label() + " has follower " + s.Name + " running " + s.Version + ", below the floor " + e.p.Floor.String()
 	} else {
-		f.Message = "consumer " + a.name() + " has follower " + s.Name + " running " + s.Version + ": a RESET answered by a leader at 2.14.0 or later crashes it"
+		f.Message = "consumer " + a.Label() + " has follower " + s.Name + " running " + s.Version + ": a RESET answered by a leader at 2.14.0 or later crashes it"
 	}
 	e.add(f)
 }
 
-// requiredLevel is the level the asset needs of a server of version v: its
-// _nats.req.level, or that of a feature it uses which the level does not
-// record (durable sourcing, 2.14.0 jetstream_versioning.go:46-90), then
-// named. A feature v's release runs although its level is lower (2.10
-// runs {{left()}} in a stream's own transform, which 2.11.0 to 2.14.6
-// refuse) does not count; the zero Version counts every feature.
-func (a Asset) requiredLevel(v version.Version) (level int, unrecorded string) {
-	level = a.RequiredLevel
-	if level != LevelUnreadable && a.Features != 0 {
-		for _, ft := range a.Features.Features() {
-			if ft.Level > level && (v.IsZero() || ft.HandlingBy(v).Asset != releases.Supported) {
-				level, unrecorded = ft.Level, ft.Title
-			}
-		}
-	}
-	return level, unrecorded
-}
-
 // apiLevel judges whether peer s supports the asset's required API level
-// (required, and unrecorded, from requiredLevel).
-func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorded string) {
+// (required, and unrecorded, from Asset.LevelNeeded).
+func (e *evaluation) apiLevel(a *snapshot.Asset, s *ServerReport, required int, unrecorded string) {
 	if !levelSpeaks(required, s.APILevel) {
 		return
 	}
-	name := a.name()
+	name := a.Label()
 	if unrecorded != "" {
 		name += " (" + unrecorded + ", which its _nats.req.level does not record)"
 	}
@@ -392,12 +374,12 @@ func (e *evaluation) apiLevel(a *Asset, s *ServerReport, required int, unrecorde
 		a.Kind, name, required, s.Name, level, a.Kind)
 	o, ft := worstFeature(a.Features, s.Parsed)
 	switch {
-	case o == releases.NotCreated && required != LevelUnreadable:
+	case o == releases.NotCreated && required != snapshot.LevelUnreadable:
 		// Nothing in the config tells the peer its level falls short: it
 		// tries to create the asset and fails.
 		f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: %s refuses the config as it creates the %s, logs the error, runs on and never runs the %s",
 			a.Kind, name, required, s.Name, level, s.Version, a.Kind, a.Kind)
-	case required == LevelUnreadable:
+	case required == snapshot.LevelUnreadable:
 		f.Message = fmt.Sprintf("%s %s has a _nats.req.level that is not a number: peer %s, like every server from 2.11 on, holds the %s offline",
 			a.Kind, name, s.Name, a.Kind)
 	case level == 0:
@@ -446,12 +428,12 @@ var stopsStreamSince = version.Must("2.11.9")
 // stopsItsStream is what a finding that peer s holds consumer a offline
 // adds: s stops the consumer's stream too, from stopsStreamSince on
 // (TestSourcingConsumerStopsItsStream); "" for a stream or an older peer.
-func stopsItsStream(a *Asset, s Server) string {
+func stopsItsStream(a *snapshot.Asset, s snapshot.Server) string {
 	if a.Kind != releases.KindConsumer || !s.Parsed.AtLeast(stopsStreamSince) {
 		return ""
 	}
 	return "; and, as every server from 2.11.9 on does for a consumer it holds offline, it stops the consumer's stream " +
-		AccountLabel(a.Account, a.AccountName) + " > " + a.Stream + " with it: " + s.Name + " runs no copy of the stream either"
+		snapshot.AccountLabel(a.Account, a.AccountName) + " > " + a.Stream + " with it: " + s.Name + " runs no copy of the stream either"
 }
 
 // levelSpeaks reports whether a peer of API level level falls short of an
@@ -459,35 +441,25 @@ func stopsItsStream(a *Asset, s Server) string {
 func levelSpeaks(required, level int) bool {
 	// A 2.10 server knows no API levels and no level metadata: an
 	// unreadable level means nothing to it.
-	return required > level && (required != LevelUnreadable || level > 0)
-}
-
-// name is how findings name the asset: an account with a name of its own
-// (operator mode) by both, as two accounts may share a name.
-func (a Asset) name() string {
-	n := AccountLabel(a.Account, a.AccountName) + " > " + a.Stream
-	if a.Consumer != "" {
-		n += " > " + a.Consumer
-	}
-	return n
+	return required > level && (required != snapshot.LevelUnreadable || level > 0)
 }
 
 // leafnodes reports the links whose peer was not audited; names are the
 // accounts' names where the audit knows them (AccountNames).
-func (e *evaluation) leafnodes(links []LeafLink, names map[string]string) {
-	seen := map[LeafLink]bool{}
+func (e *evaluation) leafnodes(links []snapshot.LeafLink, names map[string]string) {
+	seen := map[snapshot.LeafLink]bool{}
 	for _, l := range links {
 		if _, ok := e.byName[l.Peer]; ok {
 			continue
 		}
-		key := LeafLink{Server: l.Server, Peer: l.Peer, Account: l.Account}
+		key := snapshot.LeafLink{Server: l.Server, Peer: l.Peer, Account: l.Account}
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
 		e.add(Finding{Code: LeafnodeUnaudited, Server: l.Server, Cluster: l.Cluster, Peer: l.Peer, Account: l.Account, AccountName: names[l.Account],
 			Message: fmt.Sprintf("leafnode peer %s, linked to %s in account %s, was not audited: it does not share the system account, or it is not answering",
-				l.Peer, l.Server, AccountLabel(l.Account, names[l.Account]))})
+				l.Peer, l.Server, snapshot.AccountLabel(l.Account, names[l.Account]))})
 	}
 }
 

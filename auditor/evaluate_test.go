@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -22,28 +22,28 @@ func parsed(s string) version.Version {
 	return v
 }
 
-func srv(name, cluster, version string, level int) Server {
-	s := Server{ID: "ID-" + name, Name: name, Cluster: cluster, JetStream: true, APILevel: level}
+func srv(name, cluster, version string, level int) snapshot.Server {
+	s := snapshot.Server{ID: "ID-" + name, Name: name, Cluster: cluster, JetStream: true, APILevel: level}
 	s.SetVersion(version)
 	return s
 }
 
-func consumer(stream, name, leader string, peers ...string) Asset {
-	return Asset{Kind: releases.KindConsumer, Account: "APP", Stream: stream, Consumer: name, Leader: leader, Peers: peers, Replicas: len(peers)}
+func consumer(stream, name, leader string, peers ...string) snapshot.Asset {
+	return snapshot.Asset{Kind: releases.KindConsumer, Account: "APP", Stream: stream, Consumer: name, Leader: leader, Peers: peers, Replicas: len(peers)}
 }
 
-func stream(name, leader string, peers ...string) Asset {
-	return Asset{Kind: releases.KindStream, Account: "APP", Stream: name, Leader: leader, Peers: peers, Replicas: len(peers)}
+func stream(name, leader string, peers ...string) snapshot.Asset {
+	return snapshot.Asset{Kind: releases.KindStream, Account: "APP", Stream: name, Leader: leader, Peers: peers, Replicas: len(peers)}
 }
 
 // cluster is a healthy 2.14/2.14/2.15 cluster.
-func cluster() []Server {
-	return []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.14.0", 4)}
+func cluster() []snapshot.Server {
+	return []snapshot.Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.14.0", 4)}
 }
 
 // restarted is cluster() where n3 came back 10 s ago counting n servers,
 // while n1 and n2 (up for an hour) count one more.
-func restarted(n int) []Server {
+func restarted(n int) []snapshot.Server {
 	s := cluster()
 	for i := range s {
 		s[i].Uptime, s[i].ActiveServers = time.Hour, 4
@@ -63,20 +63,20 @@ func TestEvaluate(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		snap   Snapshot
+		snap   snapshot.Snapshot
 		policy Policy
 		want   []string
 		status Severity
 	}{
 		{
 			name:   "all at the floor",
-			snap:   Snapshot{Servers: cluster(), Consumers: []Asset{consumer("S", "C", "n1", "n1", "n2", "n3")}, ExpectedCount: 3},
+			snap:   snapshot.Snapshot{Servers: cluster(), Consumers: []snapshot.Asset{consumer("S", "C", "n1", "n1", "n2", "n3")}, ExpectedCount: 3},
 			want:   nil,
 			status: OK,
 		},
 		{
 			name: "consumer led by a server below the floor",
-			snap: Snapshot{Servers: mixed, Consumers: []Asset{
+			snap: snapshot.Snapshot{Servers: mixed, Consumers: []snapshot.Asset{
 				consumer("S", "C", "n3", "n1", "n2", "n3"),
 				consumer("S", "R1", "n1", "n1"),
 			}},
@@ -89,7 +89,7 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name: "follower below the floor under a good leader",
-			snap: Snapshot{Servers: mixed, Consumers: []Asset{consumer("S", "C", "n1", "n1", "n2", "n3")}},
+			snap: snapshot.Snapshot{Servers: mixed, Consumers: []snapshot.Asset{consumer("S", "C", "n1", "n1", "n2", "n3")}},
 			want: []string{
 				"SERVER_BELOW_FLOOR(n3,,//)",
 				"CONSUMER_REPLICA_BELOW_FLOOR(n3,n1,APP/S/C)",
@@ -99,13 +99,13 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name:   "replicated consumer without a leader",
-			snap:   Snapshot{Servers: cluster(), Consumers: []Asset{consumer("S", "C", "", "n1", "n2", "n3")}},
+			snap:   snapshot.Snapshot{Servers: cluster(), Consumers: []snapshot.Asset{consumer("S", "C", "", "n1", "n2", "n3")}},
 			want:   []string{"CONSUMER_NO_LEADER(,,APP/S/C)"},
 			status: Warning,
 		},
 		{
 			name: "leaderless consumer with a follower below the floor",
-			snap: Snapshot{Servers: mixed, Consumers: []Asset{consumer("S", "C", "", "n1", "n3")}},
+			snap: snapshot.Snapshot{Servers: mixed, Consumers: []snapshot.Asset{consumer("S", "C", "", "n1", "n3")}},
 			want: []string{
 				"SERVER_BELOW_FLOOR(n3,,//)",
 				"CONSUMER_REPLICA_BELOW_FLOOR(n3,,APP/S/C)",
@@ -116,8 +116,8 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name: "stream and meta leader below the floor",
-			snap: Snapshot{Servers: mixed, Streams: []Asset{stream("S", "n3", "n1", "n2", "n3")},
-				Meta: []MetaGroup{{Cluster: "c1", Leader: "n3", Peers: []string{"n1", "n2", "n3"}}}},
+			snap: snapshot.Snapshot{Servers: mixed, Streams: []snapshot.Asset{stream("S", "n3", "n1", "n2", "n3")},
+				Meta: []snapshot.MetaGroup{{Cluster: "c1", Leader: "n3", Peers: []string{"n1", "n2", "n3"}}}},
 			want: []string{
 				"SERVER_BELOW_FLOOR(n3,,//)",
 				"CLUSTER_MIXED_VERSIONS(,,//)",
@@ -128,18 +128,18 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name: "asset needs an API level a peer lacks",
-			snap: Snapshot{Servers: []Server{srv("n1", "c1", "2.15.3", 5), srv("n2", "c1", "2.15.3", 5), srv("old", "c1", "2.15.0", 3)},
-				Streams: []Asset{
-					func() Asset { a := stream("FAST", "n1", "n1", "n2", "old"); a.RequiredLevel = 4; return a }(),
-					func() Asset { a := stream("TTL", "n1", "n1", "n2", "old"); a.RequiredLevel = 1; return a }(),
+			snap: snapshot.Snapshot{Servers: []snapshot.Server{srv("n1", "c1", "2.15.3", 5), srv("n2", "c1", "2.15.3", 5), srv("old", "c1", "2.15.0", 3)},
+				Streams: []snapshot.Asset{
+					func() snapshot.Asset { a := stream("FAST", "n1", "n1", "n2", "old"); a.RequiredLevel = 4; return a }(),
+					func() snapshot.Asset { a := stream("TTL", "n1", "n1", "n2", "old"); a.RequiredLevel = 1; return a }(),
 				}},
 			want:   []string{"ASSET_API_LEVEL_UNSUPPORTED(old,,APP/FAST/)", "CLUSTER_MIXED_VERSIONS(,,//)"},
 			status: Critical,
 		},
 		{
 			name: "leafnode peer outside the system account",
-			snap: Snapshot{Servers: []Server{srv("hub", "", "2.14.0", 4), srv("leaf-sys", "", "2.15.3", 5)},
-				Leafnodes: []LeafLink{
+			snap: snapshot.Snapshot{Servers: []snapshot.Server{srv("hub", "", "2.14.0", 4), srv("leaf-sys", "", "2.15.3", 5)},
+				Leafnodes: []snapshot.LeafLink{
 					{Server: "hub", Peer: "leaf-app", Account: "APP"},
 					{Server: "hub", Peer: "leaf-app", Account: "APP"},
 					{Server: "hub", Peer: "leaf-sys", Account: "SYS"},
@@ -150,20 +150,20 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name: "expected servers missing, named and unnamed",
-			snap: Snapshot{Servers: cluster()[:2], ExpectedCount: 4,
+			snap: snapshot.Snapshot{Servers: cluster()[:2], ExpectedCount: 4,
 				ExpectedNames: map[string][]string{"n3": {"n2", "n1", "n1"}, "n1": {"n2"}}},
 			want:   []string{"SERVER_MISSING(,,//)", "SERVER_MISSING(n3,,//)"},
 			status: Unknown,
 		},
 		{
 			name:   "count surplus explained by a server that just came back",
-			snap:   Snapshot{Servers: restarted(3), ExpectedCount: 4},
+			snap:   snapshot.Snapshot{Servers: restarted(3), ExpectedCount: 4},
 			want:   nil,
 			status: OK,
 		},
 		{
 			name: "a system that started together: no server came back",
-			snap: Snapshot{Servers: func() []Server {
+			snap: snapshot.Snapshot{Servers: func() []snapshot.Server {
 				s := restarted(3)
 				s[0].Uptime, s[1].Uptime = 10*time.Second, 10*time.Second
 				return s
@@ -173,33 +173,33 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name:   "a shortfall against --expect is never explained away",
-			snap:   Snapshot{Servers: restarted(3), ExpectedCount: 5},
+			snap:   snapshot.Snapshot{Servers: restarted(3), ExpectedCount: 5},
 			want:   []string{"SERVER_MISSING(,,//)"},
 			status: Unknown,
 		},
 		{
 			name:   "young server that counts more than answered",
-			snap:   Snapshot{Servers: restarted(4), ExpectedCount: 4},
+			snap:   snapshot.Snapshot{Servers: restarted(4), ExpectedCount: 4},
 			want:   []string{"SERVER_MISSING(,,//)"},
 			status: Unknown,
 		},
 		{
 			name: "a named server missing is never explained away",
-			snap: Snapshot{Servers: restarted(3), ExpectedCount: 5,
+			snap: snapshot.Snapshot{Servers: restarted(3), ExpectedCount: 5,
 				ExpectedNames: map[string][]string{"n4": {"n1"}}},
 			want:   []string{"SERVER_MISSING(,,//)", "SERVER_MISSING(n4,,//)"},
 			status: Unknown,
 		},
 		{
 			name: "gateway cluster with nobody answering",
-			snap: Snapshot{Servers: cluster(), ExpectedCount: 3,
+			snap: snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
 				ExpectedClusters: map[string][]string{"c1": {"x"}, "west": {"n2", "n1"}}},
 			want:   []string{"SERVER_MISSING(,,//)"},
 			status: Unknown,
 		},
 		{
 			name: "a hung gateway cluster whose servers are named too",
-			snap: Snapshot{Servers: cluster(), ExpectedCount: 5,
+			snap: snapshot.Snapshot{Servers: cluster(), ExpectedCount: 5,
 				ExpectedNames:    map[string][]string{"w1": {"n1"}, "w2": {"n1"}},
 				ExpectedClusters: map[string][]string{"west": {"n1"}}},
 			// The cluster's finding comes last (by cluster) and counts no
@@ -211,27 +211,27 @@ func TestEvaluate(t *testing.T) {
 			// Two of three stopped with SIGTERM: they left the survivor's
 			// routes and count at once, but not the RAFT groups.
 			name: "servers that left gracefully, named by a consumer's peers",
-			snap: Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
-				Meta:          []MetaGroup{{Cluster: "c1", Size: 3}},
-				Consumers:     []Asset{consumer("S", "C", "", "n1", "n2", "n3")},
+			snap: snapshot.Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
+				Meta:          []snapshot.MetaGroup{{Cluster: "c1", Size: 3}},
+				Consumers:     []snapshot.Asset{consumer("S", "C", "", "n1", "n2", "n3")},
 				ExpectedNames: map[string][]string{"n2": {"n1"}, "n3": {"n1"}}},
 			want:   []string{"SERVER_MISSING(n2,,//)", "SERVER_MISSING(n3,,//)", "CONSUMER_NO_LEADER(,,APP/S/C)"},
 			status: Unknown,
 		},
 		{
 			name: "servers that left gracefully, counted by the meta group alone",
-			snap: Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
-				Meta:    []MetaGroup{{Cluster: "c1", Size: 3}},
-				Streams: []Asset{stream("R1", "n1", "n1")}},
+			snap: snapshot.Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
+				Meta:    []snapshot.MetaGroup{{Cluster: "c1", Size: 3}},
+				Streams: []snapshot.Asset{stream("R1", "n1", "n1")}},
 			want:   []string{"SERVER_MISSING(,,//)"},
 			status: Unknown,
 		},
 		{
 			name: "narrowing to an R1 stream never hides a missing server",
-			snap: Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
-				Meta:          []MetaGroup{{Cluster: "c1", Size: 3}},
-				Streams:       []Asset{stream("R1", "n1", "n1")},
-				Consumers:     []Asset{consumer("S", "C", "", "n1", "n2", "n3")},
+			snap: snapshot.Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
+				Meta:          []snapshot.MetaGroup{{Cluster: "c1", Size: 3}},
+				Streams:       []snapshot.Asset{stream("R1", "n1", "n1")},
+				Consumers:     []snapshot.Asset{consumer("S", "C", "", "n1", "n2", "n3")},
 				ExpectedNames: map[string][]string{"n2": {"n1"}, "n3": {"n1"}}},
 			policy: Policy{Streams: []string{"R1"}},
 			want:   []string{"SERVER_MISSING(n2,,//)", "SERVER_MISSING(n3,,//)"},
@@ -239,49 +239,49 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name: "meta group of another domain counts its own servers",
-			snap: Snapshot{Servers: append(cluster(), Server{ID: "L", Name: "leaf", Domain: "edge", Version: "2.14.0", Parsed: version.Must("2.14.0"), JetStream: true, APILevel: 4}),
+			snap: snapshot.Snapshot{Servers: append(cluster(), snapshot.Server{ID: "L", Name: "leaf", Domain: "edge", Version: "2.14.0", Parsed: version.Must("2.14.0"), JetStream: true, APILevel: 4}),
 				ExpectedCount: 4,
-				Meta:          []MetaGroup{{Cluster: "c1", Size: 3}, {Domain: "edge", Size: 1}}},
+				Meta:          []snapshot.MetaGroup{{Cluster: "c1", Size: 3}, {Domain: "edge", Size: 1}}},
 			want:   nil,
 			status: OK,
 		},
 		{
 			name: "a peer known only by its id that answered under its name",
-			snap: Snapshot{Servers: cluster(), ExpectedCount: 3,
-				ExpectedNames: map[string][]string{unknownPeerPrefix + peerID("n3") + ")": {"n1"}}},
+			snap: snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+				ExpectedNames: map[string][]string{snapshot.UnknownPeerPrefix + snapshot.PeerID("n3") + ")": {"n1"}}},
 			want:   nil,
 			status: OK,
 		},
 		{
 			name: "a peer known only by its id that did not answer",
-			snap: Snapshot{Servers: cluster()[:2], ExpectedCount: 2,
-				Meta:          []MetaGroup{{Cluster: "c1", Size: 3}},
-				ExpectedNames: map[string][]string{unknownPeerPrefix + peerID("n3") + ")": {"n1"}}},
+			snap: snapshot.Snapshot{Servers: cluster()[:2], ExpectedCount: 2,
+				Meta:          []snapshot.MetaGroup{{Cluster: "c1", Size: 3}},
+				ExpectedNames: map[string][]string{snapshot.UnknownPeerPrefix + snapshot.PeerID("n3") + ")": {"n1"}}},
 			want:   []string{"SERVER_MISSING(,,//)"},
 			status: Unknown,
 		},
 		{
 			name:   "version that is not a version",
-			snap:   Snapshot{Servers: []Server{srv("odd", "", "custom-build", 4)}},
+			snap:   snapshot.Snapshot{Servers: []snapshot.Server{srv("odd", "", "custom-build", 4)}},
 			want:   []string{"VERSION_UNPARSEABLE(odd,,//)"},
 			status: Unknown,
 		},
 		{
 			name:   "failed request",
-			snap:   Snapshot{Servers: cluster(), Problems: []Problem{{Server: "n2", Request: "JSZ", Err: "timeout"}}},
+			snap:   snapshot.Snapshot{Servers: cluster(), Problems: []snapshot.Problem{{Server: "n2", Request: "JSZ", Err: "timeout"}}},
 			want:   []string{"AUDIT_INCOMPLETE(n2,,//)"},
 			status: Unknown,
 		},
 		{
 			name:   "nobody answered",
-			snap:   Snapshot{},
+			snap:   snapshot.Snapshot{},
 			want:   []string{"AUDIT_INCOMPLETE(,,//)"},
 			status: Unknown,
 		},
 		{
 			name: "critical outranks unknown, unknown outranks warning",
-			snap: Snapshot{Servers: mixed, ExpectedCount: 4,
-				Leafnodes: []LeafLink{{Server: "n1", Peer: "x", Account: "APP"}}},
+			snap: snapshot.Snapshot{Servers: mixed, ExpectedCount: 4,
+				Leafnodes: []snapshot.LeafLink{{Server: "n1", Peer: "x", Account: "APP"}}},
 			want: []string{
 				"SERVER_BELOW_FLOOR(n3,,//)",
 				"SERVER_MISSING(,,//)",
@@ -292,9 +292,9 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name: "gate narrowed to its own consumers keeps server findings",
-			snap: Snapshot{Servers: mixed,
-				Streams: []Asset{stream("ORDERS", "n3", "n1", "n2", "n3"), stream("BILLING", "n3", "n1", "n2", "n3")},
-				Consumers: []Asset{
+			snap: snapshot.Snapshot{Servers: mixed,
+				Streams: []snapshot.Asset{stream("ORDERS", "n3", "n1", "n2", "n3"), stream("BILLING", "n3", "n1", "n2", "n3")},
+				Consumers: []snapshot.Asset{
 					consumer("ORDERS", "worker-1", "n3", "n1", "n2", "n3"),
 					consumer("ORDERS", "audit", "n3", "n1", "n2", "n3"),
 					consumer("BILLING", "worker-2", "n3", "n1", "n2", "n3"),
@@ -310,9 +310,9 @@ func TestEvaluate(t *testing.T) {
 		},
 		{
 			name: "account filter",
-			snap: Snapshot{Servers: mixed, Consumers: []Asset{
+			snap: snapshot.Snapshot{Servers: mixed, Consumers: []snapshot.Asset{
 				consumer("S", "C", "n3", "n3"),
-				func() Asset { a := consumer("S", "C", "n3", "n3"); a.Account = "OTHER"; return a }(),
+				func() snapshot.Asset { a := consumer("S", "C", "n3", "n3"); a.Account = "OTHER"; return a }(),
 			}},
 			policy: Policy{Accounts: []string{"OTHER"}},
 			want: []string{
@@ -347,9 +347,9 @@ func TestEvaluate(t *testing.T) {
 }
 
 func TestEvaluateCountsLeadershipAndExpected(t *testing.T) {
-	snap := &Snapshot{Servers: cluster(), ExpectedCount: 3,
-		Streams:       []Asset{stream("S", "n2", "n1", "n2", "n3")},
-		Consumers:     []Asset{consumer("S", "A", "n1", "n1"), consumer("S", "B", "n1", "n1", "n2"), consumer("S", "C", "n3", "n3")},
+	snap := &snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+		Streams:       []snapshot.Asset{stream("S", "n2", "n1", "n2", "n3")},
+		Consumers:     []snapshot.Asset{consumer("S", "A", "n1", "n1"), consumer("S", "B", "n1", "n1", "n2"), consumer("S", "C", "n3", "n3")},
 		ExpectedNames: map[string][]string{"gone": {"n1"}}}
 	r := Evaluate(snap, Policy{Floor: version.DefaultFloor})
 	led := map[string][2]int{}
@@ -377,19 +377,19 @@ func TestEvaluateCountsLeadershipAndExpected(t *testing.T) {
 func TestEvaluateExpectedCountsEveryServerOnce(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		snap Snapshot
+		snap snapshot.Snapshot
 		want int
 	}{
-		{"graceful stop named by peers", Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
-			Meta: []MetaGroup{{Size: 3}}, ExpectedNames: map[string][]string{"n2": {"n1"}, "n3": {"n1"}}}, 3},
-		{"graceful stop counted by the meta group", Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
-			Meta: []MetaGroup{{Size: 3}}}, 3},
+		{"graceful stop named by peers", snapshot.Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
+			Meta: []snapshot.MetaGroup{{Size: 3}}, ExpectedNames: map[string][]string{"n2": {"n1"}, "n3": {"n1"}}}, 3},
+		{"graceful stop counted by the meta group", snapshot.Snapshot{Servers: cluster()[:1], ExpectedCount: 1,
+			Meta: []snapshot.MetaGroup{{Size: 3}}}, 3},
 		// Killed: the survivors still count n3 and route to it until they
 		// forget it, and the meta group still has it: one server, not three.
-		{"killed, counted three ways", Snapshot{Servers: cluster()[:2], ExpectedCount: 3,
-			Meta: []MetaGroup{{Size: 3}}, ExpectedNames: map[string][]string{"n3": {"n1", "n2"}}}, 3},
-		{"peer id and name of one server", Snapshot{Servers: cluster()[:2], ExpectedCount: 2, Meta: []MetaGroup{{Size: 3}},
-			ExpectedNames: map[string][]string{"n3": {"n1"}, unknownPeerPrefix + peerID("n3") + ")": {"n2"}}}, 3},
+		{"killed, counted three ways", snapshot.Snapshot{Servers: cluster()[:2], ExpectedCount: 3,
+			Meta: []snapshot.MetaGroup{{Size: 3}}, ExpectedNames: map[string][]string{"n3": {"n1", "n2"}}}, 3},
+		{"peer id and name of one server", snapshot.Snapshot{Servers: cluster()[:2], ExpectedCount: 2, Meta: []snapshot.MetaGroup{{Size: 3}},
+			ExpectedNames: map[string][]string{"n3": {"n1"}, snapshot.UnknownPeerPrefix + snapshot.PeerID("n3") + ")": {"n2"}}}, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if r := Evaluate(&tt.snap, Policy{Floor: version.DefaultFloor}); r.ServersExpected != tt.want {
@@ -400,8 +400,8 @@ func TestEvaluateExpectedCountsEveryServerOnce(t *testing.T) {
 }
 
 func TestEvaluateMissingServerAsLastSeen(t *testing.T) {
-	snap := &Snapshot{Servers: cluster()[:2], ExpectedCount: 3, ExpectedNames: map[string][]string{"n3": {"n1"}},
-		LastSeen: map[string]Server{"n3": srv("n3", "c1", "2.12.15", 3)}}
+	snap := &snapshot.Snapshot{Servers: cluster()[:2], ExpectedCount: 3, ExpectedNames: map[string][]string{"n3": {"n1"}},
+		LastSeen: map[string]snapshot.Server{"n3": srv("n3", "c1", "2.12.15", 3)}}
 	r := Evaluate(snap, Policy{Floor: version.DefaultFloor})
 	if len(r.Findings) != 1 {
 		t.Fatalf("findings %v", r.Findings)
@@ -416,9 +416,9 @@ func TestEvaluateMissingServerAsLastSeen(t *testing.T) {
 // What a RESET does depends on the versions against 2.14.0, not the floor:
 // the words must follow that even when the floor is higher.
 func TestEvaluateResetWords(t *testing.T) {
-	servers := []Server{srv("new", "c1", "2.15.3", 5), srv("mid", "c1", "2.14.0", 4), srv("old", "c1", "2.12.15", 3)}
+	servers := []snapshot.Server{srv("new", "c1", "2.15.3", 5), srv("mid", "c1", "2.14.0", 4), srv("old", "c1", "2.12.15", 3)}
 	messages := func(floor version.Version, leader string) map[Code]string {
-		snap := &Snapshot{Servers: servers, Consumers: []Asset{consumer("S", "C", leader, "new", "mid", "old")}}
+		snap := &snapshot.Snapshot{Servers: servers, Consumers: []snapshot.Asset{consumer("S", "C", leader, "new", "mid", "old")}}
 		out := map[Code]string{}
 		for _, f := range Evaluate(snap, Policy{Floor: floor}).Findings {
 			out[f.Code] += f.Message + "|"
@@ -448,9 +448,9 @@ func TestEvaluateResetWords(t *testing.T) {
 }
 
 func TestEvaluateAPILevelWords(t *testing.T) {
-	s := Asset{Kind: releases.KindStream, Account: "APP", Stream: "TTL", Leader: "new", Peers: []string{"new", "old", "ancient"}, RequiredLevel: 4}
-	snap := &Snapshot{Servers: []Server{srv("new", "c1", "2.15.3", 5), srv("old", "c1", "2.12.15", 3), srv("ancient", "c1", "2.10.27", 0)},
-		Streams: []Asset{s}}
+	s := snapshot.Asset{Kind: releases.KindStream, Account: "APP", Stream: "TTL", Leader: "new", Peers: []string{"new", "old", "ancient"}, RequiredLevel: 4}
+	snap := &snapshot.Snapshot{Servers: []snapshot.Server{srv("new", "c1", "2.15.3", 5), srv("old", "c1", "2.12.15", 3), srv("ancient", "c1", "2.10.27", 0)},
+		Streams: []snapshot.Asset{s}}
 	got := map[string]string{}
 	for _, f := range Evaluate(snap, Policy{Floor: version.Must("2.10.0")}).Findings {
 		if f.Code == AssetAPILevelUnsupported {
@@ -468,11 +468,11 @@ func TestEvaluateAPILevelWords(t *testing.T) {
 func TestEvaluateUnreadableLevel(t *testing.T) {
 	if got := (&jszConfig{Metadata: struct {
 		RequiredLevel string `json:"_nats.req.level"`
-	}{"x"}}).requiredLevel(); got != LevelUnreadable {
+	}{"x"}}).requiredLevel(); got != snapshot.LevelUnreadable {
 		t.Fatalf("requiredLevel of %q = %d", "x", got)
 	}
-	s := Asset{Kind: releases.KindStream, Account: "APP", Stream: "ODD", Leader: "new", Peers: []string{"new", "ancient"}, RequiredLevel: LevelUnreadable}
-	snap := &Snapshot{Servers: []Server{srv("new", "c1", "2.15.3", 5), srv("ancient", "c1", "2.10.27", 0)}, Streams: []Asset{s}}
+	s := snapshot.Asset{Kind: releases.KindStream, Account: "APP", Stream: "ODD", Leader: "new", Peers: []string{"new", "ancient"}, RequiredLevel: snapshot.LevelUnreadable}
+	snap := &snapshot.Snapshot{Servers: []snapshot.Server{srv("new", "c1", "2.15.3", 5), srv("ancient", "c1", "2.10.27", 0)}, Streams: []snapshot.Asset{s}}
 	var got []string
 	for _, f := range Evaluate(snap, Policy{Floor: version.Must("2.10.0")}).Findings {
 		if f.Code == AssetAPILevelUnsupported {
@@ -488,12 +488,12 @@ func TestEvaluateUnreadableLevel(t *testing.T) {
 // saw is UNKNOWN and says which pattern; the gate did not see what it was
 // asked about.
 func TestEvaluateNarrowedToNothing(t *testing.T) {
-	snap := Snapshot{Servers: cluster(), ExpectedCount: 3,
-		Streams: []Asset{stream("ORDERS", "n1", "n1", "n2", "n3")},
-		Consumers: []Asset{consumer("ORDERS", "worker", "n1", "n1", "n2", "n3"),
-			func() Asset { a := consumer("BILLING", "payer", "n1", "n1"); a.Account = "OTHER"; return a }(),
+	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+		Streams: []snapshot.Asset{stream("ORDERS", "n1", "n1", "n2", "n3")},
+		Consumers: []snapshot.Asset{consumer("ORDERS", "worker", "n1", "n1", "n2", "n3"),
+			func() snapshot.Asset { a := consumer("BILLING", "payer", "n1", "n1"); a.Account = "OTHER"; return a }(),
 			// Operator mode: the account is its key, with its JWT name beside it.
-			func() Asset {
+			func() snapshot.Asset {
 				a := consumer("KEYED", "k", "n1", "n1")
 				a.Account, a.AccountName = "ADKEY", "NAMED"
 				return a
@@ -547,7 +547,7 @@ func TestEvaluateFailedAudit(t *testing.T) {
 	if r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "audit: permissions violation: ..." {
 		t.Errorf("status %s, findings %+v", r.Status, r.Findings)
 	}
-	if r := Evaluate(&Snapshot{}, Policy{Floor: version.DefaultFloor}); r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "no server answered the audit" {
+	if r := Evaluate(&snapshot.Snapshot{}, Policy{Floor: version.DefaultFloor}); r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "no server answered the audit" {
 		t.Errorf("an empty snapshot: status %s, findings %+v", r.Status, r.Findings)
 	}
 }
@@ -560,8 +560,8 @@ func TestLeafnodeAccountName(t *testing.T) {
 	const app, other = "ACXD4KXKPV6KCL7X5IK2SQAS4XAA5ACP77V4TC5SZUKVU47U5LSM7DWJ", "ABCSK3LXTUNSEBYZC22MPEDOAJWEJBW7FOLMQF3L3EG2M2XRRXC3PMDU"
 	s := stream("ORDERS", "hub", "hub")
 	s.Account, s.AccountName = app, "APP"
-	snap := &Snapshot{Servers: []Server{srv("hub", "", "2.14.0", 4)}, Streams: []Asset{s},
-		Leafnodes: []LeafLink{{Server: "hub", Peer: "leaf-app", Account: app}, {Server: "hub", Peer: "leaf-other", Account: other}}}
+	snap := &snapshot.Snapshot{Servers: []snapshot.Server{srv("hub", "", "2.14.0", 4)}, Streams: []snapshot.Asset{s},
+		Leafnodes: []snapshot.LeafLink{{Server: "hub", Peer: "leaf-app", Account: app}, {Server: "hub", Peer: "leaf-other", Account: other}}}
 	var got []string // in the findings' order: by message
 	for _, f := range Evaluate(snap, Policy{Floor: version.DefaultFloor}).Findings {
 		if f.Code == LeafnodeUnaudited {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -69,7 +71,7 @@ func TestCollectHearsARestartedServerByItsHeartbeat(t *testing.T) {
 
 			const timeout = 60 * time.Second
 			type result struct {
-				snap *auditor.Snapshot
+				snap *snapshot.Snapshot
 				err  error
 			}
 			done := make(chan result, 1)
@@ -100,7 +102,7 @@ func TestCollectHearsARestartedServerByItsHeartbeat(t *testing.T) {
 			if !rep.Complete() {
 				t.Errorf("incomplete: %+v", rep.Findings)
 			}
-			var n3 *auditor.Server
+			var n3 *snapshot.Server
 			for i, s := range r.snap.Servers {
 				if s.Name == "n3" {
 					n3 = &r.snap.Servers[i]
@@ -147,7 +149,7 @@ func TestCollectStopsWaitingForAServerThatShutDown(t *testing.T) {
 
 	var events auditor.Events
 	const timeout = 60 * time.Second
-	done := make(chan *auditor.Snapshot, 1)
+	done := make(chan *snapshot.Snapshot, 1)
 	start := time.Now()
 	go func() {
 		snap, err := auditor.Collect(context.Background(), nc, auditor.Options{Timeout: timeout, Events: &events})

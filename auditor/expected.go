@@ -3,6 +3,8 @@ package auditor
 import (
 	"fmt"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // Who an audit expects to answer, and who of them did not: Collect waits for
@@ -11,14 +13,14 @@ import (
 
 // missing adds a finding for every expected server that did not answer and
 // returns how many there are.
-func (e *evaluation) missing(snap *Snapshot) int {
+func (e *evaluation) missing(snap *snapshot.Snapshot) int {
 	namedMissing := 0
 	known := knownPeerIDs(snap)
 	for _, name := range sortedKeys(snap.ExpectedNames) {
 		if _, ok := e.byName[name]; ok {
 			continue
 		}
-		if id, ok := unknownPeerID(name); ok {
+		if id, ok := snapshot.UnknownPeerID(name); ok {
 			if known[id] {
 				continue // the same server, answering or named elsewhere
 			}
@@ -86,14 +88,14 @@ func (e *evaluation) missing(snap *Snapshot) int {
 }
 
 // knownPeerIDs are the RAFT peer ids of every server the audit can name.
-func knownPeerIDs(snap *Snapshot) map[string]bool {
+func knownPeerIDs(snap *snapshot.Snapshot) map[string]bool {
 	ids := map[string]bool{}
 	for _, s := range snap.Servers {
-		ids[peerID(s.Name)] = true
+		ids[snapshot.PeerID(s.Name)] = true
 	}
 	for name := range snap.ExpectedNames {
-		if _, unknown := unknownPeerID(name); !unknown {
-			ids[peerID(name)] = true
+		if _, unknown := snapshot.UnknownPeerID(name); !unknown {
+			ids[snapshot.PeerID(name)] = true
 		}
 	}
 	return ids
@@ -101,7 +103,7 @@ func knownPeerIDs(snap *Snapshot) map[string]bool {
 
 // answeredIn counts the JetStream servers of a domain that answered: the
 // members of its meta group.
-func answeredIn(servers []Server, domain string) int {
+func answeredIn(servers []snapshot.Server, domain string) int {
 	n := 0
 	for _, s := range servers {
 		if s.JetStream && s.Domain == domain {
@@ -131,7 +133,7 @@ const StaleRegistration = 240 * time.Second
 // started together do not qualify: a surplus there is a server missing.
 // Without this, every crash-restart would hold the gate at UNKNOWN for four
 // minutes after the system had recovered.
-func staleCount(servers []Server) bool {
+func staleCount(servers []snapshot.Server) bool {
 	for _, young := range servers {
 		if young.Uptime <= 0 || young.Uptime >= StaleRegistration || young.ActiveServers != len(servers) {
 			continue
@@ -145,7 +147,7 @@ func staleCount(servers []Server) bool {
 	return false
 }
 
-func maxActive(servers []Server) int {
+func maxActive(servers []snapshot.Server) int {
 	n := 0
 	for _, s := range servers {
 		n = max(n, s.ActiveServers)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/nats-io/nats-server/v2/server"
 
@@ -48,25 +49,25 @@ func TestFeatureFlagDefaults(t *testing.T) {
 		}
 	}
 	// What a server reports wins; else its version's default.
-	if FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{releases.FlagRaftDeleteRange: false}}, releases.FlagRaftDeleteRange) {
+	if snapshot.FlagOn(snapshot.Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{releases.FlagRaftDeleteRange: false}}, releases.FlagRaftDeleteRange) {
 		t.Error("a 2.15.3 server reporting the flag off has it on")
 	}
-	if !FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3")}, releases.FlagRaftDeleteRange) {
+	if !snapshot.FlagOn(snapshot.Server{Version: "2.15.3", Parsed: parsed("2.15.3")}, releases.FlagRaftDeleteRange) {
 		t.Error("a 2.15.3 server reporting no flags has the default off")
 	}
-	if FlagOn(Server{Version: "2.12.15", Parsed: parsed("2.12.15")}, releases.FlagRaftDeleteRange) || FlagOn(Server{Version: "2.15.3", Parsed: parsed("2.15.3")}, "js_bogus") {
+	if snapshot.FlagOn(snapshot.Server{Version: "2.12.15", Parsed: parsed("2.12.15")}, releases.FlagRaftDeleteRange) || snapshot.FlagOn(snapshot.Server{Version: "2.15.3", Parsed: parsed("2.15.3")}, "js_bogus") {
 		t.Error("a flag the server's version does not know is on")
 	}
 	for _, tt := range []struct {
-		s    Server
+		s    snapshot.Server
 		want map[string]bool
 	}{
-		{Server{Version: "2.14.0", Parsed: parsed("2.14.0"), FeatureFlags: map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: true}}, map[string]bool{releases.FlagRaftDeleteRange: true}},
-		{Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: true}}, nil},
-		{Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{releases.FlagRaftDeleteRange: false}}, map[string]bool{releases.FlagRaftDeleteRange: false}},
-		{Server{Version: "2.12.15", Parsed: parsed("2.12.15")}, nil},
+		{snapshot.Server{Version: "2.14.0", Parsed: parsed("2.14.0"), FeatureFlags: map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: true}}, map[string]bool{releases.FlagRaftDeleteRange: true}},
+		{snapshot.Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: true}}, nil},
+		{snapshot.Server{Version: "2.15.3", Parsed: parsed("2.15.3"), FeatureFlags: map[string]bool{releases.FlagRaftDeleteRange: false}}, map[string]bool{releases.FlagRaftDeleteRange: false}},
+		{snapshot.Server{Version: "2.12.15", Parsed: parsed("2.12.15")}, nil},
 	} {
-		if got := ConfiguredFlags(tt.s); !maps.Equal(got, tt.want) {
+		if got := snapshot.ConfiguredFlags(tt.s); !maps.Equal(got, tt.want) {
 			t.Errorf("ConfiguredFlags(%s %v) = %v, want %v", tt.s.Version, tt.s.FeatureFlags, got, tt.want)
 		}
 	}
@@ -91,7 +92,7 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]Server{}
+	got := map[string]snapshot.Server{}
 	for _, s := range snap.Servers {
 		got[s.Name] = s
 	}
@@ -113,7 +114,7 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 		if name == optIn.Name {
 			set = optIn.FeatureFlags
 		}
-		if configured := ConfiguredFlags(s); !maps.Equal(configured, set) {
+		if configured := snapshot.ConfiguredFlags(s); !maps.Equal(configured, set) {
 			t.Errorf("%s (%s): the flags its config sets read as %v, want %v", name, s.Version, configured, set)
 		}
 		// Every flag the config leaves alone is the table's default.
@@ -179,12 +180,12 @@ func TestFactFeatureFlagsRefusedBeforeSince(t *testing.T) {
 // release before 2.14.0 with a config that sets flags is a server that
 // would not start.
 func TestAssumeCarriesFeatureFlags(t *testing.T) {
-	server := func(name, version string, flags map[string]bool) Server {
-		s := Server{Name: name, Cluster: "c1", JetStream: true, FeatureFlags: flags}
+	server := func(name, version string, flags map[string]bool) snapshot.Server {
+		s := snapshot.Server{Name: name, Cluster: "c1", JetStream: true, FeatureFlags: flags}
 		s.SetVersion(version)
 		return s
 	}
-	snap := &Snapshot{Servers: []Server{
+	snap := &snapshot.Snapshot{Servers: []snapshot.Server{
 		server("n1", "2.14.0", map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: true}), // its config turns it on
 		server("n2", "2.14.0", map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: false}),
 	}}
@@ -225,8 +226,8 @@ func TestAssumeUpgradeTurnsOnDeleteRange(t *testing.T) {
 	n1, n2 := srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4)
 	n1.FeatureFlags = map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: false}
 	n2.FeatureFlags = n1.FeatureFlags
-	snap := &Snapshot{Servers: []Server{n1, n2, srv("n3", "c1", "2.12.15", 3)},
-		Streams: []Asset{withConfig(stream("M", "n1", "n1", "n2", "n3"), releases.AssetConfig{Mirror: &releases.StreamSource{Name: "O"}})}}
+	snap := &snapshot.Snapshot{Servers: []snapshot.Server{n1, n2, srv("n3", "c1", "2.12.15", 3)},
+		Streams: []snapshot.Asset{withConfig(stream("M", "n1", "n1", "n2", "n3"), releases.AssetConfig{Mirror: &releases.StreamSource{Name: "O"}})}}
 	w, err := Assume(snap, Policy{Floor: parsed("2.12.0")}, []Assumption{{Target: "n1", Version: parsed("2.15.3")}})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -58,11 +59,11 @@ func FuzzLeafz(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := fuzzCollection()
-		err := c.addLeafz(Server{Name: "s", ID: "S"}, data)
+		err := c.addLeafz(snapshot.Server{Name: "s", ID: "S"}, data)
 		if !json.Valid(data) && err == nil {
 			t.Fatal("a reply that is not JSON was accepted")
 		}
-		c.snap.Servers = []Server{{Name: "s", ID: "S", Version: "2.14.0", Parsed: version.Must("2.14.0")}}
+		c.snap.Servers = []snapshot.Server{{Name: "s", ID: "S", Version: "2.14.0", Parsed: version.Must("2.14.0")}}
 		evaluateAll(t, c)
 	})
 }
@@ -78,7 +79,7 @@ func FuzzJSZ(f *testing.F) {
 			return
 		}
 		c := fuzzCollection()
-		c.snap.Servers = []Server{{Name: "n1", ID: "N1", Version: "2.14.0", Parsed: version.Must("2.14.0"), APILevel: 4}, {Name: "n3", ID: "N3", Version: "2.12.15", Parsed: version.Must("2.12.15"), APILevel: 3}}
+		c.snap.Servers = []snapshot.Server{{Name: "n1", ID: "N1", Version: "2.14.0", Parsed: version.Must("2.14.0"), APILevel: 4}, {Name: "n3", ID: "N3", Version: "2.12.15", Parsed: version.Must("2.12.15"), APILevel: 3}}
 		c.addJSZ(c.snap.Servers[0], js)
 		c.addJSZ(c.snap.Servers[1], js) // a second replica's report of the same
 		snap := c.snapshot()

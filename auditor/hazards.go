@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // DecodeCrash is a server that cannot decode an asset's config and crashes
@@ -13,7 +14,7 @@ import (
 // group decodes every assignment of the domain, so hosting the asset does
 // not matter.
 type DecodeCrash struct {
-	Server  Server
+	Server  snapshot.Server
 	Feature releases.Feature
 	// Outcome is CrashesOnDecode or HaltsMeta.
 	Outcome releases.Outcome
@@ -26,7 +27,7 @@ type DecodeCrash struct {
 // crash on its config: those that answered, then those only an earlier
 // audit saw (lastSeen), which crash again when they come back. A server
 // that crashes on several of its features is listed once, for the first.
-func DecodeCrashes(a *Asset, servers []Server, lastSeen map[string]Server) []DecodeCrash {
+func DecodeCrashes(a *snapshot.Asset, servers []snapshot.Server, lastSeen map[string]snapshot.Server) []DecodeCrash {
 	return slices.DeleteFunc(domainDecodes(a, servers, lastSeen), func(c DecodeCrash) bool { return c.Outcome != releases.CrashesOnDecode })
 }
 
@@ -35,14 +36,14 @@ func DecodeCrashes(a *Asset, servers []Server, lastSeen map[string]Server) []Dec
 // their meta group: outcomes that every member of the domain's meta group
 // meets, peer or not. A server is listed once per outcome, for the first
 // feature that brings it.
-func domainDecodes(a *Asset, servers []Server, lastSeen map[string]Server) []DecodeCrash {
+func domainDecodes(a *snapshot.Asset, servers []snapshot.Server, lastSeen map[string]snapshot.Server) []DecodeCrash {
 	if a.Features == 0 {
 		return nil
 	}
 	features := a.Features.Features()
 	var out []DecodeCrash
 	answered := make(map[string]bool, len(servers))
-	check := func(s Server, missing bool) {
+	check := func(s snapshot.Server, missing bool) {
 		if !s.JetStream || s.Domain != a.Domain {
 			return
 		}
@@ -100,7 +101,7 @@ func (s Sourcer) Kind() string {
 // an external API prefix "$JS.<domain>.API" is looked for in that domain,
 // in the same account; one behind another prefix cannot be placed and is
 // left out.
-func Sourcers(snap *Snapshot) map[ConsumerKey][]Sourcer {
+func Sourcers(snap *snapshot.Snapshot) map[ConsumerKey][]Sourcer {
 	var out map[ConsumerKey][]Sourcer
 	for i := range snap.Streams {
 		a := &snap.Streams[i]
@@ -150,7 +151,7 @@ func sourcerNames(ss []Sourcer) string {
 
 // crashFindings are the ASSET_CRASHES_SERVER and ASSET_HALTS_META findings
 // of one asset.
-func crashFindings(a *Asset, servers []Server, lastSeen map[string]Server) []Finding {
+func crashFindings(a *snapshot.Asset, servers []snapshot.Server, lastSeen map[string]snapshot.Server) []Finding {
 	var out []Finding
 	for _, c := range domainDecodes(a, servers, lastSeen) {
 		s, f := c.Server, c.Feature
@@ -164,15 +165,15 @@ func crashFindings(a *Asset, servers []Server, lastSeen map[string]Server) []Fin
 			}
 			fd.Code = AssetHaltsMeta
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: %s cannot decode it; applying its assignment fails with a meta group critical write error and the server stops applying the meta group's log, whether it hosts the %s or not: it runs on, but no later create, update or removal of any stream or consumer of its domain reaches it, after every restart again, until it is upgraded or the %s is removed",
-				a.Kind, a.name(), f.Title, f.Since, seen, a.Kind, a.Kind)
+				a.Kind, a.Label(), f.Title, f.Since, seen, a.Kind, a.Kind)
 		case c.Missing:
 			fd.Code = AssetCrashesServer
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s, not answering and last seen running %s, cannot decode it; each time it restarts it fails to decode it again and can panic at its next meta snapshot, whether it hosts the %s or not, until it is upgraded or the %s is removed",
-				a.Kind, a.name(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
+				a.Kind, a.Label(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
 		default:
 			fd.Code = AssetCrashesServer
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s running %s cannot decode it and panics at its next meta snapshot (about a minute after it starts), whether it hosts the %s or not; after every restart it fails to decode it again and can panic again, until it is upgraded or the %s is removed",
-				a.Kind, a.name(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
+				a.Kind, a.Label(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
 		}
 		out = append(out, fd)
 	}
@@ -182,7 +183,7 @@ func crashFindings(a *Asset, servers []Server, lastSeen map[string]Server) []Fin
 // sourcingFindings are the findings about an origin consumer that mirrors
 // or sources RESET by themselves: the same verdicts as an application's
 // RESET, whatever the floor, since no application decides when it is sent.
-func sourcingFindings(a *Asset, sourcers []Sourcer, byName map[string]Server) []Finding {
+func sourcingFindings(a *snapshot.Asset, sourcers []Sourcer, byName map[string]snapshot.Server) []Finding {
 	// A sourcer led by a server before ResetVersion holds the stream
 	// offline (it does not know durable sourcing) and sends nothing; one
 	// without a leader may get a leader that does.
@@ -206,7 +207,7 @@ func sourcingFindings(a *Asset, sourcers []Sourcer, byName map[string]Server) []
 		f := base
 		f.Code, f.Server, f.Cluster, f.Version = SourcingResetUnanswered, leader.Name, leader.Cluster, leader.Version
 		f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself; its leader %s runs %s and leaves the RESET unanswered: the %s stalls, with no error",
-			a.name(), who, leader.Name, leader.Version, senders[0].Kind())
+			a.Label(), who, leader.Name, leader.Version, senders[0].Kind())
 		out = append(out, f)
 	}
 	// Followers below ResetVersion crash on the first RESET a leader at
@@ -229,10 +230,10 @@ func sourcingFindings(a *Asset, sourcers []Sourcer, byName map[string]Server) []
 		switch {
 		case hasLeader && answersReset(leader.Parsed), !hasLeader:
 			f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself at setup and after each of its leader changes; follower %s runs %s and panics on the replicated reset (Unknown group entry op type: 18), and again on every restart: a crash loop",
-				a.name(), who, s.Name, s.Version)
+				a.Label(), who, s.Name, s.Version)
 		case newPeer != "":
 			f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself; once %s or another server at %s or later leads it, follower %s (running %s) panics on the replicated reset (Unknown group entry op type: 18), and again on every restart: a crash loop",
-				a.name(), who, newPeer, releases.ResetVersion, s.Name, s.Version)
+				a.Label(), who, newPeer, releases.ResetVersion, s.Name, s.Version)
 		default:
 			continue // every peer is old: nobody answers, nothing replicates
 		}
@@ -244,7 +245,7 @@ func sourcingFindings(a *Asset, sourcers []Sourcer, byName map[string]Server) []
 // missingAfterReset says what a missing server, last seen below
 // ResetVersion, does when it comes back if it crashed on a replicated
 // RESET: the words SERVER_MISSING adds, or "".
-func missingAfterReset(name string, last Server, snap *Snapshot, sourcers map[ConsumerKey][]Sourcer, byName map[string]Server) string {
+func missingAfterReset(name string, last snapshot.Server, snap *snapshot.Snapshot, sourcers map[ConsumerKey][]Sourcer, byName map[string]snapshot.Server) string {
 	if answersReset(last.Parsed) {
 		return ""
 	}
@@ -259,9 +260,9 @@ func missingAfterReset(name string, last Server, snap *Snapshot, sourcers map[Co
 		}
 		k := ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}
 		if ss := sourcers[k]; len(ss) > 0 {
-			sourced = append(sourced, a.name()+" (RESET by "+sourcerNames(ss)+")")
+			sourced = append(sourced, a.Label()+" (RESET by "+sourcerNames(ss)+")")
 		} else {
-			reset = append(reset, a.name())
+			reset = append(reset, a.Label())
 		}
 	}
 	switch {
@@ -281,7 +282,7 @@ func missingAfterReset(name string, last Server, snap *Snapshot, sourcers map[Co
 // a follower cannot apply (opHazards). All hold whatever the floor.
 // The crashes are not narrowed by the policy's patterns: the server that
 // goes down takes every asset it hosts with it.
-func (e *evaluation) hazards(snap *Snapshot) {
+func (e *evaluation) hazards(snap *snapshot.Snapshot) {
 	for i := range snap.Streams {
 		for _, f := range crashFindings(&snap.Streams[i], snap.Servers, snap.LastSeen) {
 			e.add(f)
@@ -305,12 +306,12 @@ func (e *evaluation) hazards(snap *Snapshot) {
 
 // selectedSourcing: the policy selects the origin consumer or one of the
 // streams that read it.
-func (e *evaluation) selectedSourcing(a Asset, ss []Sourcer) bool {
+func (e *evaluation) selectedSourcing(a snapshot.Asset, ss []Sourcer) bool {
 	if e.selected(a) {
 		return true
 	}
 	for _, s := range ss {
-		if e.selected(Asset{Kind: releases.KindStream, Account: s.Account, Stream: s.Stream}) {
+		if e.selected(snapshot.Asset{Kind: releases.KindStream, Account: s.Account, Stream: s.Stream}) {
 			return true
 		}
 	}

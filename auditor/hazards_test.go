@@ -6,17 +6,17 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // old is n1, n2 at 2.14.0 with n3 2.12.15, n4 2.11.12 and n5 2.10.27.
-func oldServers() []Server {
-	return []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3),
+func oldServers() []snapshot.Server {
+	return []snapshot.Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3),
 		srv("n4", "c1", "2.11.12", 1), srv("n5", "c1", "2.10.27", 0)}
 }
 
-func withFeatures(a Asset, names ...string) Asset {
+func withFeatures(a snapshot.Asset, names ...string) snapshot.Asset {
 	for i, f := range releases.Features {
 		if slices.Contains(names, f.Name) {
 			a.Features |= 1 << i
@@ -25,7 +25,7 @@ func withFeatures(a Asset, names ...string) Asset {
 	return a
 }
 
-func mirrorOf(name, leader, origin, durable string, peers ...string) Asset {
+func mirrorOf(name, leader, origin, durable string, peers ...string) snapshot.Asset {
 	a := withFeatures(stream(name, leader, peers...), "durable_sourcing")
 	a.DurableSources = []releases.DurableSource{{Stream: origin, Consumer: durable, Mirror: true}}
 	return a
@@ -33,7 +33,7 @@ func mirrorOf(name, leader, origin, durable string, peers ...string) Asset {
 
 // hazardFindings evaluates snap at a floor every server but n5 meets, so
 // that only what this issue adds (and n5 below it) is left.
-func hazardFindings(t *testing.T, snap Snapshot) (*Report, []string) {
+func hazardFindings(t *testing.T, snap snapshot.Snapshot) (*Report, []string) {
 	t.Helper()
 	floor, _ := version.ParseVersion("2.11.0")
 	r := Evaluate(&snap, Policy{Floor: floor})
@@ -50,27 +50,27 @@ func hazardFindings(t *testing.T, snap Snapshot) (*Report, []string) {
 func TestAssetCrashesServer(t *testing.T) {
 	tests := []struct {
 		name string
-		snap Snapshot
+		snap snapshot.Snapshot
 		want []string
 	}{
 		{
 			name: "a flow-control consumer crashes 2.12.15, peer or not, and nobody else",
-			snap: Snapshot{Servers: oldServers(), Consumers: []Asset{
+			snap: snapshot.Snapshot{Servers: oldServers(), Consumers: []snapshot.Asset{
 				withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control"),
 			}},
 			want: []string{"ASSET_CRASHES_SERVER(n3,,APP/FC/c)"},
 		},
 		{
 			name: "a prioritized consumer crashes nobody",
-			snap: Snapshot{Servers: oldServers(), Consumers: []Asset{
+			snap: snapshot.Snapshot{Servers: oldServers(), Consumers: []snapshot.Asset{
 				withFeatures(consumer("PR", "c", "n1", "n1"), "priority_groups", "priority_prioritized"),
 			}},
 			want: nil,
 		},
 		{
 			name: "another domain's servers do not decode it",
-			snap: Snapshot{Servers: oldServers(), Consumers: []Asset{
-				func() Asset {
+			snap: snapshot.Snapshot{Servers: oldServers(), Consumers: []snapshot.Asset{
+				func() snapshot.Asset {
 					a := withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")
 					a.Domain = "leaf"
 					return a
@@ -80,10 +80,10 @@ func TestAssetCrashesServer(t *testing.T) {
 		},
 		{
 			name: "a 2.12.15 server that is missing crashes on it when it comes back",
-			snap: Snapshot{Servers: oldServers()[:2],
-				LastSeen:      map[string]Server{"n3": srv("n3", "c1", "2.12.15", 3)},
+			snap: snapshot.Snapshot{Servers: oldServers()[:2],
+				LastSeen:      map[string]snapshot.Server{"n3": srv("n3", "c1", "2.12.15", 3)},
 				ExpectedNames: map[string][]string{"n3": {"n1"}},
-				Consumers:     []Asset{withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}},
+				Consumers:     []snapshot.Asset{withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}},
 			want: []string{"ASSET_CRASHES_SERVER(n3,,APP/FC/c)"},
 		},
 	}
@@ -110,7 +110,7 @@ func TestAssetCrashesServer(t *testing.T) {
 }
 
 func TestAssetCrashesServerIsNotNarrowed(t *testing.T) {
-	snap := Snapshot{Servers: oldServers(), Consumers: []Asset{withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}}
+	snap := snapshot.Snapshot{Servers: oldServers(), Consumers: []snapshot.Asset{withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}}
 	floor, _ := version.ParseVersion("2.11.0")
 	r := Evaluate(&snap, Policy{Floor: floor, Streams: []string{"MINE"}})
 	if got := len(withCodeOf(r.Findings, AssetCrashesServer)); got != 1 {
@@ -132,47 +132,47 @@ func TestSourcingReset(t *testing.T) {
 	servers := oldServers()[:3]
 	tests := []struct {
 		name     string
-		snap     Snapshot
+		snap     snapshot.Snapshot
 		want     []string
 		contains string
 	}{
 		{
 			name: "durable led by 2.12.15: the mirror's RESET goes unanswered and it stalls",
-			snap: Snapshot{Servers: servers,
-				Streams:   []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
-				Consumers: []Asset{consumer("ORIGIN", "dur", "n3", "n1", "n2", "n3")}},
+			snap: snapshot.Snapshot{Servers: servers,
+				Streams:   []snapshot.Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
+				Consumers: []snapshot.Asset{consumer("ORIGIN", "dur", "n3", "n1", "n2", "n3")}},
 			want:     []string{"SOURCING_RESET_UNANSWERED(n3,,APP/ORIGIN/dur)"},
 			contains: "leaves the RESET unanswered: the mirror stalls, with no error",
 		},
 		{
 			name: "durable led by 2.14.0 with a 2.12.15 follower: a crash loop",
-			snap: Snapshot{Servers: servers,
-				Streams:   []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
-				Consumers: []Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3")}},
+			snap: snapshot.Snapshot{Servers: servers,
+				Streams:   []snapshot.Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
+				Consumers: []snapshot.Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3")}},
 			want:     []string{"SOURCING_RESET_CRASHES_FOLLOWER(n3,n2,APP/ORIGIN/dur)"},
 			contains: "follower n3 runs 2.12.15 and panics on the replicated reset (Unknown group entry op type: 18), and again on every restart: a crash loop",
 		},
 		{
 			name: "led by 2.12.15 with a 2.12.15 follower and a 2.14 peer: both",
-			snap: Snapshot{Servers: append(servers, srv("n4", "c1", "2.12.15", 3)),
-				Streams:   []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
-				Consumers: []Asset{consumer("ORIGIN", "dur", "n3", "n1", "n3", "n4")}},
+			snap: snapshot.Snapshot{Servers: append(servers, srv("n4", "c1", "2.12.15", 3)),
+				Streams:   []snapshot.Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
+				Consumers: []snapshot.Asset{consumer("ORIGIN", "dur", "n3", "n1", "n3", "n4")}},
 			want:     []string{"SOURCING_RESET_UNANSWERED(n3,,APP/ORIGIN/dur)", "SOURCING_RESET_CRASHES_FOLLOWER(n4,n3,APP/ORIGIN/dur)"},
 			contains: "once n1 or another server at 2.14.0 or later leads it, follower n4",
 		},
 		{
 			name: "a mirror led by 2.12.15 sends nothing",
-			snap: Snapshot{Servers: servers,
-				Streams:   []Asset{mirrorOf("MIRROR", "n3", "ORIGIN", "dur", "n3")},
-				Consumers: []Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3")}},
+			snap: snapshot.Snapshot{Servers: servers,
+				Streams:   []snapshot.Asset{mirrorOf("MIRROR", "n3", "ORIGIN", "dur", "n3")},
+				Consumers: []snapshot.Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3")}},
 			// It holds the mirror offline (TestDurableSourcingNeedsLevel4).
 			want: []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/MIRROR/)"},
 		},
 		{
 			name: "all peers at 2.14: nothing",
-			snap: Snapshot{Servers: servers,
-				Streams:   []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1")},
-				Consumers: []Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2")}},
+			snap: snapshot.Snapshot{Servers: servers,
+				Streams:   []snapshot.Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1")},
+				Consumers: []snapshot.Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2")}},
 			want: nil,
 		},
 	}
@@ -201,11 +201,11 @@ func TestSourcingReset(t *testing.T) {
 }
 
 func TestServerMissingAfterReset(t *testing.T) {
-	snap := Snapshot{Servers: oldServers()[:2],
-		LastSeen:      map[string]Server{"n3": srv("n3", "c1", "2.12.15", 3)},
+	snap := snapshot.Snapshot{Servers: oldServers()[:2],
+		LastSeen:      map[string]snapshot.Server{"n3": srv("n3", "c1", "2.12.15", 3)},
 		ExpectedNames: map[string][]string{"n3": {"n1", "n2"}},
-		Streams:       []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
-		Consumers: []Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3"),
+		Streams:       []snapshot.Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
+		Consumers: []snapshot.Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3"),
 			consumer("OTHER", "app", "n1", "n1", "n2", "n3")}}
 	r := Evaluate(&snap, Policy{Floor: version.DefaultFloor})
 	missing := withCodeOf(r.Findings, ServerMissing)
@@ -233,9 +233,9 @@ func TestServerMissingAfterReset(t *testing.T) {
 }
 
 func TestIndexNamesSourcersAndCrashes(t *testing.T) {
-	snap := Snapshot{Servers: oldServers()[:3],
-		Streams: []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
-		Consumers: []Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3"),
+	snap := snapshot.Snapshot{Servers: oldServers()[:3],
+		Streams: []snapshot.Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
+		Consumers: []snapshot.Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3"),
 			withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}}
 	x := NewIndex(&snap)
 	v, ok := x.Consumer(ConsumerKey{Account: "APP", Stream: "ORIGIN", Consumer: "dur"})
@@ -257,11 +257,11 @@ func TestIndexNamesSourcersAndCrashes(t *testing.T) {
 }
 
 func TestHazardOwners(t *testing.T) {
-	snap := Snapshot{Servers: oldServers()[:3],
-		LastSeen:      map[string]Server{"n9": srv("n9", "c1", "2.12.15", 3)},
+	snap := snapshot.Snapshot{Servers: oldServers()[:3],
+		LastSeen:      map[string]snapshot.Server{"n9": srv("n9", "c1", "2.12.15", 3)},
 		ExpectedNames: map[string][]string{"n9": {"n1"}},
-		Streams:       []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
-		Consumers: []Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3"),
+		Streams:       []snapshot.Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n2")},
+		Consumers: []snapshot.Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3"),
 			withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}}
 	r := Evaluate(&snap, Policy{Floor: version.DefaultFloor})
 	var got []string
@@ -281,7 +281,7 @@ func TestHazardOwners(t *testing.T) {
 // durable sourcing, yet a 2.12 peer holds the mirror offline and a 2.10
 // peer runs it as a plain mirror.
 func TestDurableSourcingNeedsLevel4(t *testing.T) {
-	snap := Snapshot{Servers: oldServers(), Streams: []Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n3", "n5")}}
+	snap := snapshot.Snapshot{Servers: oldServers(), Streams: []snapshot.Asset{mirrorOf("MIRROR", "n1", "ORIGIN", "dur", "n1", "n3", "n5")}}
 	_, got := hazardFindings(t, snap)
 	want := []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/MIRROR/)", "ASSET_API_LEVEL_UNSUPPORTED(n5,,APP/MIRROR/)"}
 	if !slices.Equal(got, want) {
@@ -334,9 +334,9 @@ func TestUndecodableValueHaltsMeta(t *testing.T) {
 	releases.Features = append(slices.Clone(saved), releases.Feature{Name: "future_enum", Title: "a future enum value", Kind: releases.KindConsumer,
 		Level: 5, Since: future, Uses: func(*releases.AssetConfig) bool { return true }, Source: "none: a test row",
 		Older: releases.ValueFeature(future)})
-	servers := []Server{srv("n1", "c1", "2.16.0", 5), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.15.1", 4),
+	servers := []snapshot.Server{srv("n1", "c1", "2.16.0", 5), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.15.1", 4),
 		srv("n4", "c1", "2.14.10", 4), srv("n5", "c1", "2.14.9", 4), srv("n6", "c1", "2.11.12", 1)}
-	snap := Snapshot{Servers: servers, Consumers: []Asset{withFeatures(consumer("FC", "c", "n1", "n1", "n2", "n3"), "future_enum")}}
+	snap := snapshot.Snapshot{Servers: servers, Consumers: []snapshot.Asset{withFeatures(consumer("FC", "c", "n1", "n1", "n2", "n3"), "future_enum")}}
 	r, got := hazardFindings(t, snap)
 	for _, f := range r.Findings {
 		if f.Code == AssetHaltsMeta && !strings.Contains(f.Message, "stops applying the meta group's log") {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	json "github.com/segmentio/encoding/json"
 )
 
@@ -20,7 +22,7 @@ import (
 type Heartbeats struct {
 	// last returns the latest audit's snapshot (nil before the first): a
 	// server heard of for the first time is held against it.
-	last func() *Snapshot
+	last func() *snapshot.Snapshot
 
 	mu    sync.Mutex
 	known map[string]*heardServer
@@ -37,7 +39,7 @@ type heardServer struct {
 
 // NewHeartbeats returns a tracker that holds servers it hears of for the
 // first time against the snapshot last returns.
-func NewHeartbeats(last func() *Snapshot) *Heartbeats {
+func NewHeartbeats(last func() *snapshot.Snapshot) *Heartbeats {
 	return &Heartbeats{last: last, known: map[string]*heardServer{}}
 }
 
@@ -47,7 +49,7 @@ func NewHeartbeats(last func() *Snapshot) *Heartbeats {
 // parties may read it at once.
 type Heartbeat struct {
 	msg *statszReply
-	srv Server
+	srv snapshot.Server
 	// size is the length of the raw message, which an audit holds against
 	// its Options.MaxReplyBytes as it does a reply.
 	size int
@@ -116,7 +118,7 @@ func (h *Heartbeats) Statsz(hb *Heartbeat) string {
 // servers of its cluster that the audit saw: a heartbeat heard first after a
 // peer was killed (which sends no SHUTDOWN) is the only word of that loss.
 // h.mu is held.
-func (h *Heartbeats) firstHeard(s Server, links []string) string {
+func (h *Heartbeats) firstHeard(s snapshot.Server, links []string) string {
 	snap := h.last()
 	if snap == nil {
 		return ""

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -53,20 +55,20 @@ func TestHeartbeats(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		last  *Snapshot
+		last  *snapshot.Snapshot
 		steps []step
 	}{
 		{"before any audit, servers heard of first are the first audit's", nil, []step{
 			{name: "n1 first heard", statsz: beat(t, "n1", "A", "2.14.0", n23)},
 			{name: "the same again", statsz: beat(t, "n1", "A", "2.14.0", n23)},
 		}},
-		{"held against the last audit", &Snapshot{Servers: []Server{{Name: "n1", ID: "A", Version: "2.14.0"}, {Name: "n2", ID: "B", Version: "2.12.0"}}}, []step{
+		{"held against the last audit", &snapshot.Snapshot{Servers: []snapshot.Server{{Name: "n1", ID: "A", Version: "2.14.0"}, {Name: "n2", ID: "B", Version: "2.12.0"}}}, []step{
 			{name: "as audited", statsz: beat(t, "n1", "A", "2.14.0", n23)},
 			{name: "another process than audited", statsz: beat(t, "n2", "B2", "2.14.0", nil),
 				want: "server n2 runs 2.14.0 (id B2), the last audit saw 2.12.0 (id B)"},
 			{name: "not audited", statsz: beat(t, "n3", "C", "2.14.0", nil), want: "server n3 (2.14.0) was not in the last audit"},
 		}},
-		{"first heard without a route the last audit had", &Snapshot{Servers: []Server{
+		{"first heard without a route the last audit had", &snapshot.Snapshot{Servers: []snapshot.Server{
 			{Name: "n1", ID: "A", Version: "2.14.0", Cluster: "c1"}, {Name: "n2", ID: "B", Version: "2.14.0", Cluster: "c1"},
 			{Name: "n3", ID: "C", Version: "2.14.0", Cluster: "c1"}, {Name: "x1", ID: "X", Version: "2.14.0", Cluster: "other"},
 		}}, []step{
@@ -75,14 +77,14 @@ func TestHeartbeats(t *testing.T) {
 				want: "server n1 has no route to n3, which the last audit saw"},
 			{name: "n3 shuts down", shutdown: goingEvent(t, "n3"), want: "server n3 shut down"},
 		}},
-		{"a route to a server that shut down is not asked for twice", &Snapshot{Servers: []Server{
+		{"a route to a server that shut down is not asked for twice", &snapshot.Snapshot{Servers: []snapshot.Server{
 			{Name: "n1", ID: "A", Version: "2.14.0", Cluster: "c1"}, {Name: "n3", ID: "C", Version: "2.14.0", Cluster: "c1"},
 		}}, []step{
 			{name: "n3 first heard", statsz: beatIn(t, "c1", "n3", "C", "2.14.0", []string{"n1"})},
 			{name: "n3 shuts down", shutdown: goingEvent(t, "n3"), want: "server n3 shut down"},
 			{name: "n1 first heard, without the route", statsz: beatIn(t, "c1", "n1", "A", "2.14.0", nil)},
 		}},
-		{"changes", &Snapshot{}, []step{
+		{"changes", &snapshot.Snapshot{}, []step{
 			{name: "first heard", statsz: beat(t, "n1", "A", "2.12.0", n23, "c2"), want: "server n1 (2.12.0) was not in the last audit"},
 			{name: "links in another order", statsz: beat(t, "n1", "A", "2.12.0", []string{"n3", "n2", "n2"}, "c2")},
 			{name: "upgraded in place", statsz: beat(t, "n1", "A", "2.14.0", n23, "c2"), want: "server n1 runs 2.14.0, was 2.12.0"},
@@ -90,7 +92,7 @@ func TestHeartbeats(t *testing.T) {
 			{name: "route lost, gateway gained", statsz: beat(t, "n1", "A2", "2.14.0", []string{"n2"}, "c2", "c3"),
 				want: "server n1's routes or gateways changed: lost route n3, gained gateway c3"},
 		}},
-		{"a shutdown and the comeback", &Snapshot{}, []step{
+		{"a shutdown and the comeback", &snapshot.Snapshot{}, []step{
 			{name: "n1", statsz: beat(t, "n1", "A", "2.14.0", []string{"n2"}), want: "server n1 (2.14.0) was not in the last audit"},
 			{name: "n2", statsz: beat(t, "n2", "B", "2.14.0", []string{"n1"}), want: "server n2 (2.14.0) was not in the last audit"},
 			{name: "n2 shuts down", shutdown: goingEvent(t, "n2"), want: "server n2 shut down"},
@@ -99,20 +101,20 @@ func TestHeartbeats(t *testing.T) {
 			{name: "n2 back, a new process", statsz: beat(t, "n2", "B2", "2.14.0", []string{"n1"}), want: "server n2 is back (2.14.0, id B2)"},
 			{name: "n1 regains the route", statsz: beat(t, "n1", "A", "2.14.0", []string{"n2"}), want: "server n1's routes or gateways changed: gained route n2"},
 		}},
-		{"lame duck is not gone", &Snapshot{}, []step{
+		{"lame duck is not gone", &snapshot.Snapshot{}, []step{
 			{name: "n1", statsz: beat(t, "n1", "A", "2.14.0", []string{"n2"}), want: "server n1 (2.14.0) was not in the last audit"},
 			{name: "n2", statsz: beat(t, "n2", "B", "2.14.0", []string{"n1"}), want: "server n2 (2.14.0) was not in the last audit"},
 			{name: "n2 in lame duck mode", lameduck: goingEvent(t, "n2"), want: "server n2 entered lame duck mode"},
 			{name: "n1 loses the route to n2", statsz: beat(t, "n1", "A", "2.14.0", nil), want: "server n1's routes or gateways changed: lost route n2"},
 			{name: "n2 heard again, unchanged", statsz: beat(t, "n2", "B", "2.14.0", []string{"n1"})},
 		}},
-		{"an event that names no server", &Snapshot{}, []step{
+		{"an event that names no server", &snapshot.Snapshot{}, []step{
 			{name: "shutdown with an empty body", shutdown: []byte("{}"), want: "server id NID shut down"},
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := NewHeartbeats(func() *Snapshot { return tc.last })
+			h := NewHeartbeats(func() *snapshot.Snapshot { return tc.last })
 			for _, s := range tc.steps {
 				var got string
 				switch {

@@ -3,6 +3,8 @@ package auditor
 import (
 	"fmt"
 	"slices"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // ConsumerKey names a consumer: a JetStream domain ("" for none), an
@@ -34,7 +36,7 @@ type ConsumerView struct {
 	Crashes []Crash
 	// Pull is who pulls a consumer with a priority policy, its pin
 	// included, as its leader reported it; nil for any other consumer.
-	Pull *PullState
+	Pull *snapshot.PullState
 }
 
 // Crash is a server that crashes on an asset it cannot decode.
@@ -65,7 +67,7 @@ type Index struct {
 	// than one JetStream domain is rare, and those go to others.
 	byName  map[nameKey]int // into snap.Consumers
 	others  map[nameKey][]int
-	servers map[string]*Server
+	servers map[string]*snapshot.Server
 	// accounts holds the id of every account with an asset, and
 	// accountNames the ids of each name that is not an id.
 	accounts     map[string]bool
@@ -79,20 +81,20 @@ type Index struct {
 	// audit that could not run at all).
 	problems map[string]bool
 	global   bool
-	snap     *Snapshot
+	snap     *snapshot.Snapshot
 	sourcers map[ConsumerKey][]Sourcer
 }
 
 // NewIndex indexes the consumers and servers of snap. It reads only the
 // snapshot, never a policy: the RESET verdict does not depend on the floor,
 // and a report narrowed to one server still carries the census of all.
-func NewIndex(snap *Snapshot) *Index {
+func NewIndex(snap *snapshot.Snapshot) *Index {
 	x := &Index{
 		byName:        make(map[nameKey]int, len(snap.Consumers)),
 		others:        map[nameKey][]int{},
 		byStream:      map[StreamKey][]int{},
 		streamDomains: map[[2]string][]string{},
-		servers:       make(map[string]*Server, len(snap.Servers)),
+		servers:       make(map[string]*snapshot.Server, len(snap.Servers)),
 		problems:      map[string]bool{},
 		snap:          snap,
 		accounts:      map[string]bool{},
@@ -103,7 +105,7 @@ func NewIndex(snap *Snapshot) *Index {
 	}
 	// Assets come grouped by stream, so mostly by account: one map write
 	// per run of an account rather than one per consumer.
-	for _, assets := range [][]Asset{snap.Streams, snap.Consumers} {
+	for _, assets := range [][]snapshot.Asset{snap.Streams, snap.Consumers} {
 		last := ""
 		for i := range assets {
 			if a := &assets[i]; a.Account != last || i == 0 {
@@ -140,7 +142,7 @@ func NewIndex(snap *Snapshot) *Index {
 	return x
 }
 
-func (x *Index) addAccount(a *Asset) {
+func (x *Index) addAccount(a *snapshot.Asset) {
 	if x.accounts[a.Account] {
 		return
 	}

@@ -8,19 +8,19 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 func TestIndexConsumer(t *testing.T) {
-	snap := &Snapshot{
-		Servers: []Server{
+	snap := &snapshot.Snapshot{
+		Servers: []snapshot.Server{
 			{Name: "n1", Version: "2.15.3", Parsed: version.Must("2.15.3"), APILevel: 5},
 			{Name: "n2", Version: "2.14.0", Parsed: version.Must("2.14.0"), APILevel: 4},
 			{Name: "n3", Version: "2.12.15", Parsed: version.Must("2.12.15"), APILevel: 3},
 			{Name: "leaf", Domain: "edge", Version: "2.14.0", Parsed: version.Must("2.14.0"), APILevel: 4},
 		},
-		Consumers: []Asset{
+		Consumers: []snapshot.Asset{
 			{Kind: releases.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "led-by-old", Leader: "n3", Peers: []string{"n1", "n2", "n3"}, Replicas: 3},
 			{Kind: releases.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "followed", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Replicas: 3, RequiredLevel: 1},
 			{Kind: releases.KindConsumer, Account: "APP", Stream: "ORDERS", Consumer: "fine", Leader: "n2", Peers: []string{"n1", "n2"}, Replicas: 2},
@@ -97,7 +97,7 @@ func TestIndexConsumer(t *testing.T) {
 
 	// A failed request to one server makes every consumer it is a peer of
 	// unknown, and only those; one that concerned no server, every consumer.
-	snap.Problems = []Problem{{Server: "n2", Request: "JSZ", Err: "timeout"}}
+	snap.Problems = []snapshot.Problem{{Server: "n2", Request: "JSZ", Err: "timeout"}}
 	x = NewIndex(snap)
 	if v, _ := x.Consumer(ConsumerKey{"", "APP", "ORDERS", "fine"}); v.Reset != ResetUnknown || !v.Peers[1].Incomplete {
 		t.Errorf("with n2's JSZ failed, fine is %s, peers %+v; want unknown", v.Reset, v.Peers)
@@ -105,7 +105,7 @@ func TestIndexConsumer(t *testing.T) {
 	if v, _ := x.Consumer(ConsumerKey{"edge", "APP", "ORDERS", "fine"}); v.Reset != ResetSafe {
 		t.Errorf("with n2's JSZ failed, edge's fine (no peer on n2) is %s, want safe", v.Reset)
 	}
-	snap.Problems = []Problem{{Request: "permissions", Err: "violation"}}
+	snap.Problems = []snapshot.Problem{{Request: "permissions", Err: "violation"}}
 	x = NewIndex(snap)
 	if v, _ := x.Consumer(ConsumerKey{"edge", "APP", "ORDERS", "fine"}); v.Reset != ResetUnknown {
 		t.Errorf("after a permissions violation, %s; want unknown", v.Reset)

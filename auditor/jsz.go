@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	json "github.com/segmentio/encoding/json"
 )
@@ -134,7 +135,7 @@ type consumerConfig struct {
 	// pull is who pulls a consumer with a priority policy: its config,
 	// and the record of the report the config came in (readPull); nil
 	// for a consumer without one, which is most of them.
-	pull *PullState
+	pull *snapshot.PullState
 }
 
 // set keeps the summary of a stream's config.
@@ -199,7 +200,7 @@ func (c *jszConfig) requiredLevel() int {
 	}
 	level, err := strconv.Atoi(c.Metadata.RequiredLevel)
 	if err != nil {
-		return LevelUnreadable
+		return snapshot.LevelUnreadable
 	}
 	return level
 }

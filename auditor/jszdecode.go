@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	json "github.com/segmentio/encoding/json"
 
@@ -249,7 +250,7 @@ func (d *jszDecoder) consumer(c *jszConsumer) error {
 
 // pullField decodes the record field key of a priority consumer into p,
 // as pullRecord reads it.
-func (d *jszDecoder) pullField(p *PullState, key []byte) error {
+func (d *jszDecoder) pullField(p *snapshot.PullState, key []byte) error {
 	switch string(key) {
 	case "delivered":
 		return d.lastActive(&p.LastDelivery)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // merger folds the JSZ pages of every server into one view of the assets and
@@ -18,7 +19,7 @@ type merger struct {
 	byStream     map[streamKey]*streamAssets
 	streamList   []*streamAssets
 	consumerList []*mergedConsumer
-	meta         map[string]*MetaGroup // by JetStream domain
+	meta         map[string]*snapshot.MetaGroup // by JetStream domain
 	// consumerSlab and peers are slabs the merged consumers and the peer
 	// lists are cut from: an allocation per chunk, not two per asset.
 	consumerSlab []mergedConsumer
@@ -33,7 +34,7 @@ type merger struct {
 }
 
 func newMerger() *merger {
-	return &merger{byStream: map[streamKey]*streamAssets{}, meta: map[string]*MetaGroup{}, peerSets: map[string][]string{}}
+	return &merger{byStream: map[streamKey]*streamAssets{}, meta: map[string]*snapshot.MetaGroup{}, peerSets: map[string][]string{}}
 }
 
 // streamKey names a stream by its account's id: two accounts may share a name.
@@ -47,7 +48,7 @@ type streamKey struct {
 type streamAssets struct {
 	// stream holds the stream's names and durable sources; the rest of its
 	// Asset is filled from state when the snapshot is listed.
-	stream    Asset
+	stream    snapshot.Asset
 	state     replicaState
 	consumers map[string]*mergedConsumer
 }
@@ -62,7 +63,7 @@ type mergedConsumer struct {
 	state  replicaState
 	// pull is the leader's record of who pulls it, for a consumer with a
 	// priority policy.
-	pull *PullState
+	pull *snapshot.PullState
 }
 
 // replicaState is what the replicas' reports of one asset add up to.
@@ -89,7 +90,7 @@ type replicaState struct {
 	created int64
 	// behind is the leader's view of the peers it lists as not current:
 	// none for most assets, so no room is kept for them.
-	behind []ReplicaLag
+	behind []snapshot.ReplicaLag
 }
 
 // maxMasked is how many peers the masks of a replicaState can mark; a
@@ -172,7 +173,7 @@ func (s *nameSet) addCluster(ci *clusterInfo) {
 func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named *nameSet) {
 	g := m.meta[domain]
 	if g == nil {
-		g = &MetaGroup{Domain: domain}
+		g = &snapshot.MetaGroup{Domain: domain}
 		m.meta[domain] = g
 	}
 	g.Cluster = mc.Name
@@ -191,7 +192,7 @@ func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named *na
 	if reporter == mc.Leader {
 		// The leader's own list, kept whole from its last page: each page
 		// of a JSZ reply carries meta_cluster again.
-		set := &MetaPeerSet{Leader: reporter, Size: mc.Size}
+		set := &snapshot.MetaPeerSet{Leader: reporter, Size: mc.Size}
 		for _, p := range mc.Replicas {
 			if p != nil {
 				set.Names = append(set.Names, p.Name)
@@ -201,7 +202,7 @@ func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named *na
 			}
 		}
 		if g.Listed == nil {
-			g.Listed = map[string]*MetaPeerSet{}
+			g.Listed = map[string]*snapshot.MetaPeerSet{}
 		}
 		g.Listed[reporter] = set
 	}
@@ -226,7 +227,7 @@ func (m *merger) addMeta(reporter, domain string, mc *metaClusterInfo, named *na
 func (m *merger) stream(key streamKey, accountName string, consumers int) *streamAssets {
 	sa := m.byStream[key]
 	if sa == nil {
-		sa = &streamAssets{stream: Asset{Kind: releases.KindStream, Domain: key.domain, Account: key.account,
+		sa = &streamAssets{stream: snapshot.Asset{Kind: releases.KindStream, Domain: key.domain, Account: key.account,
 			AccountName: accountName, Stream: key.stream},
 			consumers: make(map[string]*mergedConsumer, consumers)}
 		m.byStream[key] = sa
@@ -307,7 +308,7 @@ func (a *replicaState) leaderView(leader string, created time.Time, ci *clusterI
 		}
 		a.mark(&a.listed, p.Name)
 		if !p.Current && p.Name != "" {
-			a.behind = append(a.behind, ReplicaLag{Server: p.Name, Active: time.Duration(p.Active)})
+			a.behind = append(a.behind, snapshot.ReplicaLag{Server: p.Name, Active: time.Duration(p.Active)})
 		}
 	}
 }
@@ -315,14 +316,14 @@ func (a *replicaState) leaderView(leader string, created time.Time, ci *clusterI
 // keepPull keeps a priority consumer's pull state from the record of its
 // leader, the only one that holds its queue of pulls and its pin; of a
 // follower's record, the config only, until the leader's comes.
-func (c *mergedConsumer) keepPull(reporter string, ci *clusterInfo, p *PullState) {
+func (c *mergedConsumer) keepPull(reporter string, ci *clusterInfo, p *snapshot.PullState) {
 	if ci == nil || ci.Leader == reporter {
 		p.FromLeader = true
 		c.pull = p
 		return
 	}
 	if c.pull == nil {
-		p.configOnly()
+		p.ConfigOnly()
 		c.pull = p
 	}
 }
@@ -339,7 +340,7 @@ func (a *replicaState) addPeer(name string) {
 // in place, and out shares one list with every asset of the same peers
 // (nothing changes an Asset's Peers in place; who needs other peers clones
 // them).
-func (m *merger) fill(a *replicaState, out *Asset) {
+func (m *merger) fill(a *replicaState, out *snapshot.Asset) {
 	out.Observed = a.observed()
 	slices.Sort(a.peers)
 	out.Leader, out.Peers = a.leader, m.peerSet(a.peers)
@@ -352,7 +353,7 @@ func (m *merger) fill(a *replicaState, out *Asset) {
 // and none that is behind, as for most assets; and nil without the
 // leader's own report, the only one whose list and view count. Called
 // before fill sorts the peers, which the masks index.
-func (a *replicaState) observed() *Observation {
+func (a *replicaState) observed() *snapshot.Observation {
 	if !a.leaderSelf || a.listed == 0 {
 		return nil
 	}
@@ -366,7 +367,7 @@ func (a *replicaState) observed() *Observation {
 		return nil
 	}
 	slices.Sort(absent)
-	o := &Observation{Absent: absent, Behind: a.behind, Listed: bits.OnesCount32(a.listed)}
+	o := &snapshot.Observation{Absent: absent, Behind: a.behind, Listed: bits.OnesCount32(a.listed)}
 	if a.created != 0 {
 		o.Created = time.Unix(0, a.created).UTC()
 	}
@@ -409,8 +410,8 @@ func (m *merger) lookupSet(peers []string) []string {
 // first reported. Nothing downstream depends on their order (Evaluate
 // sorts its findings), and sorting 30,000 of them cost more than the rest
 // of the merge.
-func (m *merger) streams() []Asset {
-	out := make([]Asset, len(m.streamList))
+func (m *merger) streams() []snapshot.Asset {
+	out := make([]snapshot.Asset, len(m.streamList))
 	for i, sa := range m.streamList {
 		out[i] = sa.stream
 		m.fill(&sa.state, &out[i])
@@ -418,11 +419,11 @@ func (m *merger) streams() []Asset {
 	return out
 }
 
-func (m *merger) consumers() []Asset {
-	out := make([]Asset, len(m.consumerList))
+func (m *merger) consumers() []snapshot.Asset {
+	out := make([]snapshot.Asset, len(m.consumerList))
 	for i, c := range m.consumerList {
 		s := &c.stream.stream
-		out[i] = Asset{Kind: releases.KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
+		out[i] = snapshot.Asset{Kind: releases.KindConsumer, Domain: s.Domain, Account: s.Account, AccountName: s.AccountName,
 			Stream: s.Stream, Consumer: c.name, Pull: c.pull}
 		m.fill(&c.state, &out[i])
 	}
@@ -430,8 +431,8 @@ func (m *merger) consumers() []Asset {
 }
 
 // metaGroups lists the meta groups by domain.
-func (m *merger) metaGroups() []MetaGroup {
-	var out []MetaGroup
+func (m *merger) metaGroups() []snapshot.MetaGroup {
+	var out []snapshot.MetaGroup
 	for _, d := range sortedKeys(m.meta) {
 		g := *m.meta[d]
 		g.Peers = slices.Sorted(slices.Values(g.Peers))

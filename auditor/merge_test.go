@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // report is one server's JSZ line about an asset: its view of the leader
@@ -87,7 +88,7 @@ func TestMergeConsumerOwnsItsFields(t *testing.T) {
 	stream.AccountDetails[0].Streams[0].Consumers = []jszConsumer{{Name: "C", Config: consumerConfig{configSummary: configSummary{Replicas: 1}}, Cluster: &clusterInfo{Leader: "n2"}}}
 	m.add("n2", "hub", stream)
 	c := m.consumers()
-	want := Asset{Kind: releases.KindConsumer, Domain: "hub", Account: "APP", Stream: "S", Consumer: "C", Leader: "n2", Peers: []string{"n2"}, Replicas: 1}
+	want := snapshot.Asset{Kind: releases.KindConsumer, Domain: "hub", Account: "APP", Stream: "S", Consumer: "C", Leader: "n2", Peers: []string{"n2"}, Replicas: 1}
 	if len(c) != 1 || fmt.Sprint(c[0]) != fmt.Sprint(want) {
 		t.Errorf("consumer %+v, want %+v", c, want)
 	}
@@ -166,7 +167,7 @@ func TestMergeSharesPeerSets(t *testing.T) {
 		js := page("APP", "S", name, report{peers[0], peers[0], peers[1:], len(peers)})
 		m.add(peers[0], "", js)
 	}
-	byName := map[string]Asset{}
+	byName := map[string]snapshot.Asset{}
 	for _, c := range m.consumers() {
 		byName[c.Consumer] = c
 	}
@@ -204,7 +205,7 @@ func TestMergeObservation(t *testing.T) {
 		name    string
 		pages   map[string]*jszData // by reporter, added in name order
 		absent  []string
-		behind  []ReplicaLag
+		behind  []snapshot.ReplicaLag
 		noneObs bool
 	}{
 		{"every peer reports it", map[string]*jszData{
@@ -215,7 +216,7 @@ func TestMergeObservation(t *testing.T) {
 		{"n3 does not report it", map[string]*jszData{
 			"n1": leaderPage("n1", &replicaPeer{Name: "n2", Current: true}, &replicaPeer{Name: "n3", Current: false, Active: int64(time.Minute)}),
 			"n2": page("APP", "S", "", report{"n2", "n1", []string{"n1", "n3"}, 3}),
-		}, []string{"n3"}, []ReplicaLag{{Server: "n3", Active: time.Minute}}, false},
+		}, []string{"n3"}, []snapshot.ReplicaLag{{Server: "n3", Active: time.Minute}}, false},
 		{"without the leader's report nothing is judged", map[string]*jszData{
 			"n2": page("APP", "S", "", report{"n2", "n1", []string{"n1", "n3"}, 3}),
 		}, nil, nil, true},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -19,10 +20,10 @@ func metaReply(t *testing.T, leader string, size int, replicas ...string) *jszDa
 	t.Helper()
 	var list []string
 	for _, r := range replicas {
-		list = append(list, `{"name":"`+r+`","current":true,"active":1000,"peer":"`+peerID(r)+`"}`)
+		list = append(list, `{"name":"`+r+`","current":true,"active":1000,"peer":"`+snapshot.PeerID(r)+`"}`)
 	}
 	r, err := decodeJSZReply([]byte(`{"data":{"server_id":"X","meta_cluster":{"name":"c1","leader":"` + leader +
-		`","peer":"` + peerID(leader) + `","replicas":[` + strings.Join(list, ",") + `],"cluster_size":` + strconv.Itoa(size) + `,"pending":0}}}`))
+		`","peer":"` + snapshot.PeerID(leader) + `","replicas":[` + strings.Join(list, ",") + `],"cluster_size":` + strconv.Itoa(size) + `,"pending":0}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,16 +32,16 @@ func metaReply(t *testing.T, leader string, size int, replicas ...string) *jszDa
 
 // metaSnapshot merges the replies, by reporter, into a snapshot of a
 // cluster of three 2.14.0 servers.
-func metaSnapshot(pages map[string]*jszData) *Snapshot {
+func metaSnapshot(pages map[string]*jszData) *snapshot.Snapshot {
 	m := newMerger()
 	for _, name := range sortedKeys(pages) {
 		m.add(name, "", pages[name])
 	}
-	return &Snapshot{Servers: cluster(), Meta: m.metaGroups()}
+	return &snapshot.Snapshot{Servers: cluster(), Meta: m.metaGroups()}
 }
 
 func TestServerNotMetaPeer(t *testing.T) {
-	unknownN3 := unknownPeerPrefix + peerID("n3") + ")"
+	unknownN3 := snapshot.UnknownPeerPrefix + snapshot.PeerID("n3") + ")"
 	tests := []struct {
 		name  string
 		pages func(t *testing.T) map[string]*jszData
@@ -180,7 +181,7 @@ func TestPlanCountsOnlyMetaMembers(t *testing.T) {
 		}
 	}
 
-	snap = metaSnapshot(map[string]*jszData{"n1": metaReply(t, "n1", 3, "n2", unknownPeerPrefix+peerID("n3")+")"), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)})
+	snap = metaSnapshot(map[string]*jszData{"n1": metaReply(t, "n1", 3, "n2", snapshot.UnknownPeerPrefix+snapshot.PeerID("n3")+")"), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)})
 	if peers, size := metaPeers(snap, snap.Meta[0]); !slices.Equal(peers, []string{"n1", "n2", "n3"}) || size != 3 {
 		t.Errorf("members %v of %d; want n1, n2, n3 of 3", peers, size)
 	}
@@ -267,9 +268,9 @@ func TestPlanJudgesEachMetaGroupOfADomain(t *testing.T) {
 	for _, name := range sortedKeys(pages) {
 		m.add(name, "", pages[name])
 	}
-	snap := &Snapshot{Servers: append(cluster(), srv("l1", "leaf", "2.14.0", 4), srv("l2", "leaf", "2.14.0", 4), srv("l3", "leaf", "2.14.0", 4)),
+	snap := &snapshot.Snapshot{Servers: append(cluster(), srv("l1", "leaf", "2.14.0", 4), srv("l2", "leaf", "2.14.0", 4), srv("l3", "leaf", "2.14.0", 4)),
 		Meta: m.metaGroups()}
-	if len(snap.Meta) != 1 || len(snap.Meta[0].groups()) != 2 {
+	if len(snap.Meta) != 1 || len(snap.Meta[0].Groups()) != 2 {
 		t.Fatalf("meta groups %+v; want one domain of two groups", snap.Meta)
 	}
 	for server, want := range map[string]string{

@@ -5,6 +5,7 @@ import (
 	"path"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // unmatched holds Policy's asset patterns against the assets the audit
@@ -13,7 +14,7 @@ import (
 // pass without having looked at anything it was asked about. A stream
 // pattern is held against the streams of the accounts selected, a consumer
 // pattern against the consumers of the streams selected.
-func unmatched(snap *Snapshot, p Policy) []Finding {
+func unmatched(snap *snapshot.Snapshot, p Policy) []Finding {
 	if len(p.Accounts)+len(p.Streams)+len(p.Consumers) == 0 {
 		return nil
 	}
@@ -25,7 +26,7 @@ func unmatched(snap *Snapshot, p Policy) []Finding {
 			}
 		}
 	}
-	see := func(a Asset) {
+	see := func(a snapshot.Asset) {
 		mark("account", p.Accounts, a.Account)
 		if a.AccountName != "" {
 			mark("account", p.Accounts, a.AccountName)
@@ -70,7 +71,7 @@ func unmatched(snap *Snapshot, p Policy) []Finding {
 
 // accountSelected reports whether a's account matches one of patterns, by
 // its id or (operator mode) its JWT name.
-func accountSelected(patterns []string, a Asset) bool {
+func accountSelected(patterns []string, a snapshot.Asset) bool {
 	return matchAny(patterns, a.Account) || (a.AccountName != "" && matchAny(patterns, a.AccountName))
 }
 

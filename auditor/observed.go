@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // The feature table (Features, ReplicatedOps) predicts what a release does
@@ -45,14 +46,14 @@ const CatchUpAllowance = 30 * time.Second
 // Where the feature table already says why a peer does not run the asset
 // (ASSET_PEER_NOT_RUNNING, ASSET_API_LEVEL_UNSUPPORTED, ASSET_CRASHES_SERVER,
 // ASSET_HALTS_META), that finding speaks for it.
-func (e *evaluation) observed(a *Asset) {
+func (e *evaluation) observed(a *snapshot.Asset) {
 	o := a.Observed
 	if o == nil {
 		return
 	}
 	// The audit's start is the now the ages are weighed against.
 	young := !o.Created.IsZero() && e.snap.Started.Sub(o.Created) < LoadAllowance
-	var missing []Server
+	var missing []snapshot.Server
 	unknown := false // an absent peer whose reply was not read may run it
 	for _, name := range o.Absent {
 		s, ok := e.seen[name]
@@ -75,44 +76,26 @@ func (e *evaluation) observed(a *Asset) {
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version, f.Peer = AssetPeerMissing, s.Name, s.Cluster, s.Version, a.Leader
 		f.Message = fmt.Sprintf("%s %s %s: %s (%s) answered the audit and does not run it, though its leader %s lists it as a peer; %s",
-			a.Kind, a.name(), runs, s.Name, s.Version, a.Leader, e.missingCause(a, s))
+			a.Kind, a.Label(), runs, s.Name, s.Version, a.Leader, e.missingCause(a, s))
 		e.add(f)
 	}
 	current := running
 	for _, b := range o.Behind {
-		if a.hosted(b.Server) {
+		if a.Hosted(b.Server) {
 			current--
 		}
 	}
 	for _, b := range o.Behind {
 		s, ok := e.seen[b.Server]
-		if !ok || e.unread[b.Server] || b.Active < CatchUpAllowance || s.Uptime < CatchUpAllowance || !a.hosted(b.Server) {
+		if !ok || e.unread[b.Server] || b.Active < CatchUpAllowance || s.Uptime < CatchUpAllowance || !a.Hosted(b.Server) {
 			continue
 		}
 		f := assetFinding(a)
 		f.Code, f.Server, f.Cluster, f.Version, f.Peer = AssetPeerBehind, s.Name, s.Cluster, s.Version, a.Leader
 		f.Message = fmt.Sprintf("%s %s: peer %s (%s) runs it, but its leader %s has not heard from it for %s and does not count it as current: %s",
-			a.Kind, a.name(), s.Name, s.Version, a.Leader, b.Active.Round(time.Second), quorumNote(n, current))
+			a.Kind, a.Label(), s.Name, s.Version, a.Leader, b.Active.Round(time.Second), quorumNote(n, current))
 		e.add(f)
 	}
-}
-
-// hosted reports whether server name runs the asset, by the replies: it is
-// a peer and not one of those that did not report it.
-func (a *Asset) hosted(name string) bool {
-	if a.Observed != nil {
-		for _, n := range a.Observed.Absent {
-			if n == name {
-				return false
-			}
-		}
-	}
-	for _, p := range a.Peers {
-		if p == name {
-			return true
-		}
-	}
-	return false
 }
 
 // runsOn writes how many of an asset's n peers run it, and what one more
@@ -154,7 +137,7 @@ func quorumNote(n, current int) string {
 // the asset offline. A table that says the peer runs it (a 2.10 server,
 // which knows no levels, online and diverging) is contradicted by the
 // replies, which then speak.
-func (e *evaluation) tableExplains(a *Asset, s Server) bool {
+func (e *evaluation) tableExplains(a *snapshot.Asset, s snapshot.Server) bool {
 	o := releases.Supported
 	if a.Features != 0 {
 		o, _ = worstFeature(a.Features, s.Parsed)
@@ -162,7 +145,7 @@ func (e *evaluation) tableExplains(a *Asset, s Server) bool {
 	if o != releases.Supported && !releases.RunsReplica(o) {
 		return true
 	}
-	required, _ := a.requiredLevel(s.Parsed)
+	required, _ := a.LevelNeeded(s.Parsed)
 	return levelSpeaks(required, s.APILevel) && s.APILevel > 0 && o != releases.IgnoredOnline
 }
 
@@ -170,7 +153,7 @@ func (e *evaluation) tableExplains(a *Asset, s Server) bool {
 // the feature table's word where it has one that is not about the replica
 // (a config the peer runs diverging), else that the cause is in the
 // server's log.
-func (e *evaluation) missingCause(a *Asset, s Server) string {
+func (e *evaluation) missingCause(a *snapshot.Asset, s snapshot.Server) string {
 	if !s.JetStream {
 		return "its JetStream is off"
 	}
@@ -191,40 +174,12 @@ func (e *evaluation) missingCause(a *Asset, s Server) string {
 	return "cause unknown: see the server's log (the feature table knows no reason)"
 }
 
-// without is the observation as a what-if holds it once the changed
-// servers restart on other releases: what they showed before is no
-// evidence of what they will do, which the tables judge. Nil when nothing
-// is left.
-func (o *Observation) without(changed map[string]bool) *Observation {
-	if o == nil {
-		return nil
-	}
-	out := &Observation{Created: o.Created}
-	for _, n := range o.Absent {
-		if !changed[n] {
-			out.Absent = append(out.Absent, n)
-		}
-	}
-	for _, b := range o.Behind {
-		if !changed[b.Server] {
-			out.Behind = append(out.Behind, b)
-		}
-	}
-	if len(out.Absent) == len(o.Absent) && len(out.Behind) == len(o.Behind) {
-		return o
-	}
-	if len(out.Absent) == 0 && len(out.Behind) == 0 {
-		return nil
-	}
-	return out
-}
-
 // heldConsumer names a consumer of stream a that peer s holds offline as
 // unsupported, by the tables, where s is of a release that stops the
 // stream for it (stopsStreamSince); "" when none. It looks only when a
 // stream's peer is missing, which is rare, so it scans the consumers
 // rather than keep an index of them by stream.
-func (e *evaluation) heldConsumer(a *Asset, s Server) string {
+func (e *evaluation) heldConsumer(a *snapshot.Asset, s snapshot.Server) string {
 	if a.Kind != releases.KindStream || e.snap == nil || !s.Parsed.AtLeast(stopsStreamSince) {
 		return ""
 	}
@@ -237,7 +192,7 @@ func (e *evaluation) heldConsumer(a *Asset, s Server) string {
 		if c.Features != 0 {
 			o, _ = worstFeature(c.Features, s.Parsed)
 		}
-		if required, _ := c.requiredLevel(s.Parsed); heldOffline(o, required, s.APILevel) {
+		if required, _ := c.LevelNeeded(s.Parsed); heldOffline(o, required, s.APILevel) {
 			return c.Consumer
 		}
 	}

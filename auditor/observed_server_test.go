@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -64,7 +66,7 @@ func TestPeerThatCannotLoadAStreamOnRealServers(t *testing.T) {
 	sys.Restart("n3", natstest.FirstLevels)
 	restarted := time.Now()
 	var live, blind *auditor.Report
-	var after *auditor.Snapshot
+	var after *snapshot.Snapshot
 	err = natstest.Eventually(90*time.Second, func() error {
 		snap, byName := audit(t, sysConn)
 		after = snap
@@ -181,7 +183,7 @@ func logLine(log, s string) string {
 
 // withoutFeatures is snap with the features of stream name's config
 // forgotten, as by a feature table without their rows.
-func withoutFeatures(snap *auditor.Snapshot, name string) *auditor.Snapshot {
+func withoutFeatures(snap *snapshot.Snapshot, name string) *snapshot.Snapshot {
 	out := *snap
 	out.Streams = slices.Clone(snap.Streams)
 	for i := range out.Streams {

@@ -5,20 +5,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // observedSnapshot is three 2.14.0 servers, up a minute, and stream S led
 // by n1 with peers n1, n2, n3, created a minute before the audit, with obs
 // as what the replies showed.
-func observedSnapshot(t *testing.T, obs *auditor.Observation) *auditor.Snapshot {
+func observedSnapshot(t *testing.T, obs *snapshot.Observation) *snapshot.Snapshot {
 	t.Helper()
 	start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	snap := &auditor.Snapshot{Started: start, ExpectedCount: 3}
+	snap := &snapshot.Snapshot{Started: start, ExpectedCount: 3}
 	for _, n := range []string{"n1", "n2", "n3"} {
-		s := auditor.Server{Name: n, ID: "ID" + n, Cluster: "c1", JetStream: true, APILevel: 4, Uptime: time.Minute}
+		s := snapshot.Server{Name: n, ID: "ID" + n, Cluster: "c1", JetStream: true, APILevel: 4, Uptime: time.Minute}
 		s.SetVersion("2.14.0")
 		snap.Servers = append(snap.Servers, s)
 	}
@@ -28,7 +28,7 @@ func observedSnapshot(t *testing.T, obs *auditor.Observation) *auditor.Snapshot 
 	if obs != nil && obs.Listed == 0 {
 		obs.Listed = 3
 	}
-	snap.Streams = []auditor.Asset{{Kind: releases.KindStream, Account: "APP", Stream: "S", Leader: "n1",
+	snap.Streams = []snapshot.Asset{{Kind: releases.KindStream, Account: "APP", Stream: "S", Leader: "n1",
 		Peers: []string{"n1", "n2", "n3"}, Replicas: 3, Observed: obs}}
 	return snap
 }
@@ -37,55 +37,55 @@ func TestObservedFindings(t *testing.T) {
 	start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name   string
-		obs    *auditor.Observation
-		change func(*auditor.Snapshot)
+		obs    *snapshot.Observation
+		change func(*snapshot.Snapshot)
 		code   auditor.Code
 		want   string // the message's words; empty: no finding of code
 	}{
-		{"a peer that answered and does not run the asset", &auditor.Observation{Absent: []string{"n3"}}, nil, auditor.AssetPeerMissing,
+		{"a peer that answered and does not run the asset", &snapshot.Observation{Absent: []string{"n3"}}, nil, auditor.AssetPeerMissing,
 			"stream APP > S runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.14.0) answered the audit and does not run it, though its leader n1 lists it as a peer; cause unknown: see the server's log"},
-		{"two peers: below the quorum", &auditor.Observation{Absent: []string{"n2", "n3"}}, nil, auditor.AssetPeerMissing,
+		{"two peers: below the quorum", &snapshot.Observation{Absent: []string{"n2", "n3"}}, nil, auditor.AssetPeerMissing,
 			"runs on 1 of its 3 peers, fewer than its quorum of 2: it stops"},
 		{"nothing observed", nil, nil, auditor.AssetPeerMissing, ""},
-		{"a follower's stale view names a fourth peer: the leader's three count", &auditor.Observation{Absent: []string{"n3"}},
-			func(s *auditor.Snapshot) { s.Streams[0].Peers = []string{"n1", "n2", "n3", "n4"} }, auditor.AssetPeerMissing,
+		{"a follower's stale view names a fourth peer: the leader's three count", &snapshot.Observation{Absent: []string{"n3"}},
+			func(s *snapshot.Snapshot) { s.Streams[0].Peers = []string{"n1", "n2", "n3", "n4"} }, auditor.AssetPeerMissing,
 			"stream APP > S runs on 2 of its 3 peers; one more peer down and it stops: n3"},
-		{"an absent peer that did not answer may run it", &auditor.Observation{Absent: []string{"n2", "n3"}},
-			func(s *auditor.Snapshot) { s.Servers = append(s.Servers[:1], s.Servers[2]) }, auditor.AssetPeerMissing,
+		{"an absent peer that did not answer may run it", &snapshot.Observation{Absent: []string{"n2", "n3"}},
+			func(s *snapshot.Snapshot) { s.Servers = append(s.Servers[:1], s.Servers[2]) }, auditor.AssetPeerMissing,
 			"stream APP > S runs on at least 1 of its 3 peers: n3 (2.14.0) answered the audit"},
-		{"a peer that did not answer is SERVER_MISSING's", &auditor.Observation{Absent: []string{"n3"}},
-			func(s *auditor.Snapshot) { s.Servers = s.Servers[:2] }, auditor.AssetPeerMissing, ""},
-		{"a peer whose reply was not read", &auditor.Observation{Absent: []string{"n3"}},
-			func(s *auditor.Snapshot) {
-				s.Problems = []auditor.Problem{{Server: "n3", Request: "JSZ", Err: "timeout"}}
+		{"a peer that did not answer is SERVER_MISSING's", &snapshot.Observation{Absent: []string{"n3"}},
+			func(s *snapshot.Snapshot) { s.Servers = s.Servers[:2] }, auditor.AssetPeerMissing, ""},
+		{"a peer whose reply was not read", &snapshot.Observation{Absent: []string{"n3"}},
+			func(s *snapshot.Snapshot) {
+				s.Problems = []snapshot.Problem{{Server: "n3", Request: "JSZ", Err: "timeout"}}
 			}, auditor.AssetPeerMissing, ""},
-		{"a peer restarting", &auditor.Observation{Absent: []string{"n3"}},
-			func(s *auditor.Snapshot) { s.Servers[2].Uptime = auditor.LoadAllowance - time.Second }, auditor.AssetPeerMissing, ""},
-		{"an asset being created", &auditor.Observation{Absent: []string{"n3"}, Created: start.Add(-time.Second)}, nil, auditor.AssetPeerMissing, ""},
-		{"an asset created past the allowance", &auditor.Observation{Absent: []string{"n3"}, Created: start.Add(-auditor.LoadAllowance)}, nil,
+		{"a peer restarting", &snapshot.Observation{Absent: []string{"n3"}},
+			func(s *snapshot.Snapshot) { s.Servers[2].Uptime = auditor.LoadAllowance - time.Second }, auditor.AssetPeerMissing, ""},
+		{"an asset being created", &snapshot.Observation{Absent: []string{"n3"}, Created: start.Add(-time.Second)}, nil, auditor.AssetPeerMissing, ""},
+		{"an asset created past the allowance", &snapshot.Observation{Absent: []string{"n3"}, Created: start.Add(-auditor.LoadAllowance)}, nil,
 			auditor.AssetPeerMissing, "n3 (2.14.0) answered the audit"},
-		{"the table speaks for the peer", &auditor.Observation{Absent: []string{"n3"}},
-			func(s *auditor.Snapshot) {
+		{"the table speaks for the peer", &snapshot.Observation{Absent: []string{"n3"}},
+			func(s *snapshot.Snapshot) {
 				s.Servers[2].SetVersion("2.11.12")
 				s.Servers[2].APILevel = 1
 				s.Streams[0].Features = releases.DetectFeatures(releases.KindStream, &releases.AssetConfig{
 					SubjectTransform: &releases.SubjectMapping{Destination: "t.{{ Random(3) }}"}})
 			}, auditor.AssetPeerMissing, ""},
-		{"a feature the table knows, but not as keeping it from running", &auditor.Observation{Absent: []string{"n3"}},
-			func(s *auditor.Snapshot) {
+		{"a feature the table knows, but not as keeping it from running", &snapshot.Observation{Absent: []string{"n3"}},
+			func(s *snapshot.Snapshot) {
 				s.Servers[2].SetVersion("2.10.27")
 				s.Servers[2].APILevel = 0
 				s.Streams[0].Features = releases.DetectFeatures(releases.KindStream, &releases.AssetConfig{AllowMsgTTL: true})
 			}, auditor.AssetPeerMissing, "cause unknown: see the server's log (the feature table knows it lacks per-message TTLs, new in 2.11.0"},
-		{"a peer the leader has not heard from", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n3", Active: time.Minute}}}, nil,
+		{"a peer the leader has not heard from", &snapshot.Observation{Behind: []snapshot.ReplicaLag{{Server: "n3", Active: time.Minute}}}, nil,
 			auditor.AssetPeerBehind, "stream APP > S: peer n3 (2.14.0) runs it, but its leader n1 has not heard from it for 1m0s and does not count it as current: 2 of its 3 peers are current, a bare quorum"},
-		{"two peers behind: one current", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n2", Active: time.Second}, {Server: "n3", Active: time.Minute}}}, nil,
+		{"two peers behind: one current", &snapshot.Observation{Behind: []snapshot.ReplicaLag{{Server: "n2", Active: time.Second}, {Server: "n3", Active: time.Minute}}}, nil,
 			auditor.AssetPeerBehind, "1 of its 3 peers are current, fewer than its quorum of 2"},
-		{"a silence shorter than a catch-up", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n3", Active: auditor.CatchUpAllowance - time.Second}}}, nil,
+		{"a silence shorter than a catch-up", &snapshot.Observation{Behind: []snapshot.ReplicaLag{{Server: "n3", Active: auditor.CatchUpAllowance - time.Second}}}, nil,
 			auditor.AssetPeerBehind, ""},
-		{"a peer never heard from since the leader was elected", &auditor.Observation{Behind: []auditor.ReplicaLag{{Server: "n3"}}}, nil,
+		{"a peer never heard from since the leader was elected", &snapshot.Observation{Behind: []snapshot.ReplicaLag{{Server: "n3"}}}, nil,
 			auditor.AssetPeerBehind, ""},
-		{"behind and not running is missing, not behind", &auditor.Observation{Absent: []string{"n3"}, Behind: []auditor.ReplicaLag{{Server: "n3", Active: time.Minute}}}, nil,
+		{"behind and not running is missing, not behind", &snapshot.Observation{Absent: []string{"n3"}, Behind: []snapshot.ReplicaLag{{Server: "n3", Active: time.Minute}}}, nil,
 			auditor.AssetPeerBehind, ""},
 	}
 	for _, tc := range tests {
@@ -131,7 +131,7 @@ func TestObservedUnderAssume(t *testing.T) {
 		target string
 		keeps  bool
 	}{{"n3", false}, {"n2", true}} {
-		snap := observedSnapshot(t, &auditor.Observation{Absent: []string{"n3"}})
+		snap := observedSnapshot(t, &snapshot.Observation{Absent: []string{"n3"}})
 		w, err := auditor.Assume(snap, auditor.Policy{Floor: mustParse(t, "2.10.0")},
 			[]auditor.Assumption{{Target: tc.target, Version: mustParse(t, "2.14.10")}})
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -27,11 +27,11 @@ import (
 // (lastSeen) is judged as a follower on the version it last ran: the op
 // that crashed it is in the group's log, and crashes it again on every
 // restart on that release, so its finding must outlive its process.
-func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Finding {
+func opFindings(a *snapshot.Asset, byName, lastSeen map[string]snapshot.Server, sourced bool) []Finding {
 	if a.Ops == 0 || a.Replicas < 2 {
 		return nil
 	}
-	var peers, missing []Server
+	var peers, missing []snapshot.Server
 	collected := false
 	var out []Finding
 	var named []string
@@ -77,7 +77,7 @@ func opFindings(a *Asset, byName, lastSeen map[string]Server, sourced bool) []Fi
 // proposers (s not among them) propose the op to when they lead it. missing
 // is set for a follower that did not answer, s being what an earlier audit
 // saw of it.
-func opFinding(a *Asset, o releases.ReplicatedOp, s Server, outcome releases.Outcome, proposers []string, byName map[string]Server, sourced, missing bool) Finding {
+func opFinding(a *snapshot.Asset, o releases.ReplicatedOp, s snapshot.Server, outcome releases.Outcome, proposers []string, byName map[string]snapshot.Server, sourced, missing bool) Finding {
 	f := assetFinding(a)
 	f.Server, f.Cluster, f.Version, f.Op = s.Name, s.Cluster, s.Version, o.Name
 	if a.Leader != s.Name {
@@ -102,7 +102,7 @@ func opFinding(a *Asset, o releases.ReplicatedOp, s Server, outcome releases.Out
 	if outcome == releases.CrashesOnApply {
 		f.Code = AssetOpCrashesFollower
 		f.Message = fmt.Sprintf("%s %s: %s panics on %s (Unknown group entry op type: %d), which %s, and again on every restart",
-			a.Kind, a.name(), follower, o.GoName, o.Op, which)
+			a.Kind, a.Label(), follower, o.GoName, o.Op, which)
 		if missing {
 			f.Message += " on that release as it replays the entry: if that is why it is down, it stays down until it is upgraded"
 		}
@@ -111,11 +111,11 @@ func opFinding(a *Asset, o releases.ReplicatedOp, s Server, outcome releases.Out
 	f.Code = AssetOpHaltsReplica
 	if outcome == releases.ResetsReplica {
 		f.Message = fmt.Sprintf("%s %s: %s cannot apply %s, which %s: it logs the error and runs on without it, and at the next message resets its replica and is caught up from the same snapshot again, in a loop, so its copy never catches up and the group runs on one peer fewer",
-			a.Kind, a.name(), follower, opEntry(o), which)
+			a.Kind, a.Label(), follower, opEntry(o), which)
 		return f
 	}
 	f.Message = fmt.Sprintf("%s %s: %s cannot apply %s, which %s: it logs a critical write error and its replica stops voting, so the group runs on one voting peer fewer",
-		a.Kind, a.name(), follower, opEntry(o), which)
+		a.Kind, a.Label(), follower, opEntry(o), which)
 	return f
 }
 
@@ -129,7 +129,7 @@ func opEntry(o releases.ReplicatedOp) string {
 
 // opProposedBy says who proposes the op, how and when: "n2 (2.15.3)
 // proposes as the mirror's leader whenever ...".
-func opProposedBy(o releases.ReplicatedOp, leader Server, sourced bool) string {
+func opProposedBy(o releases.ReplicatedOp, leader snapshot.Server, sourced bool) string {
 	if p, ok := opProposal(o, leader, sourced); ok {
 		return fmt.Sprintf("%s (%s) %s %s", leader.Name, leader.Version, o.Verb(), proposalWhen(p, leader))
 	}
@@ -148,7 +148,7 @@ func orList(names []string) string {
 // peerOutcome is what one peer does with an asset's config: the worst
 // outcome of the features it uses, and that feature.
 type peerOutcome struct {
-	server  Server
+	server  snapshot.Server
 	outcome releases.Outcome
 	feature releases.Feature
 }
@@ -173,7 +173,7 @@ func worstFeature(features releases.FeatureSet, v version.Version) (releases.Out
 // finding instead (levelSpeaks), which says the same of the same server
 // and asset, and one that crashes on the config its ASSET_CRASHES_SERVER
 // finding; both still count among the peers that do not run it.
-func (e *evaluation) peerFindings(a *Asset) {
+func (e *evaluation) peerFindings(a *snapshot.Asset) {
 	if a.Features == 0 {
 		return
 	}
@@ -192,7 +192,7 @@ func (e *evaluation) peerFindings(a *Asset) {
 		if !releases.RunsReplica(o) {
 			down++
 		}
-		if required, _ := a.requiredLevel(s.Parsed); !levelSpeaks(required, s.APILevel) && (o == releases.NotLoaded || o == releases.NotCreated || o == releases.HeldOffline || o == releases.IgnoredOnline) {
+		if required, _ := a.LevelNeeded(s.Parsed); !levelSpeaks(required, s.APILevel) && (o == releases.NotLoaded || o == releases.NotCreated || o == releases.HeldOffline || o == releases.IgnoredOnline) {
 			odd = append(odd, peerOutcome{s, o, ft})
 		}
 	}
@@ -210,19 +210,19 @@ func (e *evaluation) peerFindings(a *Asset) {
 		case releases.NotLoaded:
 			f.Code = AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) does not load it (%s): it cannot decode its config, logs the failure and runs on without it",
-				a.Kind, a.name(), runs, s.Name, s.Version, what)
+				a.Kind, a.Label(), runs, s.Name, s.Version, what)
 		case releases.NotCreated:
 			f.Code = AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) does not create it (%s): it refuses the config as it creates the %s, logs the error and runs on without it",
-				a.Kind, a.name(), runs, s.Name, s.Version, what, a.Kind)
+				a.Kind, a.Label(), runs, s.Name, s.Version, what, a.Kind)
 		case releases.HeldOffline:
 			f.Code = AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) holds it offline as unsupported (%s)",
-				a.Kind, a.name(), runs, s.Name, s.Version, what) + stopsItsStream(a, s)
+				a.Kind, a.Label(), runs, s.Name, s.Version, what) + stopsItsStream(a, s)
 		default:
 			f.Code = AssetPeerDiverges
 			f.Message = fmt.Sprintf("%s %s uses %s: peer %s (%s) runs it online without it, ignoring what it does not know, and its copy diverges from the others'",
-				a.Kind, a.name(), what, s.Name, s.Version)
+				a.Kind, a.Label(), what, s.Name, s.Version)
 		}
 		e.add(f)
 	}
@@ -232,7 +232,7 @@ func (e *evaluation) peerFindings(a *Asset) {
 // that cannot apply them, for every asset: like a crash on decode, they
 // hold whatever the floor and are not narrowed by the policy's patterns,
 // as the server that goes down takes every asset it hosts with it.
-func (e *evaluation) opHazards(snap *Snapshot) {
+func (e *evaluation) opHazards(snap *snapshot.Snapshot) {
 	for i := range snap.Streams {
 		for _, f := range opFindings(&snap.Streams[i], e.seen, snap.LastSeen, false) {
 			e.add(f)
@@ -253,7 +253,7 @@ func (e *evaluation) opHazards(snap *Snapshot) {
 // stream reads through the asset (a consumer) by durable sourcing. A single
 // replica has no RAFT group and no followers. The reason names the leader,
 // its version and what makes it propose.
-func Proposes(o releases.ReplicatedOp, leader Server, ops releases.OpSet, replicas int, sourced bool) (releases.Proposing, string) {
+func Proposes(o releases.ReplicatedOp, leader snapshot.Server, ops releases.OpSet, replicas int, sourced bool) (releases.Proposing, string) {
 	if replicas < 2 {
 		return releases.NotProposed, "a single replica has no followers"
 	}
@@ -273,14 +273,14 @@ func Proposes(o releases.ReplicatedOp, leader Server, ops releases.OpSet, replic
 
 // opProposal is the worst way a leader of a parsed version proposes the op,
 // by itself before on request; false when it does not.
-func opProposal(o releases.ReplicatedOp, leader Server, sourced bool) (releases.Proposal, bool) {
+func opProposal(o releases.ReplicatedOp, leader snapshot.Server, sourced bool) (releases.Proposal, bool) {
 	var best releases.Proposal
 	found := false
 	for _, p := range o.Proposed {
 		if leader.Parsed.Before(p.Since) || (p.Sourced && !sourced) {
 			continue
 		}
-		if p.Flag != "" && !FlagOn(leader, p.Flag) {
+		if p.Flag != "" && !snapshot.FlagOn(leader, p.Flag) {
 			continue
 		}
 		if !found || p.How == releases.ProposedByItself {
@@ -292,7 +292,7 @@ func opProposal(o releases.ReplicatedOp, leader Server, sourced bool) (releases.
 
 // proposalWhen says when the leader proposes it, and which of its server's flags
 // makes it.
-func proposalWhen(p releases.Proposal, leader Server) string {
+func proposalWhen(p releases.Proposal, leader snapshot.Server) string {
 	if p.Flag == "" {
 		return p.When
 	}
@@ -302,7 +302,7 @@ func proposalWhen(p releases.Proposal, leader Server) string {
 // Proposers lists the peers that would propose o if they led the
 // asset: where the outcome depends on which peer leads, the audit takes the
 // worst of them. how is the worst way any of them proposes it.
-func Proposers(o releases.ReplicatedOp, peers []Server, ops releases.OpSet, replicas int, sourced bool) (names []string, how releases.Proposing) {
+func Proposers(o releases.ReplicatedOp, peers []snapshot.Server, ops releases.OpSet, replicas int, sourced bool) (names []string, how releases.Proposing) {
 	how = releases.NotProposed
 	for _, p := range peers {
 		got, _ := Proposes(o, p, ops, replicas, sourced)
@@ -318,7 +318,7 @@ func Proposers(o releases.ReplicatedOp, peers []Server, ops releases.OpSet, repl
 }
 
 // flagOrigin says where FlagOn took the flag's value from.
-func flagOrigin(s Server, name string) string {
+func flagOrigin(s snapshot.Server, name string) string {
 	if on, ok := s.FeatureFlags[name]; ok {
 		return fmt.Sprintf("%t as the server reports it", on)
 	}

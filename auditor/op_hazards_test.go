@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // withConfig is a with the features and ops its config c gives it.
-func withConfig(a Asset, c releases.AssetConfig) Asset {
+func withConfig(a snapshot.Asset, c releases.AssetConfig) snapshot.Asset {
 	a.Features, a.Ops = releases.DetectFeatures(a.Kind, &c), releases.DetectOps(a.Kind, &c)
 	return a
 }
@@ -27,16 +27,16 @@ func TestOpAndPeerFindings(t *testing.T) {
 	snapshotting.FeatureFlags = map[string]bool{releases.FlagSnapshotSources: true}
 	tests := []struct {
 		name    string
-		servers []Server
+		servers []snapshot.Server
 		// lastSeen are servers only an earlier audit of serve saw.
-		lastSeen []Server
-		asset    Asset
+		lastSeen []snapshot.Server
+		asset    snapshot.Asset
 		want     []string
 		says     []string
 	}{
 		{
 			name:    "a 2.15 mirror leader's delete range crashes a 2.12 follower",
-			servers: []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
+			servers: []snapshot.Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
 			asset:   withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
 			want:    []string{"ASSET_OP_CRASHES_FOLLOWER(n3,n2,APP/M/)"},
 			says: []string{"stream APP > M: follower n3 (2.12.15) panics on deleteRangeOp (Unknown group entry op type: 15), which n2 (2.15.3) proposes as the mirror's leader whenever its origin has a gap",
@@ -44,8 +44,8 @@ func TestOpAndPeerFindings(t *testing.T) {
 		},
 		{
 			name:     "the crashed follower is missing: what serve last saw of it keeps the finding",
-			servers:  []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4)},
-			lastSeen: []Server{srv("n3", "c1", "2.12.15", 3)},
+			servers:  []snapshot.Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4)},
+			lastSeen: []snapshot.Server{srv("n3", "c1", "2.12.15", 3)},
 			asset:    withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
 			want:     []string{"ASSET_OP_CRASHES_FOLLOWER(n3,n2,APP/M/)"},
 			says: []string{"stream APP > M: follower n3, not answering and last seen running 2.12.15, panics on deleteRangeOp",
@@ -53,32 +53,32 @@ func TestOpAndPeerFindings(t *testing.T) {
 		},
 		{
 			name:     "a missing server proposes nothing",
-			servers:  []Server{srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
-			lastSeen: []Server{srv("n1", "c1", "2.15.3", 4)},
+			servers:  []snapshot.Server{srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
+			lastSeen: []snapshot.Server{srv("n1", "c1", "2.15.3", 4)},
 			asset:    withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
 		},
 		{
 			name:    "led by the 2.12 server, the crash waits for a 2.15 leader",
-			servers: []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
+			servers: []snapshot.Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
 			asset:   withConfig(stream("M", "n3", "n1", "n2", "n3"), mirror),
 			want:    []string{"ASSET_OP_CRASHES_FOLLOWER(n3,,APP/M/)"},
 			says:    []string{"stream APP > M: if n1 or n2 becomes its leader, n3 (2.12.15) as its follower panics on deleteRangeOp"},
 		},
 		{
 			name:    "2.14 leaders propose no delete range by default",
-			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
+			servers: []snapshot.Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
 			asset:   withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
 		},
 		{
 			name:    "a 2.14 peer with the flag set would, if it led",
-			servers: []Server{flagged, srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
+			servers: []snapshot.Server{flagged, srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
 			asset:   withConfig(stream("M", "n2", "n1", "n2", "n3"), mirror),
 			want:    []string{"ASSET_OP_CRASHES_FOLLOWER(n3,n2,APP/M/)"},
 			says:    []string{"if n1 becomes its leader, n3 (2.12.15) as its follower panics", "(js_raft_delete_range: true as the server reports it)"},
 		},
 		{
 			name:    "a 2.15 leader with js_snapshot_sources halts a 2.14 follower of a stream with sources",
-			servers: []Server{snapshotting, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.10", 4)},
+			servers: []snapshot.Server{snapshotting, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.10", 4)},
 			asset:   withConfig(stream("S", "n1", "n1", "n2", "n3"), sources),
 			want:    []string{"ASSET_OP_HALTS_REPLICA(n3,n1,APP/S/)"},
 			says: []string{"stream APP > S: follower n3 (2.14.10) cannot apply the stream snapshot with sourcing state (stream state encoding 2, streamStateVersionSources), " +
@@ -87,7 +87,7 @@ func TestOpAndPeerFindings(t *testing.T) {
 		},
 		{
 			name:    "a 2.12 follower resets its replica in a loop, if the flagged peer leads",
-			servers: []Server{snapshotting, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
+			servers: []snapshot.Server{snapshotting, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
 			asset:   withConfig(stream("S", "n2", "n1", "n2", "n3"), sources),
 			want:    []string{"ASSET_OP_HALTS_REPLICA(n3,n2,APP/S/)"},
 			says: []string{"stream APP > S: if n1 becomes its leader, n3 (2.12.15) as its follower cannot apply the stream snapshot with sourcing state",
@@ -95,63 +95,63 @@ func TestOpAndPeerFindings(t *testing.T) {
 		},
 		{
 			name:    "js_snapshot_sources is off by default in 2.15",
-			servers: []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.10", 4)},
+			servers: []snapshot.Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.10", 4)},
 			asset:   withConfig(stream("S", "n1", "n1", "n2", "n3"), sources),
 		},
 		{
 			name:    "a mirror tracks no sourcing state",
-			servers: []Server{snapshotting, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.10", 4)},
+			servers: []snapshot.Server{snapshotting, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.10", 4)},
 			asset:   withConfig(stream("M", "n1", "n1", "n2", "n3"), mirror),
 		},
 		{
 			name:    "the flag on a follower alone sends nothing to itself",
-			servers: []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), snapshotting},
+			servers: []snapshot.Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4), snapshotting},
 			asset:   withConfig(stream("S", "n1", "n1", "n2", "n3"), sources),
 		},
 		{
 			name:    "a single replica has no followers",
-			servers: []Server{srv("n1", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
+			servers: []snapshot.Server{srv("n1", "c1", "2.15.3", 4), srv("n3", "c1", "2.12.15", 3)},
 			asset:   withConfig(stream("M", "n1", "n1"), mirror),
 		},
 		{
 			name:    "an atomic batch crashes a 2.10 follower, which also diverges (by its API level)",
-			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.10.27", 0)},
+			servers: []snapshot.Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.10.27", 0)},
 			asset:   withConfig(stream("S", "n1", "n1", "n2", "n3"), atomic),
 			want:    []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/S/)", "ASSET_OP_CRASHES_FOLLOWER(n3,n1,APP/S/)"},
 			says:    []string{"follower n3 (2.10.27) panics on batchMsgOp (Unknown group entry op type: 16), which n1 (2.14.0) proposes as the stream's leader when a client publishes an atomic batch"},
 		},
 		{
 			name:    "a 2.11.12 peer holds an atomic stream offline: its API level says so, and it applies nothing",
-			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.11.12", 1)},
+			servers: []snapshot.Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.11.12", 1)},
 			asset:   withConfig(stream("S", "n1", "n1", "n2", "n3"), atomic),
 			want:    []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/S/)"},
 		},
 		{
 			name:    "a 2.11 peer never loads a prioritized consumer, whose level it meets",
-			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.11.12", 1)},
+			servers: []snapshot.Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.11.12", 1)},
 			asset:   withConfig(consumer("S", "C", "n1", "n1", "n2", "n3"), prioritized),
 			want:    []string{"ASSET_PEER_NOT_RUNNING(n3,,APP/S/C)"},
 			says:    []string{"consumer APP > S > C runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.11.12) does not load it (prioritized priority policy, new in 2.12.0)"},
 		},
 		{
 			name:    "a plain consumer's RESET stays with its own findings",
-			servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
+			servers: []snapshot.Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)},
 			asset:   withConfig(consumer("S", "C", "n1", "n1", "n2", "n3"), releases.AssetConfig{AckPolicy: "explicit"}),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := Snapshot{Servers: tt.servers}
+			snap := snapshot.Snapshot{Servers: tt.servers}
 			for _, s := range tt.lastSeen {
 				if snap.LastSeen == nil {
-					snap.LastSeen = map[string]Server{}
+					snap.LastSeen = map[string]snapshot.Server{}
 				}
 				snap.LastSeen[s.Name] = s
 			}
 			if tt.asset.Kind == releases.KindStream {
-				snap.Streams = []Asset{tt.asset}
+				snap.Streams = []snapshot.Asset{tt.asset}
 			} else {
-				snap.Consumers = []Asset{tt.asset}
+				snap.Consumers = []snapshot.Asset{tt.asset}
 			}
 			r, _ := hazardFindings(t, snap)
 			var got []string
@@ -192,7 +192,7 @@ func TestOpHaltsAFollowerOfALaterRelease(t *testing.T) {
 		Proposed: []releases.Proposal{{Since: later, How: releases.ProposedByItself, When: "as the stream's leader"}}})
 	a := stream("S", "n1", "n1", "n2", "n3")
 	a.Ops = releases.DetectOps(releases.KindStream, &releases.AssetConfig{})
-	snap := Snapshot{Servers: []Server{srv("n1", "c1", "2.16.0", 5), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.0", 4)}, Streams: []Asset{a}}
+	snap := snapshot.Snapshot{Servers: []snapshot.Server{srv("n1", "c1", "2.16.0", 5), srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.14.0", 4)}, Streams: []snapshot.Asset{a}}
 	r := Evaluate(&snap, Policy{})
 	var got []string
 	for _, f := range r.Findings {
@@ -211,7 +211,7 @@ func TestOpHaltsAFollowerOfALaterRelease(t *testing.T) {
 // propose anything, and the finding says so.
 func TestOpFindingOfAnUnreadableLeader(t *testing.T) {
 	a := withConfig(stream("M", "n1", "n1", "n2", "n3"), releases.AssetConfig{Mirror: &releases.StreamSource{Name: "O"}})
-	snap := Snapshot{Servers: []Server{srv("n1", "c1", "custom-build", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)}, Streams: []Asset{a}}
+	snap := snapshot.Snapshot{Servers: []snapshot.Server{srv("n1", "c1", "custom-build", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)}, Streams: []snapshot.Asset{a}}
 	r := Evaluate(&snap, Policy{})
 	for _, f := range r.Findings {
 		if f.Code == AssetOpCrashesFollower {
@@ -231,7 +231,7 @@ func TestOpFindingOfAnUnreadableLeader(t *testing.T) {
 func TestLevelFindingSaysWhatTheTableSays(t *testing.T) {
 	for _, tt := range []struct {
 		version string
-		asset   Asset
+		asset   snapshot.Asset
 		says    string
 	}{
 		{"2.11.8", withConfig(stream("S", "n1", "n1", "n3"), releases.AssetConfig{AllowMsgCounter: true}),
@@ -241,11 +241,11 @@ func TestLevelFindingSaysWhatTheTableSays(t *testing.T) {
 		{"2.11.12", withConfig(consumer("S", "C", "n1", "n1", "n3"), releases.AssetConfig{AckPolicy: "flow_control"}),
 			"peer n3 supports 1: 2.11.12 cannot decode its flow-control acks (ack_policy: flow_control), logs the failure, runs on and never loads the consumer"},
 	} {
-		snap := Snapshot{Servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n3", "c1", tt.version, 1)}}
+		snap := snapshot.Snapshot{Servers: []snapshot.Server{srv("n1", "c1", "2.14.0", 4), srv("n3", "c1", tt.version, 1)}}
 		if tt.asset.Kind == releases.KindStream {
-			snap.Streams = []Asset{tt.asset}
+			snap.Streams = []snapshot.Asset{tt.asset}
 		} else {
-			snap.Consumers = []Asset{tt.asset}
+			snap.Consumers = []snapshot.Asset{tt.asset}
 		}
 		r := Evaluate(&snap, Policy{})
 		var msgs []string
@@ -270,8 +270,8 @@ func TestLevelFindingSaysWhatTheTableSays(t *testing.T) {
 func TestSnapshotSourcesWhatIf(t *testing.T) {
 	flagged := srv("n1", "c1", "2.15.3", 4)
 	flagged.FeatureFlags = map[string]bool{releases.FlagSnapshotSources: true, releases.FlagRaftDeleteRange: true}
-	snap := Snapshot{Servers: []Server{flagged, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.15.3", 4)}, ExpectedCount: 3,
-		Streams: []Asset{withConfig(stream("S", "n2", "n1", "n2", "n3"), releases.AssetConfig{Sources: []*releases.StreamSource{{Name: "O"}}})}}
+	snap := snapshot.Snapshot{Servers: []snapshot.Server{flagged, srv("n2", "c1", "2.15.3", 4), srv("n3", "c1", "2.15.3", 4)}, ExpectedCount: 3,
+		Streams: []snapshot.Asset{withConfig(stream("S", "n2", "n1", "n2", "n3"), releases.AssetConfig{Sources: []*releases.StreamSource{{Name: "O"}}})}}
 	for _, tt := range []struct {
 		assume string
 		want   []string
@@ -299,7 +299,7 @@ func TestSnapshotSourcesWhatIf(t *testing.T) {
 // no leader does not take its finding down with its sidecar.
 func TestOpFindingOwners(t *testing.T) {
 	mirror := releases.AssetConfig{Mirror: &releases.StreamSource{Name: "O"}}
-	servers := []Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4)}
+	servers := []snapshot.Server{srv("n1", "c1", "2.15.3", 4), srv("n2", "c1", "2.15.3", 4)}
 	for _, tt := range []struct {
 		name, leader string
 		want         string
@@ -309,8 +309,8 @@ func TestOpFindingOwners(t *testing.T) {
 		{"led by a server that does not answer", "n9", "n1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := Snapshot{Servers: servers, LastSeen: map[string]Server{"n3": srv("n3", "c1", "2.12.15", 3)},
-				Streams: []Asset{withConfig(stream("M", tt.leader, "n1", "n2", "n3"), mirror)}}
+			snap := snapshot.Snapshot{Servers: servers, LastSeen: map[string]snapshot.Server{"n3": srv("n3", "c1", "2.12.15", 3)},
+				Streams: []snapshot.Asset{withConfig(stream("M", tt.leader, "n1", "n2", "n3"), mirror)}}
 			r := Evaluate(&snap, Policy{})
 			var owners []string
 			for _, f := range r.Findings {

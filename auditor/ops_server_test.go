@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -49,7 +50,7 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 			// The table's judgement, from what an audit reads, before the trigger.
 			byName, m, cfg := auditStream(t, sysConn, "M")
 			row, _ := releases.OpByValue(releases.OpDeleteRange)
-			var peers []auditor.Server
+			var peers []snapshot.Server
 			for _, p := range m.Peers {
 				peers = append(peers, byName[p])
 			}
@@ -220,13 +221,13 @@ func threeNodes(t *testing.T, specs ...natstest.Spec) (sys *natstest.System, sys
 
 // audit collects an audit of three servers and returns it with its servers
 // by name.
-func audit(t *testing.T, sysConn *nats.Conn) (*auditor.Snapshot, map[string]auditor.Server) {
+func audit(t *testing.T, sysConn *nats.Conn) (*snapshot.Snapshot, map[string]snapshot.Server) {
 	t.Helper()
 	snap, err := auditor.Collect(context.Background(), sysConn, auditor.Options{Expect: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]auditor.Server{}
+	byName := map[string]snapshot.Server{}
 	for _, s := range snap.Servers {
 		byName[s.Name] = s
 	}
@@ -236,7 +237,7 @@ func audit(t *testing.T, sysConn *nats.Conn) (*auditor.Snapshot, map[string]audi
 // auditStream audits the system and returns its servers by name, the
 // stream as the audit saw it and its config as JSZ reports it, read into
 // the table's AssetConfig.
-func auditStream(t *testing.T, sysConn *nats.Conn, name string) (map[string]auditor.Server, auditor.Asset, releases.OpSet) {
+func auditStream(t *testing.T, sysConn *nats.Conn, name string) (map[string]snapshot.Server, snapshot.Asset, releases.OpSet) {
 	t.Helper()
 	snap, byName := audit(t, sysConn)
 	for _, a := range snap.Streams {
@@ -245,7 +246,7 @@ func auditStream(t *testing.T, sysConn *nats.Conn, name string) (map[string]audi
 		}
 	}
 	t.Fatalf("the audit saw no stream %s", name)
-	return nil, auditor.Asset{}, 0
+	return nil, snapshot.Asset{}, 0
 }
 
 // streamDetails are every server's JSZ stream details with their configs,
@@ -374,7 +375,7 @@ func TestPrioritizedConsumerNotLoadedByAnOldPeer(t *testing.T) {
 	}
 
 	snap, byName := audit(t, sysConn)
-	var c *auditor.Asset
+	var c *snapshot.Asset
 	for i := range snap.Consumers {
 		if snap.Consumers[i].Consumer == "C" {
 			c = &snap.Consumers[i]

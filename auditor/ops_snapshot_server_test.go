@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -72,7 +73,7 @@ func TestOpSnapshotWithSourcesToAnOldFollower(t *testing.T) {
 			// The table's judgement, from what an audit reads, before the trigger.
 			byName, s, ops := auditStream(t, sysConn, "S")
 			row := snapshotRow(t)
-			var peers []auditor.Server
+			var peers []snapshot.Server
 			for _, p := range s.Peers {
 				peers = append(peers, byName[p])
 			}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -118,13 +118,13 @@ func TestOpProposes(t *testing.T) {
 	plain := releases.DetectOps(releases.KindStream, &releases.AssetConfig{})
 	consumer := releases.DetectOps(releases.KindConsumer, &releases.AssetConfig{})
 	atomic := releases.DetectOps(releases.KindStream, &releases.AssetConfig{AllowAtomicPublish: true})
-	leader := func(version string, flags map[string]bool) Server {
-		return Server{Name: "n1", Version: version, Parsed: parsed(version), FeatureFlags: flags}
+	leader := func(version string, flags map[string]bool) snapshot.Server {
+		return snapshot.Server{Name: "n1", Version: version, Parsed: parsed(version), FeatureFlags: flags}
 	}
 	tests := []struct {
 		name     string
 		op       releases.ReplicatedOp
-		leader   Server
+		leader   snapshot.Server
 		ops      releases.OpSet
 		replicas int
 		sourced  bool
@@ -154,7 +154,7 @@ func TestOpProposes(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s with %q", tt.name, got, why, tt.want, tt.why)
 		}
 	}
-	peers := []Server{leader("2.12.15", nil), {Name: "n2", Version: "2.15.3", Parsed: parsed("2.15.3")}, {Name: "n3", Version: "2.14.0", Parsed: parsed("2.14.0"), FeatureFlags: map[string]bool{releases.FlagRaftDeleteRange: false}}}
+	peers := []snapshot.Server{leader("2.12.15", nil), {Name: "n2", Version: "2.15.3", Parsed: parsed("2.15.3")}, {Name: "n3", Version: "2.14.0", Parsed: parsed("2.14.0"), FeatureFlags: map[string]bool{releases.FlagRaftDeleteRange: false}}}
 	if names, how := Proposers(deleteRange, peers, mirror, 3, false); len(names) != 1 || names[0] != "n2" || how != releases.ProposedByItself {
 		t.Errorf("Proposers = %v %s, want [n2] by itself", names, how)
 	}
@@ -249,7 +249,7 @@ func TestSnapshotSourcesRow(t *testing.T) {
 	on := srv("n1", "c1", "2.15.3", 4)
 	on.FeatureFlags = map[string]bool{releases.FlagSnapshotSources: true}
 	for _, tt := range []struct {
-		leader Server
+		leader snapshot.Server
 		ops    releases.OpSet
 		want   releases.Proposing
 		says   string

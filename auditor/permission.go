@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats.go"
 )
 
@@ -45,7 +47,7 @@ var violationRe = regexp.MustCompile(`(?i)permissions violation for (publish|sub
 // auditDenied returns the violation err names when it refuses one of the
 // audit's own subjects (its requests, or its inbox), and nil otherwise: a
 // refused event subscription is serve's to report, not an audit's.
-func auditDenied(err error, inbox string, servers []Server) *PermissionError {
+func auditDenied(err error, inbox string, servers []snapshot.Server) *PermissionError {
 	if !errors.Is(err, nats.ErrPermissionViolation) {
 		return nil
 	}

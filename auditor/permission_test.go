@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats.go"
 )
 
 func TestAuditDenied(t *testing.T) {
-	servers := []Server{{ID: "NID1", Name: "n1"}}
+	servers := []snapshot.Server{{ID: "NID1", Name: "n1"}}
 	// As nats.go wraps the server's -ERR (processTransientError).
 	violation := func(s string) error { return fmt.Errorf("%w: %s", nats.ErrPermissionViolation, s) }
 	for _, tt := range []struct {

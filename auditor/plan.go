@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -119,7 +119,7 @@ type ResetRisk struct {
 // JetStream meta leader of each domain last. Each step is Assume of every
 // step so far. It fails when the scope names a server or cluster or domain
 // that did not answer.
-func MakePlan(snap *Snapshot, p Policy, v version.Version, scope PlanScope) (*Plan, error) {
+func MakePlan(snap *snapshot.Snapshot, p Policy, v version.Version, scope PlanScope) (*Plan, error) {
 	if v.IsZero() {
 		return nil, errors.New("no version to plan to")
 	}
@@ -139,7 +139,7 @@ func MakePlan(snap *Snapshot, p Policy, v version.Version, scope PlanScope) (*Pl
 	for _, s := range before.Servers {
 		led[s.Name] = s.StreamsLed + s.ConsumersLed
 	}
-	var order []Server
+	var order []snapshot.Server
 	for _, s := range snap.Servers {
 		if !scope.has(s) {
 			continue
@@ -151,7 +151,7 @@ func MakePlan(snap *Snapshot, p Policy, v version.Version, scope PlanScope) (*Pl
 		order = append(order, s)
 	}
 	slices.Sort(plan.Unchanged)
-	slices.SortFunc(order, func(a, b Server) int {
+	slices.SortFunc(order, func(a, b snapshot.Server) int {
 		return cmp.Or(cmp.Compare(b2i(metaLeaders[a.Name]), b2i(metaLeaders[b.Name])),
 			cmp.Compare(led[a.Name], led[b.Name]), cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Name, b.Name))
 	})
@@ -236,7 +236,7 @@ func direction(from, to version.Version) string {
 	return "downgrade"
 }
 
-func why(s Server, metaLeader bool, led int) string {
+func why(s snapshot.Server, metaLeader bool, led int) string {
 	switch {
 	case metaLeader:
 		return "JetStream meta leader" + domainSuffix(s.Domain) + ": last"
@@ -259,24 +259,24 @@ func floorMet(r *Report) bool {
 	return len(r.Servers) > 0
 }
 
-func (sc PlanScope) has(s Server) bool {
+func (sc PlanScope) has(s snapshot.Server) bool {
 	in := func(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
 	return in(sc.Clusters, s.Cluster) && in(sc.Domains, s.Domain) && in(sc.Servers, s.Name)
 }
 
 // check fails on a name of the scope that matches no server that answered.
-func (sc PlanScope) check(snap *Snapshot) error {
+func (sc PlanScope) check(snap *snapshot.Snapshot) error {
 	for _, l := range []struct {
 		what  string
 		names []string
-		field func(Server) string
+		field func(snapshot.Server) string
 	}{
-		{"of cluster", sc.Clusters, func(s Server) string { return s.Cluster }},
-		{"of domain", sc.Domains, func(s Server) string { return s.Domain }},
-		{"named", sc.Servers, func(s Server) string { return s.Name }},
+		{"of cluster", sc.Clusters, func(s snapshot.Server) string { return s.Cluster }},
+		{"of domain", sc.Domains, func(s snapshot.Server) string { return s.Domain }},
+		{"named", sc.Servers, func(s snapshot.Server) string { return s.Name }},
 	} {
 		for _, n := range l.names {
-			if !slices.ContainsFunc(snap.Servers, func(s Server) bool { return l.field(s) == n }) {
+			if !slices.ContainsFunc(snap.Servers, func(s snapshot.Server) bool { return l.field(s) == n }) {
 				return fmt.Errorf("no server %s %q answered the audit", l.what, n)
 			}
 		}
@@ -287,7 +287,7 @@ func (sc PlanScope) check(snap *Snapshot) error {
 // restartImpact lists the groups that server's restart takes down, and
 // those it leaves with a bare quorum. A peer that did not answer the audit
 // counts as down already.
-func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupImpact) {
+func restartImpact(snap *snapshot.Snapshot, p Policy, server string) (down, bare []GroupImpact) {
 	up := map[string]bool{}
 	for _, s := range snap.Servers {
 		up[s.Name] = s.Name != server
@@ -321,7 +321,7 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 		}
 	}
 	e := evaluation{p: p}
-	for _, assets := range [][]Asset{snap.Streams, snap.Consumers} {
+	for _, assets := range [][]snapshot.Asset{snap.Streams, snap.Consumers} {
 		for _, a := range assets {
 			if !e.selected(a) {
 				continue
@@ -342,14 +342,14 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 	}
 	for _, m := range snap.Meta {
 		ref := GroupRef{Kind: "meta", Domain: m.Domain}
-		sets := m.groups()
+		sets := m.Groups()
 		if len(sets) == 0 {
 			peers, size := metaPeers(snap, m)
 			judge(GroupImpact{GroupRef: ref}, pad(peers, size), "", nil)
 			continue
 		}
 		for _, set := range sets {
-			members, size := set.members(snap)
+			members, size := set.Members(snap)
 			label := ""
 			if len(sets) > 1 {
 				// A leafnode's own JetStream beside its hub's, in one domain.
@@ -367,7 +367,7 @@ func restartImpact(snap *Snapshot, p Policy, server string) (down, bare []GroupI
 // members that stay up count the vote of a server outside it that follows
 // it (MetaPeerSet.countsOutsiderVote), where those votes make up the
 // quorum: with them a leader can be elected. Empty otherwise.
-func outsiderVotes(snap *Snapshot, m MetaGroup, set *MetaPeerSet, members []string, up map[string]bool, g GroupImpact) string {
+func outsiderVotes(snap *snapshot.Snapshot, m snapshot.MetaGroup, set *snapshot.MetaPeerSet, members []string, up map[string]bool, g GroupImpact) string {
 	var outside, voters []string
 	for _, n := range sortedKeys(m.Follows) {
 		if up[n] && !slices.Contains(members, n) && slices.Contains(members, m.Follows[n]) {
@@ -375,7 +375,7 @@ func outsiderVotes(snap *Snapshot, m MetaGroup, set *MetaPeerSet, members []stri
 		}
 	}
 	for _, s := range snap.Servers {
-		if up[s.Name] && slices.Contains(members, s.Name) && set.countsOutsiderVote(s.Parsed) {
+		if up[s.Name] && slices.Contains(members, s.Name) && set.CountsOutsiderVote(s.Parsed) {
 			voters = append(voters, s.Name+" ("+s.Version+")")
 		}
 	}
@@ -387,7 +387,7 @@ func outsiderVotes(snap *Snapshot, m MetaGroup, set *MetaPeerSet, members []stri
 }
 
 // noReset lists the consumers of snap that cannot take a RESET.
-func noReset(snap *Snapshot, p Policy) []ResetRisk {
+func noReset(snap *snapshot.Snapshot, p Policy) []ResetRisk {
 	x := NewIndex(snap)
 	e := evaluation{p: p}
 	out := []ResetRisk{}

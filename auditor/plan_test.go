@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -29,13 +29,13 @@ func risks(rs []ResetRisk) []string {
 
 // oldCluster is three 2.12.15 servers: n1 the meta leader, n2 leading an
 // R3 stream and its consumer, n3 hosting an R1 stream.
-func oldCluster() Snapshot {
-	return Snapshot{
-		Servers:       []Server{srv("n1", "c1", "2.12.15", 3), srv("n2", "c1", "2.12.15", 3), srv("n3", "c1", "2.12.15", 3)},
+func oldCluster() snapshot.Snapshot {
+	return snapshot.Snapshot{
+		Servers:       []snapshot.Server{srv("n1", "c1", "2.12.15", 3), srv("n2", "c1", "2.12.15", 3), srv("n3", "c1", "2.12.15", 3)},
 		ExpectedCount: 3,
-		Streams:       []Asset{stream("S", "n2", "n1", "n2", "n3"), stream("LOCAL", "n3", "n3")},
-		Consumers:     []Asset{consumer("S", "C", "n2", "n1", "n2", "n3")},
-		Meta:          []MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}},
+		Streams:       []snapshot.Asset{stream("S", "n2", "n1", "n2", "n3"), stream("LOCAL", "n3", "n3")},
+		Consumers:     []snapshot.Asset{consumer("S", "C", "n2", "n1", "n2", "n3")},
+		Meta:          []snapshot.MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}},
 	}
 }
 
@@ -97,10 +97,10 @@ func TestPlanRollingUpgrade(t *testing.T) {
 }
 
 func TestPlanDowngrade(t *testing.T) {
-	snap := Snapshot{Servers: cluster(), ExpectedCount: 3,
-		Streams:   []Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4), levelAsset(stream("TTL", "n1", "n1", "n2", "n3"), 1)},
-		Consumers: []Asset{consumer("FAST", "C", "n1", "n1", "n2", "n3")},
-		Meta:      []MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}}}
+	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+		Streams:   []snapshot.Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4), levelAsset(stream("TTL", "n1", "n1", "n2", "n3"), 1)},
+		Consumers: []snapshot.Asset{consumer("FAST", "C", "n1", "n1", "n2", "n3")},
+		Meta:      []snapshot.MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}}}
 	plan, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.12.15"), PlanScope{Servers: []string{"n3"}})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestPlanScopeAndUnknownVersion(t *testing.T) {
 }
 
 func TestPlanNothingToDo(t *testing.T) {
-	snap := Snapshot{Servers: cluster(), ExpectedCount: 3}
+	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3}
 	plan, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.14.0"), PlanScope{})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestPlanNothingToDo(t *testing.T) {
 // public key, and the plan carries the JWT name beside it.
 func TestPlanNamesOperatorAccounts(t *testing.T) {
 	snap := oldCluster()
-	for _, as := range [][]Asset{snap.Streams, snap.Consumers} {
+	for _, as := range [][]snapshot.Asset{snap.Streams, snap.Consumers} {
 		for i := range as {
 			as[i].Account, as[i].AccountName = "ACZK", "APP"
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -124,29 +124,29 @@ func TestBadReleases(t *testing.T) {
 }
 
 func TestEvaluateReleases(t *testing.T) {
-	onDomain := func(s Server, domain string) Server { s.Domain = domain; return s }
+	onDomain := func(s snapshot.Server, domain string) snapshot.Server { s.Domain = domain; return s }
 	noJS := srv("n9", "c1", "2.14.0", 0)
 	noJS.JetStream = false
 	for _, tt := range []struct {
 		name    string
-		servers []Server
+		servers []snapshot.Server
 		want    []string
 	}{
-		{"bad releases", []Server{srv("n1", "c1", "2.14.4", 4), srv("n2", "c1", "2.12.14", 3), srv("n3", "c1", "2.14.5", 4)},
+		{"bad releases", []snapshot.Server{srv("n1", "c1", "2.14.4", 4), srv("n2", "c1", "2.12.14", 3), srv("n3", "c1", "2.14.5", 4)},
 			[]string{"KNOWN_BAD_RELEASE(n1,2.14.5)", "KNOWN_BAD_RELEASE(n2,2.12.15)"}},
-		{"2.15 beside 2.14.6", []Server{srv("n1", "c1", "2.15.3", 5), srv("n2", "c1", "2.14.6", 4), srv("n3", "c1", "2.14.7", 4), noJS},
+		{"2.15 beside 2.14.6", []snapshot.Server{srv("n1", "c1", "2.15.3", 5), srv("n2", "c1", "2.14.6", 4), srv("n3", "c1", "2.14.7", 4), noJS},
 			[]string{"UPGRADE_PATH_MIXED(n2," + releases.PathRules[0].First().String() + ")"}},
-		{"2.15 in another domain, of the same cluster name", []Server{onDomain(srv("n1", "c1", "2.15.3", 5), "hub"), onDomain(srv("n2", "c1", "2.14.0", 4), "leaf")}, nil},
-		{"no 2.15", []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.12.15", 3)}, nil},
+		{"2.15 in another domain, of the same cluster name", []snapshot.Server{onDomain(srv("n1", "c1", "2.15.3", 5), "hub"), onDomain(srv("n2", "c1", "2.14.0", 4), "leaf")}, nil},
+		{"no 2.15", []snapshot.Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.12.15", 3)}, nil},
 	} {
 		// Each domain's meta group: every JetStream server of it.
-		var meta []MetaGroup
+		var meta []snapshot.MetaGroup
 		for _, s := range tt.servers {
-			if s.JetStream && !slices.ContainsFunc(meta, func(m MetaGroup) bool { return m.Domain == s.Domain }) {
-				meta = append(meta, MetaGroup{Domain: s.Domain, Leader: s.Name})
+			if s.JetStream && !slices.ContainsFunc(meta, func(m snapshot.MetaGroup) bool { return m.Domain == s.Domain }) {
+				meta = append(meta, snapshot.MetaGroup{Domain: s.Domain, Leader: s.Name})
 			}
 		}
-		r := Evaluate(&Snapshot{Servers: tt.servers, ExpectedCount: len(tt.servers), Meta: meta}, Policy{Floor: version.Must("2.12.0")})
+		r := Evaluate(&snapshot.Snapshot{Servers: tt.servers, ExpectedCount: len(tt.servers), Meta: meta}, Policy{Floor: version.Must("2.12.0")})
 		var got []string
 		for _, f := range r.Findings {
 			if f.Code == KnownBadRelease || f.Code == UpgradePathMixed {
@@ -167,9 +167,9 @@ func TestEvaluateReleases(t *testing.T) {
 // and names the newest 2.14 the level table knows to go to first; from
 // there it says nothing of paths.
 func TestAssumeAndPlanHoldPaths(t *testing.T) {
-	snap := Snapshot{Servers: cluster(), ExpectedCount: 3,
-		Streams: []Asset{stream("S", "n2", "n1", "n2", "n3")},
-		Meta:    []MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}}}
+	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+		Streams: []snapshot.Asset{stream("S", "n2", "n1", "n2", "n3")},
+		Meta:    []snapshot.MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}}}
 	w := assume(t, &snap, Policy{}, "n1=2.14.4")
 	if got := briefs(w.Appear); !slices.Equal(got, []string{"KNOWN_BAD_RELEASE(n1,,//)", "CLUSTER_MIXED_VERSIONS(,,//)"}) {
 		t.Errorf("--assume n1=2.14.4: appear %v", got)
@@ -224,12 +224,12 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 func TestMetaGroupsOf(t *testing.T) {
 	noJS := srv("x1", "c1", "2.15.3", 5)
 	noJS.JetStream = false
-	snap := &Snapshot{
-		Servers: []Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.15.3", 5), srv("e1", "c2", "2.14.0", 4),
+	snap := &snapshot.Snapshot{
+		Servers: []snapshot.Server{srv("n1", "c1", "2.14.0", 4), srv("n2", "c1", "2.15.3", 5), srv("e1", "c2", "2.14.0", 4),
 			srv("leaf", "", "2.15.3", 5), srv("hub2", "", "2.14.0", 4), noJS},
 		// n1 names no leader (an election); e1's cluster joins c1's by the
 		// leader it names.
-		Meta: []MetaGroup{{Follows: map[string]string{"n2": "n2", "e1": "n2", "leaf": "leaf"}}},
+		Meta: []snapshot.MetaGroup{{Follows: map[string]string{"n2": "n2", "e1": "n2", "leaf": "leaf"}}},
 	}
 	var got []string
 	for _, g := range metaGroupsOf(snap) {

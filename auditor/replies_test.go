@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -64,7 +66,7 @@ func TestReplyProjectionsMatchServerTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 		si := full.Server
-		want := Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain, Version: si.Version,
+		want := snapshot.Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain, Version: si.Version,
 			Tags: si.Tags, JetStream: si.JetStreamEnabled(), ActiveServers: full.Stats.ActiveServers, Uptime: si.Time.Sub(full.Stats.Start),
 			FeatureFlags: si.FeatureFlags}
 		if js := full.Stats.JetStream; js != nil && js.Stats != nil {

@@ -3,6 +3,7 @@ package auditor
 import (
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -21,13 +22,13 @@ type Report struct {
 	Findings        []Finding
 	Servers         []ServerReport
 	Clusters        []ClusterReport
-	Leafnodes       []LeafLink
-	Snapshot        *Snapshot
+	Leafnodes       []snapshot.LeafLink
+	Snapshot        *snapshot.Snapshot
 }
 
 // ServerReport is a server with its verdict and what it leads.
 type ServerReport struct {
-	Server
+	snapshot.Server
 	Verdict      version.Verdict `json:"verdict"`
 	StreamsLed   int             `json:"streams_led"`
 	ConsumersLed int             `json:"consumers_led"`
@@ -75,7 +76,7 @@ func Failed(err error, floor version.Version, floorText string, started time.Tim
 	}
 	return &Report{Status: Unknown, Floor: floor, FloorText: floorText,
 		Findings: []Finding{{Code: AuditIncomplete, Severity: SeverityOf(AuditIncomplete), Message: err.Error()}},
-		Snapshot: &Snapshot{Started: started, Duration: took, Problems: []Problem{{Request: "audit", Err: err.Error()}}}}
+		Snapshot: &snapshot.Snapshot{Started: started, Duration: took, Problems: []snapshot.Problem{{Request: "audit", Err: err.Error()}}}}
 }
 
 // Result is the latest audit a long-running auditor ran (serve's

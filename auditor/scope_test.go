@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -12,16 +13,16 @@ import (
 func TestForServerPartitionsFindings(t *testing.T) {
 	servers := cluster()
 	servers[2] = srv("n3", "c1", "2.12.15", 3)
-	snap := &Snapshot{
+	snap := &snapshot.Snapshot{
 		Servers: servers,
-		Consumers: []Asset{
+		Consumers: []snapshot.Asset{
 			consumer("S", "led-by-old", "n3", "n1", "n2", "n3"),
 			consumer("S", "followed-by-old", "n2", "n1", "n2", "n3"),
 			consumer("S", "leaderless", "", "n2", "n3"),
 		},
-		Streams:       []Asset{func() Asset { a := stream("FAST", "n1", "n1", "n3"); a.RequiredLevel = 4; return a }()},
-		Meta:          []MetaGroup{{Leader: "n3"}},
-		Leafnodes:     []LeafLink{{Server: "n2", Peer: "edge", Account: "APP"}},
+		Streams:       []snapshot.Asset{func() snapshot.Asset { a := stream("FAST", "n1", "n1", "n3"); a.RequiredLevel = 4; return a }()},
+		Meta:          []snapshot.MetaGroup{{Leader: "n3"}},
+		Leafnodes:     []snapshot.LeafLink{{Server: "n2", Peer: "edge", Account: "APP"}},
 		ExpectedCount: 5,
 		ExpectedNames: map[string][]string{"n4": {"n1"}},
 	}

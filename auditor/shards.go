@@ -3,6 +3,8 @@ package auditor
 import (
 	"fmt"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // Applications that shard their work over NATS make each shard a durable
@@ -14,11 +16,11 @@ import (
 
 // pullConfig is the pull state a config with a priority policy begins,
 // nil for none: most consumers have none, and keep nothing of it.
-func (c *jszConfig) pullConfig() *PullState {
+func (c *jszConfig) pullConfig() *snapshot.PullState {
 	if c.PriorityPolicy == "" || c.PriorityPolicy == "none" {
 		return nil
 	}
-	p := &PullState{Policy: c.PriorityPolicy, Timeout: time.Duration(c.PinnedTTL), MaxAckPending: c.MaxAckPending}
+	p := &snapshot.PullState{Policy: c.PriorityPolicy, Timeout: time.Duration(c.PinnedTTL), MaxAckPending: c.MaxAckPending}
 	if len(c.PriorityGroups) > 0 {
 		p.Group = c.PriorityGroups[0]
 	}
@@ -47,8 +49,8 @@ type pullRecord struct {
 }
 
 // fill sets p's record fields from r.
-func (r *pullRecord) fill(p *PullState) {
-	p.configOnly()
+func (r *pullRecord) fill(p *snapshot.PullState) {
+	p.ConfigOnly()
 	p.At, p.Created, p.Pending, p.AckPending, p.Waiting, p.Paused = r.TS, r.Created, r.NumPending, r.NumAckPending, r.NumWaiting, r.Paused
 	if r.Delivered.Last != nil {
 		p.LastDelivery = *r.Delivered.Last
@@ -91,7 +93,7 @@ func (p ShardPolicy) unpulledAfter() time.Duration {
 
 // shards judges who pulls each consumer with a priority policy, on its
 // leader's record.
-func (e *evaluation) shards(snap *Snapshot, p ShardPolicy) {
+func (e *evaluation) shards(snap *snapshot.Snapshot, p ShardPolicy) {
 	after := p.unpulledAfter()
 	for i := range snap.Consumers {
 		a := &snap.Consumers[i]
@@ -103,20 +105,20 @@ func (e *evaluation) shards(snap *Snapshot, p ShardPolicy) {
 		case after > 0 && pulledByNobody(ps, after):
 			f := e.pullFinding(a, ConsumerPulledByNobody)
 			f.Message = fmt.Sprintf("consumer %s (%s%s) is pulled by nobody: %d messages pending and %d delivered unacked, no pull waiting on its leader %s, %s",
-				a.name(), ps.Policy, groupLabel(ps), ps.Pending, ps.AckPending, a.Leader, idleLabel(ps))
+				a.Label(), ps.Policy, groupLabel(ps), ps.Pending, ps.AckPending, a.Leader, idleLabel(ps))
 			e.add(f)
 		case stuckBehindPin(ps):
 			f := e.pullFinding(a, ConsumerStalePin)
 			f.Message = fmt.Sprintf("consumer %s (%s%s) is stuck behind a stale pin: %s holds it for %s (priority_timeout %s) and renews it, "+
 				"yet its leader %s has delivered nothing for %s with %d messages pending and %d waiting pull requests: only pulls without the pin wait",
-				a.name(), ps.Policy, groupLabel(ps), ps.PinnedID, ps.PinAge().Round(time.Second), ps.Timeout,
-				a.Leader, ps.undelivered().Round(time.Second), ps.Pending, ps.Waiting)
+				a.Label(), ps.Policy, groupLabel(ps), ps.PinnedID, ps.PinAge().Round(time.Second), ps.Timeout,
+				a.Leader, ps.Undelivered().Round(time.Second), ps.Pending, ps.Waiting)
 			e.add(f)
 		}
 	}
 }
 
-func (e *evaluation) pullFinding(a *Asset, code Code) Finding {
+func (e *evaluation) pullFinding(a *snapshot.Asset, code Code) Finding {
 	f := assetFinding(a)
 	f.Code, f.Server = code, a.Leader
 	if s, ok := e.byName[a.Leader]; ok {
@@ -128,7 +130,7 @@ func (e *evaluation) pullFinding(a *Asset, code Code) Finding {
 // pulledByNobody: its leader has a backlog, no pull waiting, and has
 // delivered nothing and had no ack for longer than after. Unacked messages
 // count: an owner that stopped holding them leaves them to nobody.
-func pulledByNobody(p *PullState, after time.Duration) bool {
+func pulledByNobody(p *snapshot.PullState, after time.Duration) bool {
 	return p.Waiting == 0 && p.Backlog() > 0 && p.Idle() > after
 }
 
@@ -141,20 +143,20 @@ func pulledByNobody(p *PullState, after time.Duration) bool {
 // carried it (setPinnedTimer :4494-4510, renewed only at :4873-4875). So
 // the holder still pulls, yet none of the waiting pulls is its own with
 // interest: they are standby pulls held back by a pin that takes nothing.
-func stuckBehindPin(p *PullState) bool {
-	return p.Policy == PriorityPinnedClient && p.PinnedID != "" && p.Timeout > 0 &&
-		p.PinAge() > p.Timeout && p.undelivered() > p.Timeout &&
+func stuckBehindPin(p *snapshot.PullState) bool {
+	return p.Policy == snapshot.PriorityPinnedClient && p.PinnedID != "" && p.Timeout > 0 &&
+		p.PinAge() > p.Timeout && p.Undelivered() > p.Timeout &&
 		p.Pending > 0 && p.Waiting > 0 && (p.MaxAckPending <= 0 || p.AckPending < p.MaxAckPending)
 }
 
-func groupLabel(p *PullState) string {
+func groupLabel(p *snapshot.PullState) string {
 	if p.Group == "" {
 		return ""
 	}
 	return ", group " + p.Group
 }
 
-func idleLabel(p *PullState) string {
+func idleLabel(p *snapshot.PullState) string {
 	idle := p.Idle().Round(time.Second).String()
 	if p.LastDelivery.IsZero() && p.LastAck.IsZero() {
 		// The times are the leader's own: a new leader knows none.
@@ -167,11 +169,11 @@ func idleLabel(p *PullState) string {
 // and that have other peers: restarting it moves their leadership, and a
 // new leader starts with no pin (setLeader, 2.12.5 consumer.go:1690-1696;
 // 2.15.3 :1759-1765), so whoever pulls next takes each of them.
-func PinnedLedBy(snap *Snapshot, server string) int {
+func PinnedLedBy(snap *snapshot.Snapshot, server string) int {
 	n := 0
 	for i := range snap.Consumers {
 		a := &snap.Consumers[i]
-		if a.Leader == server && a.Replicas > 1 && a.Pull != nil && a.Pull.Policy == PriorityPinnedClient {
+		if a.Leader == server && a.Replicas > 1 && a.Pull != nil && a.Pull.Policy == snapshot.PriorityPinnedClient {
 			n++
 		}
 	}
@@ -204,7 +206,7 @@ func CountPinChanges(before, after *Report) PinChanges {
 	was := map[ConsumerKey]pin{}
 	for i := range before.Snapshot.Consumers {
 		a := &before.Snapshot.Consumers[i]
-		if p := a.Pull; p != nil && p.FromLeader && p.Policy == PriorityPinnedClient {
+		if p := a.Pull; p != nil && p.FromLeader && p.Policy == snapshot.PriorityPinnedClient {
 			was[ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}] = pin{a.Leader, p.PinnedID}
 		}
 	}
@@ -212,7 +214,7 @@ func CountPinChanges(before, after *Report) PinChanges {
 	for i := range after.Snapshot.Consumers {
 		a := &after.Snapshot.Consumers[i]
 		p := a.Pull
-		if p == nil || !p.FromLeader || p.Policy != PriorityPinnedClient || !leaders[a.Leader] {
+		if p == nil || !p.FromLeader || p.Policy != snapshot.PriorityPinnedClient || !leaders[a.Leader] {
 			continue
 		}
 		old, ok := was[ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}]

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -224,7 +226,7 @@ func shardStage(t *testing.T, sysConn *nats.Conn, js jetstream.JetStream, policy
 	t.Helper()
 	var infos map[string]*jetstream.ConsumerInfo
 	var found map[string]Finding
-	var snap *Snapshot
+	var snap *snapshot.Snapshot
 	err := natstest.Eventually(90*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
@@ -294,7 +296,7 @@ func shardStage(t *testing.T, sysConn *nats.Conn, js jetstream.JetStream, policy
 
 // judgeShards is what Evaluate finds about who pulls the snapshot's
 // consumers: its findings of the shard codes.
-func judgeShards(snap *Snapshot, p ShardPolicy) []Finding {
+func judgeShards(snap *snapshot.Snapshot, p ShardPolicy) []Finding {
 	var out []Finding
 	for _, f := range Evaluate(snap, Policy{Floor: version.DefaultFloor, ShardPolicy: p}).Findings {
 		if f.Code == ConsumerPulledByNobody || f.Code == ConsumerStalePin {

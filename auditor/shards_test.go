@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // pinnedRecord is a pinned_client consumer's JSZ record as servers write
@@ -42,7 +43,7 @@ func TestDecodePullState(t *testing.T) {
 	js := pullPage(t, pinnedRecord("n1", 0, "PIN"), `{"name":"P","config":{"ack_policy":"explicit"},"num_pending":9,"num_waiting":0}`,
 		`{"name":"O","config":{"priority_policy":"overflow","priority_groups":["g"]},"num_pending":1,"priority_groups":[{"group":"g","pinned_ts":"0001-01-01T00:00:00Z"}]}`)
 	cs := js.AccountDetails[0].Streams[0].Consumers
-	want := &PullState{Policy: "pinned_client", Group: "g", Timeout: 2 * time.Minute, MaxAckPending: 1000,
+	want := &snapshot.PullState{Policy: "pinned_client", Group: "g", Timeout: 2 * time.Minute, MaxAckPending: 1000,
 		At: at("2026-01-01T00:05:00Z"), Created: at("2026-01-01T00:00:00Z"), Pending: 7, AckPending: 2,
 		LastDelivery: at("2026-01-01T00:01:00Z"), LastAck: at("2026-01-01T00:01:30Z"), PinnedID: "PIN", PinnedAt: at("2026-01-01T00:00:30Z")}
 	if !reflect.DeepEqual(cs[0].Config.pull, want) {
@@ -88,42 +89,46 @@ func TestMergeKeepsLeadersPull(t *testing.T) {
 func TestShardFindings(t *testing.T) {
 	now := at("2026-01-01T01:00:00Z")
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
-	base := PullState{Policy: "pinned_client", Group: "g", Timeout: time.Minute, MaxAckPending: 100, FromLeader: true,
+	base := snapshot.PullState{Policy: "pinned_client", Group: "g", Timeout: time.Minute, MaxAckPending: 100, FromLeader: true,
 		At: now, Created: ago(time.Hour)}
 	for _, tc := range []struct {
 		name   string
 		policy ShardPolicy
-		edit   func(*PullState)
+		edit   func(*snapshot.PullState)
 		want   Code
 	}{
-		{"idle queue, backlog", ShardPolicy{}, func(p *PullState) { p.Pending, p.LastDelivery = 5, ago(3*time.Minute) }, ConsumerPulledByNobody},
-		{"only unacked", ShardPolicy{}, func(p *PullState) { p.AckPending, p.LastDelivery = 5, ago(3*time.Minute) }, ConsumerPulledByNobody},
-		{"never delivered", ShardPolicy{}, func(p *PullState) { p.Pending = 5 }, ConsumerPulledByNobody},
-		{"within the default", ShardPolicy{}, func(p *PullState) { p.Pending, p.LastDelivery = 5, ago(time.Minute) }, ""},
-		{"a recent ack", ShardPolicy{}, func(p *PullState) { p.AckPending, p.LastDelivery, p.LastAck = 5, ago(time.Hour), ago(time.Second) }, ""},
-		{"short threshold", ShardPolicy{UnpulledAfter: time.Second}, func(p *PullState) { p.Pending, p.LastDelivery = 5, ago(2*time.Second) }, ConsumerPulledByNobody},
-		{"turned off", ShardPolicy{UnpulledAfter: -1}, func(p *PullState) { p.Pending = 5 }, ""},
-		{"a pull waits", ShardPolicy{}, func(p *PullState) { p.Pending, p.Waiting, p.LastDelivery = 5, 1, ago(time.Hour) }, ""},
-		{"nothing pending", ShardPolicy{}, func(p *PullState) {}, ""},
-		{"paused", ShardPolicy{}, func(p *PullState) { p.Pending, p.Paused = 5, true }, ""},
-		{"a follower's word", ShardPolicy{}, func(p *PullState) { p.Pending, p.FromLeader = 5, false }, ""},
-		{"overflow", ShardPolicy{}, func(p *PullState) { p.Policy, p.Timeout, p.Pending = "overflow", 0, 5 }, ConsumerPulledByNobody},
-		{"stale pin", ShardPolicy{}, func(p *PullState) {
+		{"idle queue, backlog", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.LastDelivery = 5, ago(3*time.Minute) }, ConsumerPulledByNobody},
+		{"only unacked", ShardPolicy{}, func(p *snapshot.PullState) { p.AckPending, p.LastDelivery = 5, ago(3*time.Minute) }, ConsumerPulledByNobody},
+		{"never delivered", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending = 5 }, ConsumerPulledByNobody},
+		{"within the default", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.LastDelivery = 5, ago(time.Minute) }, ""},
+		{"a recent ack", ShardPolicy{}, func(p *snapshot.PullState) {
+			p.AckPending, p.LastDelivery, p.LastAck = 5, ago(time.Hour), ago(time.Second)
+		}, ""},
+		{"short threshold", ShardPolicy{UnpulledAfter: time.Second}, func(p *snapshot.PullState) { p.Pending, p.LastDelivery = 5, ago(2*time.Second) }, ConsumerPulledByNobody},
+		{"turned off", ShardPolicy{UnpulledAfter: -1}, func(p *snapshot.PullState) { p.Pending = 5 }, ""},
+		{"a pull waits", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.Waiting, p.LastDelivery = 5, 1, ago(time.Hour) }, ""},
+		{"nothing pending", ShardPolicy{}, func(p *snapshot.PullState) {}, ""},
+		{"paused", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.Paused = 5, true }, ""},
+		{"a follower's word", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.FromLeader = 5, false }, ""},
+		{"overflow", ShardPolicy{}, func(p *snapshot.PullState) { p.Policy, p.Timeout, p.Pending = "overflow", 0, 5 }, ConsumerPulledByNobody},
+		{"stale pin", ShardPolicy{}, func(p *snapshot.PullState) {
 			p.Pending, p.Waiting, p.PinnedID, p.PinnedAt, p.LastDelivery = 5, 2, "PIN", ago(5*time.Minute), ago(3*time.Minute)
 		}, ConsumerStalePin},
-		{"pin delivering", ShardPolicy{}, func(p *PullState) {
+		{"pin delivering", ShardPolicy{}, func(p *snapshot.PullState) {
 			p.Pending, p.Waiting, p.PinnedID, p.PinnedAt, p.LastDelivery = 5, 2, "PIN", ago(5*time.Minute), ago(time.Second)
 		}, ""},
-		{"young pin", ShardPolicy{}, func(p *PullState) { p.Pending, p.Waiting, p.PinnedID, p.PinnedAt = 5, 2, "PIN", ago(30*time.Second) }, ""},
-		{"at max ack pending", ShardPolicy{}, func(p *PullState) {
+		{"young pin", ShardPolicy{}, func(p *snapshot.PullState) {
+			p.Pending, p.Waiting, p.PinnedID, p.PinnedAt = 5, 2, "PIN", ago(30*time.Second)
+		}, ""},
+		{"at max ack pending", ShardPolicy{}, func(p *snapshot.PullState) {
 			p.Pending, p.AckPending, p.Waiting, p.PinnedID, p.PinnedAt, p.LastDelivery = 5, 100, 2, "PIN", ago(5*time.Minute), ago(3*time.Minute)
 		}, ""},
-		{"no pin, pulls wait", ShardPolicy{}, func(p *PullState) { p.Pending, p.Waiting, p.LastDelivery = 5, 2, ago(time.Hour) }, ""},
+		{"no pin, pulls wait", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.Waiting, p.LastDelivery = 5, 2, ago(time.Hour) }, ""},
 	} {
 		ps := base
 		tc.edit(&ps)
-		snap := &Snapshot{Consumers: []Asset{{Kind: releases.KindConsumer, Account: "A", Stream: "S", Consumer: "C", Leader: "n1", Pull: &ps}}}
-		e := evaluation{byName: map[string]*ServerReport{"n1": {Server: Server{Name: "n1", Cluster: "c1", Version: "2.14.0"}}}}
+		snap := &snapshot.Snapshot{Consumers: []snapshot.Asset{{Kind: releases.KindConsumer, Account: "A", Stream: "S", Consumer: "C", Leader: "n1", Pull: &ps}}}
+		e := evaluation{byName: map[string]*ServerReport{"n1": {Server: snapshot.Server{Name: "n1", Cluster: "c1", Version: "2.14.0"}}}}
 		e.shards(snap, tc.policy)
 		var got []Finding
 		for _, chunk := range e.findings {
@@ -145,14 +150,14 @@ func TestShardFindings(t *testing.T) {
 func TestIndexShowsPin(t *testing.T) {
 	m := newMerger()
 	m.add("n1", "", pullPage(t, pinnedRecord("n1", 1, "PIN")))
-	snap := &Snapshot{Consumers: m.consumers()}
+	snap := &snapshot.Snapshot{Consumers: m.consumers()}
 	v, ok := NewIndex(snap).Consumer(ConsumerKey{Account: "A", Stream: "S", Consumer: "C"})
 	if !ok || v.Pull == nil || v.Pull.Group != "g" || v.Pull.PinnedID != "PIN" || v.Pull.PinAge() != 4*time.Minute+30*time.Second {
 		t.Fatalf("view %+v, pull %+v", v, v.Pull)
 	}
 	m = newMerger()
 	m.add("n2", "", pullPage(t, pinnedRecord("n1", 0, "STALE")))
-	snap = &Snapshot{Consumers: m.consumers()}
+	snap = &snapshot.Snapshot{Consumers: m.consumers()}
 	if v, _ := NewIndex(snap).Consumer(ConsumerKey{Account: "A", Stream: "S", Consumer: "C"}); v.Pull == nil || v.Pull.FromLeader || v.Pull.PinnedID != "" {
 		t.Errorf("a follower's pin shown: %+v", v.Pull)
 	}
@@ -162,11 +167,11 @@ func TestIndexShowsPin(t *testing.T) {
 // the replicated pinned_client consumers the server leads; an R1 consumer
 // has no other peer to lead it and another policy has no pin.
 func TestPinnedLedBy(t *testing.T) {
-	c := func(leader string, replicas int, policy string) Asset {
-		return Asset{Kind: releases.KindConsumer, Leader: leader, Replicas: replicas, Pull: &PullState{Policy: policy}}
+	c := func(leader string, replicas int, policy string) snapshot.Asset {
+		return snapshot.Asset{Kind: releases.KindConsumer, Leader: leader, Replicas: replicas, Pull: &snapshot.PullState{Policy: policy}}
 	}
-	snap := &Snapshot{Consumers: []Asset{c("n1", 3, PriorityPinnedClient), c("n1", 1, PriorityPinnedClient), c("n1", 3, "overflow"),
-		c("n2", 3, PriorityPinnedClient), {Kind: releases.KindConsumer, Leader: "n1", Replicas: 3}}}
+	snap := &snapshot.Snapshot{Consumers: []snapshot.Asset{c("n1", 3, snapshot.PriorityPinnedClient), c("n1", 1, snapshot.PriorityPinnedClient), c("n1", 3, "overflow"),
+		c("n2", 3, snapshot.PriorityPinnedClient), {Kind: releases.KindConsumer, Leader: "n1", Replicas: 3}}}
 	if got := PinnedLedBy(snap, "n1"); got != 1 {
 		t.Errorf("n1 leads %d pinned consumers whose pins a restart drops, want 1", got)
 	}
@@ -194,18 +199,18 @@ func TestGateFloor(t *testing.T) {
 // consumer one audit did not read from its leader, or another policy, is
 // none.
 func TestCountPinChanges(t *testing.T) {
-	c := func(name, leader, pin string, fromLeader bool) Asset {
-		return Asset{Kind: releases.KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: leader,
-			Pull: &PullState{Policy: PriorityPinnedClient, FromLeader: fromLeader, PinnedID: pin}}
+	c := func(name, leader, pin string, fromLeader bool) snapshot.Asset {
+		return snapshot.Asset{Kind: releases.KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: leader,
+			Pull: &snapshot.PullState{Policy: snapshot.PriorityPinnedClient, FromLeader: fromLeader, PinnedID: pin}}
 	}
-	before := &Snapshot{Consumers: []Asset{c("same", "n1", "a", true), c("moved", "n1", "a", true), c("dropped", "n1", "a", true),
+	before := &snapshot.Snapshot{Consumers: []snapshot.Asset{c("same", "n1", "a", true), c("moved", "n1", "a", true), c("dropped", "n1", "a", true),
 		c("newleader", "n1", "a", true), c("unread", "n1", "a", true), c("gone", "n1", "a", true)}}
-	after := &Snapshot{Consumers: []Asset{c("same", "n1", "a", true), c("moved", "n1", "b", true), c("dropped", "n1", "", true),
+	after := &snapshot.Snapshot{Consumers: []snapshot.Asset{c("same", "n1", "a", true), c("moved", "n1", "b", true), c("dropped", "n1", "", true),
 		c("newleader", "n2", "", true), c("unread", "n2", "", false), c("new", "n1", "a", true)}}
-	report := func(snap *Snapshot, servers ...string) *Report {
+	report := func(snap *snapshot.Snapshot, servers ...string) *Report {
 		r := &Report{Snapshot: snap}
 		for _, s := range servers {
-			r.Servers = append(r.Servers, ServerReport{Server: Server{Name: s}})
+			r.Servers = append(r.Servers, ServerReport{Server: snapshot.Server{Name: s}})
 		}
 		return r
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats.go"
 )
 
@@ -60,7 +62,7 @@ func (c *collection) onSummary(m *nats.Msg) {
 // census's broadcast (pinged) answers it there, if it has not already; one
 // heard first by its heartbeat may have started after it, and is asked on
 // its own subject.
-func (c *collection) summary(ctx context.Context, srv Server, pinged bool) (*jszSummary, error) {
+func (c *collection) summary(ctx context.Context, srv snapshot.Server, pinged bool) (*jszSummary, error) {
 	if !pinged {
 		data, err := c.request(ctx, srv, "JSZ", jszSummaryRequest)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats.go"
 )
 
@@ -24,7 +26,7 @@ func TestSummaryReplies(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	sum, err := c.summary(ctx, Server{ID: "NA", Name: "a"}, true)
+	sum, err := c.summary(ctx, snapshot.Server{ID: "NA", Name: "a"}, true)
 	if err != nil || sum.Data == nil || sum.Data.Consumers != 2 {
 		t.Errorf("summary of NA: %+v, %v; want its first reply", sum, err)
 	}
@@ -40,7 +42,7 @@ func TestSummaryReplies(t *testing.T) {
 	// waited for until the audit ends, then named.
 	short, cancelShort := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancelShort()
-	if _, err := c.summary(short, Server{ID: "NB", Name: "b"}, true); err == nil || !strings.Contains(err.Error(), "no reply within the audit timeout") {
+	if _, err := c.summary(short, snapshot.Server{ID: "NB", Name: "b"}, true); err == nil || !strings.Contains(err.Error(), "no reply within the audit timeout") {
 		t.Errorf("summary of NB, never sent: %v, want no reply within the audit timeout", err)
 	}
 

@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // pathFindings are the findings of the rules that each changed server's
 // move breaks, from the version it ran (before) to the one it would run: one
 // finding per code and server, saying every rule of that code it breaks.
 // Release names the release to go to first where a rule says one.
-func pathFindings(before map[string]Server, after []Server, changed map[string]bool) []Finding {
+func pathFindings(before map[string]snapshot.Server, after []snapshot.Server, changed map[string]bool) []Finding {
 	var out []Finding
 	for _, s := range after {
 		if !changed[s.Name] {
@@ -60,7 +61,7 @@ var pathCodes = func() []Code {
 // each server that runs one, and each Mixed path rule broken within a
 // JetStream meta group the audit saw (metaGroupsOf), on every server below
 // its floor.
-func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
+func (e *evaluation) releases(snap *snapshot.Snapshot, servers []ServerReport) {
 	for _, s := range servers {
 		if b, ok := releases.BadReleaseOf(s.Parsed); ok {
 			e.add(Finding{Code: KnownBadRelease, Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: b.Fix.String(),
@@ -83,7 +84,7 @@ func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
 				continue
 			}
 			slices.Sort(newer)
-			slices.SortFunc(peers, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+			slices.SortFunc(peers, func(a, b snapshot.Server) int { return strings.Compare(a.Name, b.Name) })
 			for _, s := range peers {
 				if s.Parsed.IsZero() || !s.Parsed.Before(r.Floor) {
 					continue
@@ -104,8 +105,8 @@ func (e *evaluation) releases(snap *Snapshot, servers []ServerReport) {
 // elected a server names none, and its cluster still holds it. A leafnode
 // cluster with its own JetStream is a group of its own, even in the same
 // (empty) domain.
-func metaGroupsOf(snap *Snapshot) [][]Server {
-	var js []Server
+func metaGroupsOf(snap *snapshot.Snapshot) [][]snapshot.Server {
+	var js []snapshot.Server
 	index := map[string]int{}
 	for _, s := range snap.Servers {
 		if s.JetStream {
@@ -148,7 +149,7 @@ func metaGroupsOf(snap *Snapshot) [][]Server {
 			union(reporter, m.Follows[reporter])
 		}
 	}
-	members := map[int][]Server{}
+	members := map[int][]snapshot.Server{}
 	var roots []int
 	for i, s := range js {
 		r := find(i)
@@ -157,7 +158,7 @@ func metaGroupsOf(snap *Snapshot) [][]Server {
 		}
 		members[r] = append(members[r], s)
 	}
-	out := make([][]Server, 0, len(roots))
+	out := make([][]snapshot.Server, 0, len(roots))
 	for _, r := range roots {
 		out = append(out, members[r])
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -166,7 +168,7 @@ func TestCollectorFloorFollowsTheReport(t *testing.T) {
 		if text != "" {
 			floor, _ = version.ParseFloor(text)
 		}
-		res := auditor.Result{Report: auditor.Evaluate(&auditor.Snapshot{}, auditor.Policy{Floor: floor})}
+		res := auditor.Result{Report: auditor.Evaluate(&snapshot.Snapshot{}, auditor.Policy{Floor: floor})}
 		c := NewCollector(func() auditor.Result { return res }, 0)
 		want := ""
 		if text != "" {
@@ -181,7 +183,7 @@ func TestCollectorFloorFollowsTheReport(t *testing.T) {
 }
 
 func TestCollectorCrashesAndSourcing(t *testing.T) {
-	r := &auditor.Report{Snapshot: &auditor.Snapshot{}, Findings: []auditor.Finding{
+	r := &auditor.Report{Snapshot: &snapshot.Snapshot{}, Findings: []auditor.Finding{
 		{Code: auditor.AssetCrashesServer, Account: "APP", Stream: "FC", Consumer: "c", Server: "n3"},
 		{Code: auditor.SourcingResetUnanswered, Account: "APP", Stream: "ORIGIN", Consumer: "dur", Server: "n3"},
 		{Code: auditor.SourcingResetCrashesFollower, Account: "APP", Stream: "ORIGIN", Consumer: "dur2", Server: "n4", Peer: "n1"},
@@ -217,9 +219,9 @@ func lint(t *testing.T, c prometheus.Collector) {
 // TestCollectorFeatureFlags: one series per server and flag it reports,
 // none for a server before 2.14.0, which reports no flags.
 func TestCollectorFeatureFlags(t *testing.T) {
-	r := &auditor.Report{Snapshot: &auditor.Snapshot{}, Servers: []auditor.ServerReport{
-		{Server: auditor.Server{Name: "n1", Cluster: "c1", FeatureFlags: map[string]bool{"js_ack_fc_v2": false, "js_raft_delete_range": true}}},
-		{Server: auditor.Server{Name: "n2", Cluster: "c1"}},
+	r := &auditor.Report{Snapshot: &snapshot.Snapshot{}, Servers: []auditor.ServerReport{
+		{Server: snapshot.Server{Name: "n1", Cluster: "c1", FeatureFlags: map[string]bool{"js_ack_fc_v2": false, "js_raft_delete_range": true}}},
+		{Server: snapshot.Server{Name: "n2", Cluster: "c1"}},
 	}}
 	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
 	want := `
@@ -237,7 +239,7 @@ nats_version_auditor_server_feature_flag_enabled{flag="js_raft_delete_range",ser
 // TestCollectorShards: the findings about who pulls a shard each set the
 // gauge their registration names, labelled by the consumer and its leader.
 func TestCollectorShards(t *testing.T) {
-	r := &auditor.Report{Snapshot: &auditor.Snapshot{}, Findings: []auditor.Finding{
+	r := &auditor.Report{Snapshot: &snapshot.Snapshot{}, Findings: []auditor.Finding{
 		{Code: auditor.ConsumerPulledByNobody, Account: "APP", Stream: "WORK", Consumer: "shard-5", Server: "n3"},
 		{Code: auditor.ConsumerStalePin, Account: "APP", Stream: "WORK", Consumer: "shard-7", Server: "n1"},
 	}}
@@ -261,7 +263,7 @@ nats_version_auditor_consumer_stale_pin{account="APP",account_name="",consumer="
 // feature of the asset's config, each set a gauge two codes share, told
 // apart by the verdict and labelled by the row of the table (op, feature).
 func TestCollectorOpsAndPeers(t *testing.T) {
-	r := &auditor.Report{Snapshot: &auditor.Snapshot{}, Findings: []auditor.Finding{
+	r := &auditor.Report{Snapshot: &snapshot.Snapshot{}, Findings: []auditor.Finding{
 		{Code: auditor.AssetOpCrashesFollower, Account: "APP", Stream: "M", Server: "n3", Peer: "n2", Op: "delete_range"},
 		{Code: auditor.AssetOpHaltsReplica, Account: "APP", Stream: "B", Server: "n4", Op: "atomic_batch_msg"},
 		{Code: auditor.AssetPeerNotRunning, Account: "ACXD", AccountName: "APP", Stream: "WORK", Consumer: "shard-1", Server: "n3", Feature: "priority_prioritized"},

@@ -14,6 +14,8 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/exporter/exportertest"
 )
@@ -21,16 +23,16 @@ import (
 // TestAPIDomains covers how a JetStream domain is named, on an audit of two
 // domains that both hold APP > ORDERS > worker.
 func TestAPIDomains(t *testing.T) {
-	servers := []auditor.Server{{Name: "hub1", Domain: "hub", APILevel: 4}, {Name: "leaf1", Domain: "leaf", APILevel: 3}}
+	servers := []snapshot.Server{{Name: "hub1", Domain: "hub", APILevel: 4}, {Name: "leaf1", Domain: "leaf", APILevel: 3}}
 	servers[0].SetVersion("2.14.0")
 	servers[1].SetVersion("2.12.15")
-	snap := &auditor.Snapshot{
+	snap := &snapshot.Snapshot{
 		Started: time.Now(),
 		Servers: servers,
-		Consumers: []auditor.Asset{
-			{Kind: auditor.KindConsumer, Domain: "hub", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "hub1", Peers: []string{"hub1"}, Replicas: 1},
-			{Kind: auditor.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
-			{Kind: auditor.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "edge-only", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
+		Consumers: []snapshot.Asset{
+			{Kind: releases.KindConsumer, Domain: "hub", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "hub1", Peers: []string{"hub1"}, Replicas: 1},
+			{Kind: releases.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "worker", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
+			{Kind: releases.KindConsumer, Domain: "leaf", Account: "APP", Stream: "ORDERS", Consumer: "edge-only", Leader: "leaf1", Peers: []string{"leaf1"}, Replicas: 1},
 		},
 	}
 	report := auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})
@@ -147,18 +149,18 @@ func TestAPIDomains(t *testing.T) {
 // it as its leader's record says, its pin's holder and age, and its
 // CONSUMER_PULLED_BY_NOBODY finding; only the config without that record.
 func TestAPIPull(t *testing.T) {
-	servers := []auditor.Server{{Name: "n1", Cluster: "c1"}}
+	servers := []snapshot.Server{{Name: "n1", Cluster: "c1"}}
 	servers[0].SetVersion("2.15.3")
 	at := time.Now()
-	shard := func(name string, pull *auditor.PullState) auditor.Asset {
-		return auditor.Asset{Kind: auditor.KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: "n1", Peers: []string{"n1"}, Replicas: 1, Pull: pull}
+	shard := func(name string, pull *snapshot.PullState) snapshot.Asset {
+		return snapshot.Asset{Kind: releases.KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: "n1", Peers: []string{"n1"}, Replicas: 1, Pull: pull}
 	}
-	snap := &auditor.Snapshot{Started: at, Servers: servers, Consumers: []auditor.Asset{
-		shard("pinned", &auditor.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
+	snap := &snapshot.Snapshot{Started: at, Servers: servers, Consumers: []snapshot.Asset{
+		shard("pinned", &snapshot.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
 			Waiting: 1, LastDelivery: at.Add(-time.Second), PinnedID: "pin-a", PinnedAt: at.Add(-30 * time.Second)}),
-		shard("nobody", &auditor.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
+		shard("nobody", &snapshot.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
 			Pending: 5, LastDelivery: at.Add(-10 * time.Minute)}),
-		shard("config-only", &auditor.PullState{Policy: "overflow", Group: "g"}),
+		shard("config-only", &snapshot.PullState{Policy: "overflow", Group: "g"}),
 		shard("plain", nil),
 	}}
 	report := auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})

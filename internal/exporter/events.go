@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -52,7 +54,7 @@ type eventWatcher struct {
 // for an audit, since anything may have changed meanwhile. A subscription
 // the user may not make does not stop serve: the watcher logs it as an error
 // and reports itself down (Stats) until a reconnect succeeds.
-func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *auditor.Snapshot, audits *auditor.Events, logger *slog.Logger) (*eventWatcher, error) {
+func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *snapshot.Snapshot, audits *auditor.Events, logger *slog.Logger) (*eventWatcher, error) {
 	w := &eventWatcher{nc: nc, trigger: trigger, heartbeats: auditor.NewHeartbeats(seen), audits: audits, log: logger, done: make(chan struct{}),
 		denied: map[string]error{}, received: map[string]uint64{}}
 	prev := nc.ErrorHandler()
@@ -250,7 +252,7 @@ func (e *EventWatch) Collector() prometheus.Collector {
 // (LazyConn.OnConnect).
 func (e *EventWatch) Attach(nc *nats.Conn) {
 	e.Stop()
-	seen := func() *auditor.Snapshot {
+	seen := func() *snapshot.Snapshot {
 		if r := e.sched.Latest().Report; r != nil {
 			return r.Snapshot
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -19,7 +21,7 @@ func TestSchedulerSharesAudits(t *testing.T) {
 	audit := func(context.Context) *auditor.Report {
 		audits.Add(1)
 		<-release
-		return auditor.Evaluate(&auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "a", Version: "2.14.0"}}}, auditor.Policy{Floor: version.DefaultFloor})
+		return auditor.Evaluate(&snapshot.Snapshot{Servers: []snapshot.Server{{ID: "A", Name: "a", Version: "2.14.0"}}}, auditor.Policy{Floor: version.DefaultFloor})
 	}
 	s := NewScheduler(context.Background(), audit, time.Hour, nil)
 
@@ -108,7 +110,7 @@ func (c *requestClock) audit(takes ...time.Duration) AuditFunc {
 		c.mu.Lock()
 		c.now--
 		c.mu.Unlock()
-		return auditor.Evaluate(&auditor.Snapshot{Servers: []auditor.Server{{ID: "A", Name: "a", Version: fmt.Sprint(n)}}}, auditor.Policy{Floor: version.DefaultFloor})
+		return auditor.Evaluate(&snapshot.Snapshot{Servers: []snapshot.Server{{ID: "A", Name: "a", Version: fmt.Sprint(n)}}}, auditor.Policy{Floor: version.DefaultFloor})
 	}
 }
 
@@ -283,12 +285,12 @@ func TestSchedulerCountsPinChanges(t *testing.T) {
 	var n atomic.Int32
 	audit := func(context.Context) *auditor.Report {
 		p := pins[n.Add(1)-1]
-		servers := []auditor.Server{{Name: "n1"}, {Name: "n2"}}
+		servers := []snapshot.Server{{Name: "n1"}, {Name: "n2"}}
 		for i := range servers {
 			servers[i].SetVersion("2.15.3")
 		}
-		snap := &auditor.Snapshot{Servers: servers, Consumers: []auditor.Asset{{Kind: auditor.KindConsumer, Account: "APP", Stream: "WORK", Consumer: "shard",
-			Leader: p.leader, Pull: &auditor.PullState{Policy: auditor.PriorityPinnedClient, FromLeader: true, PinnedID: p.holder}}}}
+		snap := &snapshot.Snapshot{Servers: servers, Consumers: []snapshot.Asset{{Kind: releases.KindConsumer, Account: "APP", Stream: "WORK", Consumer: "shard",
+			Leader: p.leader, Pull: &snapshot.PullState{Policy: snapshot.PriorityPinnedClient, FromLeader: true, PinnedID: p.holder}}}}
 		return auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})
 	}
 	s := NewScheduler(context.Background(), audit, time.Hour, nil)

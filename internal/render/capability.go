@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // What the system can use now, as check's and report's JSON and report's
@@ -39,7 +41,7 @@ type APILevels struct {
 
 // capabilityOf is the api_levels and features blocks of r.
 func capabilityOf(r *auditor.Report) (APILevels, []Feature) {
-	features := auditor.FeatureLevels()
+	features := releases.FeatureLevels()
 	c := auditor.CapabilitiesOf(r, features)
 	levels := APILevels{Clusters: c.Clusters, Domains: c.Domains}
 	out := []Feature{}
@@ -108,7 +110,7 @@ func writeCapabilityText(ew *errWriter, levels APILevels, features []Feature, as
 				ew.printf("... and %d more\t\t\t\n", len(limited)-listed)
 				break
 			}
-			name := string(a.Kind) + " " + auditor.AccountLabel(a.Account, a.AccountName) + " > " + a.Stream
+			name := string(a.Kind) + " " + snapshot.AccountLabel(a.Account, a.AccountName) + " > " + a.Stream
 			if a.Consumer != "" {
 				name += " > " + a.Consumer
 			}

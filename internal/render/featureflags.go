@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // How a server's feature flags read in text: report's server table and the
@@ -13,8 +13,8 @@ import (
 // flagsShown are the flags server s has on, and those its config turns
 // off, each marked where its config sets it rather than its release's
 // default.
-func flagsShown(s auditor.Server) []string {
-	configured := auditor.ConfiguredFlags(s)
+func flagsShown(s snapshot.Server) []string {
+	configured := snapshot.ConfiguredFlags(s)
 	var shown []string
 	for _, name := range slices.Sorted(maps.Keys(s.FeatureFlags)) {
 		_, set := configured[name]

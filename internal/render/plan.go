@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // Plan is the documented JSON of `plan --format json`. Its head is the
@@ -40,7 +42,7 @@ func WritePlanFailed(out io.Writer, format string, err error, to string, r *audi
 	if format != FormatJSON {
 		return nil
 	}
-	doc := Plan{To: to, ToLevel: auditor.LevelUnknown, Floor: r.FloorShown(),
+	doc := Plan{To: to, ToLevel: releases.LevelUnknown, Floor: r.FloorShown(),
 		Plan: &auditor.Plan{Status: auditor.Unknown, Steps: []auditor.PlanStep{}, Unchanged: []string{}}, Audit: AuditOf(r), Error: err.Error()}
 	return writeError(WriteJSON(out, doc))
 }
@@ -48,7 +50,7 @@ func WritePlanFailed(out io.Writer, format string, err error, to string, r *audi
 func writePlanText(w io.Writer, p *auditor.Plan) error {
 	ew := &errWriter{w: w}
 	level := fmt.Sprint(p.ToLevel)
-	if p.ToLevel == auditor.LevelUnknown {
+	if p.ToLevel == releases.LevelUnknown {
 		level = "unknown: " + p.LevelSource
 	}
 	met := "the floor " + p.Floor.String() + " is never met"
@@ -130,7 +132,7 @@ func groupName(kind, account, accountName, stream, consumer, domain string) stri
 	if kind == "meta" {
 		n = "the JetStream meta group"
 	} else {
-		n += " " + auditor.AccountLabel(account, accountName) + " > " + stream
+		n += " " + snapshot.AccountLabel(account, accountName) + " > " + stream
 		if consumer != "" {
 			n += " > " + consumer
 		}

@@ -1,6 +1,9 @@
 package render
 
-import "github.com/natsaudit/nats-version-auditor/auditor"
+import (
+	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+)
 
 // Pull is who pulls a consumer with a priority policy (a shard), as its
 // leader reported it, in the report and the API: from_leader false when the
@@ -18,7 +21,7 @@ type Pull struct {
 }
 
 // PullOf is the Pull of p; nil for a consumer without a priority policy.
-func PullOf(p *auditor.PullState) *Pull {
+func PullOf(p *snapshot.PullState) *Pull {
 	if p == nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
 // The formats a document is written in.
@@ -97,7 +98,7 @@ func yesNo(b bool) string {
 }
 
 func levelText(level int) string {
-	if level == auditor.LevelUnknown {
+	if level == releases.LevelUnknown {
 		return "unknown"
 	}
 	return fmt.Sprint(level)

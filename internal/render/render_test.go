@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/fixture"
 	"github.com/natsaudit/nats-version-auditor/internal/render/rendertest"
@@ -55,7 +57,7 @@ func TestOutputsAreGolden(t *testing.T) {
 	// public key with its JWT's name beside it (JSZ), and only the key on
 	// the leafnode link (LEAFZ).
 	opSnap := fixture.Snapshot()
-	for _, assets := range [][]auditor.Asset{opSnap.Streams, opSnap.Consumers} {
+	for _, assets := range [][]snapshot.Asset{opSnap.Streams, opSnap.Consumers} {
 		for i := range assets {
 			assets[i].Account, assets[i].AccountName = operatorKey, assets[i].Account
 		}
@@ -135,7 +137,7 @@ func TestOutputsAreGolden(t *testing.T) {
 }
 
 func TestSummaryCountsInWords(t *testing.T) {
-	r := &auditor.Report{Status: auditor.Unknown, Floor: version.DefaultFloor, ServersExpected: 1, Snapshot: &auditor.Snapshot{},
+	r := &auditor.Report{Status: auditor.Unknown, Floor: version.DefaultFloor, ServersExpected: 1, Snapshot: &snapshot.Snapshot{},
 		Findings: []auditor.Finding{{Code: auditor.AuditIncomplete, Severity: auditor.Unknown, Message: "m"}}}
 	if got, want := summary(r), "0 of 1 expected servers answered, floor 2.14.0; 1 finding (0 critical, 1 unknown, 0 warning)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
@@ -162,11 +164,11 @@ func mustRelease(t testing.TB, s string) version.Version {
 // is left out.
 func TestReportListsFeatureFlags(t *testing.T) {
 	server := func(name, version string, flags map[string]bool) auditor.ServerReport {
-		s := auditor.ServerReport{Server: auditor.Server{Name: name, Cluster: "c1", FeatureFlags: flags}}
+		s := auditor.ServerReport{Server: snapshot.Server{Name: name, Cluster: "c1", FeatureFlags: flags}}
 		s.SetVersion(version)
 		return s
 	}
-	r := &auditor.Report{Status: auditor.OK, Floor: mustRelease(t, "2.12.0"), ServersExpected: 4, Snapshot: &auditor.Snapshot{},
+	r := &auditor.Report{Status: auditor.OK, Floor: mustRelease(t, "2.12.0"), ServersExpected: 4, Snapshot: &snapshot.Snapshot{},
 		Servers: []auditor.ServerReport{
 			server("n1", "2.14.0", map[string]bool{"js_ack_fc_v2": false, "js_raft_delete_range": true}),
 			server("n2", "2.15.3", map[string]bool{"js_ack_fc_v2": false, "js_api_reply_v2": false, "js_raft_delete_range": true, "js_snapshot_sources": false}),
@@ -195,15 +197,15 @@ func TestReportListsFeatureFlags(t *testing.T) {
 // pin's holder and age), and only its policy without that record.
 func TestReportListsShards(t *testing.T) {
 	at := time.Now()
-	shard := func(name string, p *auditor.PullState) auditor.Asset {
-		return auditor.Asset{Kind: auditor.KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: "n1", Replicas: 3, Pull: p}
+	shard := func(name string, p *snapshot.PullState) snapshot.Asset {
+		return snapshot.Asset{Kind: releases.KindConsumer, Account: "APP", Stream: "WORK", Consumer: name, Leader: "n1", Replicas: 3, Pull: p}
 	}
-	snap := &auditor.Snapshot{Consumers: []auditor.Asset{
-		shard("s0", &auditor.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
+	snap := &snapshot.Snapshot{Consumers: []snapshot.Asset{
+		shard("s0", &snapshot.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
 			Waiting: 1, LastDelivery: at.Add(-2 * time.Second), PinnedID: "pin-a", PinnedAt: at.Add(-90 * time.Second)}),
-		shard("s1", &auditor.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
+		shard("s1", &snapshot.PullState{Policy: "pinned_client", Group: "g", FromLeader: true, At: at, Created: at.Add(-time.Hour),
 			Pending: 5, AckPending: 1, LastAck: at.Add(-200 * time.Second)}),
-		shard("s2", &auditor.PullState{Policy: "overflow", Group: "g"}),
+		shard("s2", &snapshot.PullState{Policy: "overflow", Group: "g"}),
 		shard("plain", nil),
 	}}
 	r := &auditor.Report{Status: auditor.OK, Floor: version.DefaultFloor, Snapshot: snap}

@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // Report is the documented JSON of `report --format json`: the inventory
@@ -52,8 +54,8 @@ func ReportOf(r *auditor.Report, w *auditor.WhatIf) Report {
 	levels, features := capabilityOf(r)
 	out := Report{Status: r.Status, Floor: r.FloorShown(), Servers: NonNil(r.Servers), Clusters: NonNil(r.Clusters),
 		Leafnodes: []Leafnode{}, Findings: NonNil(r.Findings), APILevels: levels, Features: features,
-		AssetLevels: auditor.AssetLevels(r, auditor.FeatureLevels()), Shards: shardsOf(r), WhatIf: whatIfOf(w), Audit: AuditOf(r)}
-	names := auditor.AccountNames(r.Snapshot)
+		AssetLevels: auditor.AssetLevels(r, releases.FeatureLevels()), Shards: shardsOf(r), WhatIf: whatIfOf(w), Audit: AuditOf(r)}
+	names := snapshot.AccountNames(r.Snapshot)
 	for _, l := range r.Leafnodes {
 		out.Leafnodes = append(out.Leafnodes, Leafnode{Server: l.Server, Peer: l.Peer, Account: l.Account, AccountName: names[l.Account], Audited: audited[l.Peer]})
 	}
@@ -100,7 +102,7 @@ func writeReportText(w io.Writer, out Report, r *auditor.Report, what *auditor.W
 	if len(out.Leafnodes) > 0 {
 		ew.printf("\nLEAFNODE LINK\tPEER\tACCOUNT\tAUDITED\n")
 		for _, l := range out.Leafnodes {
-			ew.printf("%s\t%s\t%s\t%t\n", l.Server, l.Peer, auditor.AccountLabel(l.Account, l.AccountName), l.Audited)
+			ew.printf("%s\t%s\t%s\t%t\n", l.Server, l.Peer, snapshot.AccountLabel(l.Account, l.AccountName), l.Audited)
 		}
 	}
 	writeShardsText(ew, out.Shards)
@@ -149,7 +151,7 @@ func writeShardsText(ew *errWriter, shards []Shard) {
 	}
 	ew.printf("\nSHARD\tPOLICY\tLEADER\tPENDING\tUNACKED\tWAITING\tIDLE\tPINNED TO\tPIN AGE\n")
 	for _, s := range shards {
-		name := auditor.AccountLabel(s.Account, s.AccountName) + " > " + s.Stream + " > " + s.Consumer
+		name := snapshot.AccountLabel(s.Account, s.AccountName) + " > " + s.Stream + " > " + s.Consumer
 		p := s.Pull
 		if !p.FromLeader {
 			ew.printf("%s\t%s\t%s\t-\t-\t-\t-\t-\t-\n", name, p.Policy, dash(s.Leader))

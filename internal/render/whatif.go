@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // WhatIf is the what_if block of check's and report's JSON under --assume.
@@ -53,7 +54,7 @@ func writeWhatIfText(ew *errWriter, w *auditor.WhatIf) {
 	for _, s := range w.Assumed {
 		ew.printf("  %s: %s (API level %s) → %s (API level %s: %s)\n", s.Name, s.From, levelText(s.FromLevel), s.To, levelText(s.ToLevel), s.LevelSource)
 		if len(s.FeatureFlags) > 0 {
-			at := auditor.Server{Version: s.To.String(), Parsed: s.To, FeatureFlags: s.FeatureFlags}
+			at := snapshot.Server{Version: s.To.String(), Parsed: s.To, FeatureFlags: s.FeatureFlags}
 			ew.printf("    feature flags it would run with (its config's, %s's defaults for the rest): %s\n", s.To, dashList(flagsShown(at)))
 		}
 		if s.PinnedLeadersMoved > 0 {

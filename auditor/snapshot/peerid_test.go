@@ -1,4 +1,4 @@
-package auditor
+package snapshot
 
 import "testing"
 
@@ -6,15 +6,15 @@ import "testing"
 // names its leader and gives its peer id, and so do meta replicas.
 func TestPeerIDMatchesServers(t *testing.T) {
 	for name, id := range map[string]string{"n3": "BXScrY9i", "n1": "fjFyEjc1"} {
-		if got := peerID(name); got != id {
+		if got := PeerID(name); got != id {
 			t.Errorf("peerID(%q) = %q, want %q", name, got, id)
 		}
 	}
-	id, ok := unknownPeerID("Server name unknown at this time (peerID: BXScrY9i)")
+	id, ok := UnknownPeerID("Server name unknown at this time (peerID: BXScrY9i)")
 	if !ok || id != "BXScrY9i" {
 		t.Errorf("unknownPeerID = %q, %v", id, ok)
 	}
-	if _, ok := unknownPeerID("n3"); ok {
+	if _, ok := UnknownPeerID("n3"); ok {
 		t.Error("a plain name read as an unknown peer")
 	}
 }

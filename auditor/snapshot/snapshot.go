@@ -1,4 +1,4 @@
-package auditor
+package snapshot
 
 import (
 	"maps"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -199,16 +198,16 @@ type MetaPeerSet struct {
 	Size int
 }
 
-// members are the set's servers, the leader first, and the group's
+// Members are the set's servers, the leader first, and the group's
 // cluster size. A replica the leader cannot name yet is found among snap's
 // servers by its RAFT peer id, or stays a peer of no name ("").
-func (s *MetaPeerSet) members(snap *Snapshot) ([]string, int) {
+func (s *MetaPeerSet) Members(snap *Snapshot) ([]string, int) {
 	out := []string{s.Leader}
 	for _, n := range s.Names {
-		if id, ok := unknownPeerID(n); ok {
+		if id, ok := UnknownPeerID(n); ok {
 			n = ""
 			for _, srv := range snap.Servers {
-				if peerID(srv.Name) == id {
+				if PeerID(srv.Name) == id {
 					n = srv.Name
 				}
 			}
@@ -220,22 +219,22 @@ func (s *MetaPeerSet) members(snap *Snapshot) ([]string, int) {
 	return out, max(s.Size, len(out))
 }
 
-// countsOutsiderVote reports whether a member of the set that runs version
+// CountsOutsiderVote reports whether a member of the set that runs version
 // v, as a candidate, counts the vote of a server outside the set: a release
 // before nats-server #8353 counts any server's vote (MemberVotesOnly), and
 // one after it still does while it knows fewer peers than its cluster size
 // (shouldCountVoteFromPeer: 2.12.14 raft.go:3690-3699, 2.15.3
 // raft.go:4363-4372). The leader's list stands for each member's.
-func (s *MetaPeerSet) countsOutsiderVote(v version.Version) bool {
+func (s *MetaPeerSet) CountsOutsiderVote(v version.Version) bool {
 	return !releases.MemberVotesOnly(v) || 1+len(s.Names) < s.Size
 }
 
-// groups are the peer sets of the distinct meta groups m holds, by leader:
+// Groups are the peer sets of the distinct meta groups m holds, by leader:
 // one, or two where a leafnode's own JetStream shares its hub's domain. A
 // set whose leader another set lists is the same group, answered from
 // either side of an election, and only m.Leader's is kept of those. Nil
 // without any leader's own list.
-func (m MetaGroup) groups() []*MetaPeerSet {
+func (m MetaGroup) Groups() []*MetaPeerSet {
 	var out []*MetaPeerSet
 	leaders := slices.Sorted(maps.Keys(m.Listed))
 	for _, leader := range leaders {
@@ -249,11 +248,11 @@ func (m MetaGroup) groups() []*MetaPeerSet {
 	return out
 }
 
-// moveLeader makes leader, a member, lead the group in a what-if: it lists
+// MoveLeader makes leader, a member, lead the group in a what-if: it lists
 // the peers the old leader did (membership is the group's replicated
 // state), and the servers that followed the old leader follow it. The maps
 // are copied: the snapshot the what-if started from keeps its own.
-func (m *MetaGroup) moveLeader(leader string) {
+func (m *MetaGroup) MoveLeader(leader string) {
 	old := m.Leader
 	if set := m.Listed[old]; set != nil {
 		m.Listed = maps.Clone(m.Listed)
@@ -277,8 +276,8 @@ func (s *MetaPeerSet) ledBy(leader string) *MetaPeerSet {
 			out.Names = append(out.Names, n)
 		}
 	}
-	for _, id := range append([]string{peerID(s.Leader)}, s.IDs...) {
-		if id != peerID(leader) {
+	for _, id := range append([]string{PeerID(s.Leader)}, s.IDs...) {
+		if id != PeerID(leader) {
 			out.IDs = append(out.IDs, id)
 		}
 	}
@@ -291,12 +290,12 @@ func (s *MetaPeerSet) Lists(name string) bool {
 	if name == s.Leader || slices.Contains(s.Names, name) {
 		return true
 	}
-	id := peerID(name)
+	id := PeerID(name)
 	if slices.Contains(s.IDs, id) {
 		return true
 	}
 	for _, n := range s.Names {
-		if unknown, ok := unknownPeerID(n); ok && unknown == id {
+		if unknown, ok := UnknownPeerID(n); ok && unknown == id {
 			return true
 		}
 	}
@@ -377,6 +376,80 @@ func FlagsAt(s Server, to version.Version) map[string]bool {
 			on = d.On
 		}
 		out[f.Name] = on
+	}
+	return out
+}
+
+// LevelNeeded is the level the asset needs of a server of version v: its
+// _nats.req.level, or that of a feature it uses which the level does not
+// record (durable sourcing, 2.14.0 jetstream_versioning.go:46-90), then
+// named. A feature v's release runs although its level is lower (2.10
+// runs {{left()}} in a stream's own transform, which 2.11.0 to 2.14.6
+// refuse) does not count; the zero Version counts every feature.
+func (a Asset) LevelNeeded(v version.Version) (level int, unrecorded string) {
+	level = a.RequiredLevel
+	if level != LevelUnreadable && a.Features != 0 {
+		for _, ft := range a.Features.Features() {
+			if ft.Level > level && (v.IsZero() || ft.HandlingBy(v).Asset != releases.Supported) {
+				level, unrecorded = ft.Level, ft.Title
+			}
+		}
+	}
+	return level, unrecorded
+}
+
+// Label is how findings name the asset: an account with a name of its own
+// (operator mode) by both, as two accounts may share a name.
+func (a Asset) Label() string {
+	n := AccountLabel(a.Account, a.AccountName) + " > " + a.Stream
+	if a.Consumer != "" {
+		n += " > " + a.Consumer
+	}
+	return n
+}
+
+// Hosted reports whether server name runs the asset, by the replies: it is
+// a peer and not one of those that did not report it.
+func (a *Asset) Hosted(name string) bool {
+	if a.Observed != nil {
+		for _, n := range a.Observed.Absent {
+			if n == name {
+				return false
+			}
+		}
+	}
+	for _, p := range a.Peers {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Without is the observation as a what-if holds it once the changed
+// servers restart on other releases: what they showed before is no
+// evidence of what they will do, which the tables judge. Nil when nothing
+// is left.
+func (o *Observation) Without(changed map[string]bool) *Observation {
+	if o == nil {
+		return nil
+	}
+	out := &Observation{Created: o.Created}
+	for _, n := range o.Absent {
+		if !changed[n] {
+			out.Absent = append(out.Absent, n)
+		}
+	}
+	for _, b := range o.Behind {
+		if !changed[b.Server] {
+			out.Behind = append(out.Behind, b)
+		}
+	}
+	if len(out.Absent) == len(o.Absent) && len(out.Behind) == len(o.Behind) {
+		return o
+	}
+	if len(out.Absent) == 0 && len(out.Behind) == 0 {
+		return nil
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package auditor
+package snapshot
 
 import "time"
 
@@ -71,10 +71,10 @@ func (p *PullState) PinAge() time.Duration {
 // was created when it knows neither.
 func (p *PullState) Idle() time.Duration { return p.sinceLatest(p.LastDelivery, p.LastAck) }
 
-// undelivered is how long the leader had gone without a delivery: a pin
+// Undelivered is how long the leader had gone without a delivery: a pin
 // is given in the act of a delivery, so a pinned consumer's last one is no
 // older than its pin.
-func (p *PullState) undelivered() time.Duration { return p.sinceLatest(p.LastDelivery, p.PinnedAt) }
+func (p *PullState) Undelivered() time.Duration { return p.sinceLatest(p.LastDelivery, p.PinnedAt) }
 
 // sinceLatest is how long before the record the later of a and b was, or
 // the consumer's creation when both are zero.
@@ -99,7 +99,7 @@ func (p *PullState) since(t time.Time) time.Duration {
 // client at a time.
 const PriorityPinnedClient = "pinned_client"
 
-// configOnly is the state without a leader's record.
-func (p *PullState) configOnly() {
+// ConfigOnly is the state without a leader's record.
+func (p *PullState) ConfigOnly() {
 	*p = PullState{Policy: p.Policy, Group: p.Group, Timeout: p.Timeout, MaxAckPending: p.MaxAckPending}
 }

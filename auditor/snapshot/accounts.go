@@ -1,4 +1,4 @@
-package auditor
+package snapshot
 
 // AccountLabel is how the auditor names an account to people: by its id,
 // and where it has a name of its own (operator mode: the name in its JWT)
