@@ -24,7 +24,7 @@ VALIDFETCH  := $(CURDIR)/.cache/bench/validfetch
 FUZZTIME    ?= 50000x
 # Each target as package:name, run in the package it lives in.
 FUZZ_TARGETS := ./auditor:FuzzStatsz ./auditor:FuzzLeafz ./auditor:FuzzJSZ \
-	./internal/jsonscan:FuzzSkipMatchesValid ./auditor/version:FuzzParseVersion
+	./auditor/internal/jsonscan:FuzzSkipMatchesValid ./auditor/version:FuzzParseVersion
 
 SOAK        ?= 10m
 
@@ -62,7 +62,7 @@ $(NATSCLI):
 # of `make test`.
 bench: servers build $(NATSCLI)
 	$(GO) build -o $(VALIDFETCH) ./internal/bench/validfetch
-	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics ./internal/render | tee .cache/gobench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics ./cmd/nats-version-auditor/internal/render | tee .cache/gobench.txt
 	$(GO) run ./internal/bench -auditor $(BIN) -natscli $(NATSCLI) -validfetch $(VALIDFETCH) -gobench .cache/gobench.txt -out BENCHMARKS.md
 	$(GO) run ./internal/bench -freshness -auditor $(BIN) -out BENCHMARKS.md
 

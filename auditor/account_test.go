@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
@@ -106,7 +107,7 @@ func TestAccountsOfOneNameStayApart(t *testing.T) {
 				t.Errorf("Accounts(%s) = %v, want %v", tt.account, got, tt.want)
 			}
 		}
-		for key, want := range map[string]ResetVerdict{keyA: ResetUnanswered, keyB: ResetCrashesFollower} {
+		for key, want := range map[string]findings.ResetVerdict{keyA: findings.ResetUnanswered, keyB: findings.ResetCrashesFollower} {
 			v, ok := x.Consumer(ConsumerKey{Account: key, Stream: "ORDERS", Consumer: "worker"})
 			if !ok || v.Reset != want || v.AccountName != "APP" {
 				t.Errorf("%s > ORDERS > worker: found %v, %s (name %q), want %s (APP)", key, ok, v.Reset, v.AccountName, want)

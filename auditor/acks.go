@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -38,7 +39,7 @@ func (e *evaluation) ackTakeovers(a *snapshot.Asset) {
 			continue
 		}
 		f := assetFinding(a)
-		f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerAcksLostOnTakeover, s.Name, s.Cluster, s.Version, a.Leader
+		f.Code, f.Server, f.Cluster, f.Version, f.Peer = findings.ConsumerAcksLostOnTakeover, s.Name, s.Cluster, s.Version, a.Leader
 		f.Message = "consumer " + a.Label() + ": " + joinSorted(givers) + " " + handVerb(len(givers)) +
 			" out acks in the v2 format (" + releases.FlagAckFormatV2 + " on) while leading it, and " + s.Name + " (" + s.Version +
 			"), before 2.14.0, subscribes only the v1 format as its leader: when the leadership moves to it, the acks of the messages delivered before reach nobody and those messages are delivered again after ack_wait"

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -47,7 +49,7 @@ func TestAckV2LostToAnOldLeader(t *testing.T) {
 			// Before: the audit, with a floor the mixed versions pass.
 			snap, _ := audit(t, sysConn)
 			r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, "2.12.0")})
-			found := codeFindings(r, auditor.ConsumerAcksLostOnTakeover)
+			found := codeFindings(r, findings.ConsumerAcksLostOnTakeover)
 			if !flag {
 				if len(found) > 0 {
 					t.Fatalf("with the flag off: %+v", found)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -42,9 +43,9 @@ func TestAckTakeovers(t *testing.T) {
 			snap.Consumers = []snapshot.Asset{a}
 			r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, "2.10.0")})
 			var got []string
-			for _, f := range codeFindings(r, auditor.ConsumerAcksLostOnTakeover) {
+			for _, f := range codeFindings(r, findings.ConsumerAcksLostOnTakeover) {
 				got = append(got, f.Server)
-				if f.Peer != "n1" || f.Severity != auditor.Warning {
+				if f.Peer != "n1" || f.Severity != findings.Warning {
 					t.Errorf("finding %+v", f)
 				}
 			}

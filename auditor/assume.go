@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -96,11 +97,11 @@ type LeaderChoice struct {
 
 // LeaderOutcome is what the group's findings would be under any of Leaders.
 type LeaderOutcome struct {
-	Leaders  []string `json:"leaders"`
-	Severity Severity `json:"severity"`
+	Leaders  []string          `json:"leaders"`
+	Severity findings.Severity `json:"severity"`
 	// Reset is what $JS.API.CONSUMER.RESET would do (consumers only).
-	Reset ResetVerdict `json:"reset,omitempty"`
-	Codes []Code       `json:"codes"`
+	Reset findings.ResetVerdict `json:"reset,omitempty"`
+	Codes []findings.Code       `json:"codes"`
 }
 
 // WhatIf is an audit evaluated as if some servers ran other versions.
@@ -108,13 +109,13 @@ type WhatIf struct {
 	Assumptions []Assumption    `json:"assumptions"`
 	Assumed     []AssumedServer `json:"assumed"`
 	// Before is the audit as it is; After the would-be report.
-	Before *Report `json:"-"`
-	After  *Report `json:"-"`
+	Before *findings.Report `json:"-"`
+	After  *findings.Report `json:"-"`
 	// Appear and Gone are the findings After has and Before has not, and
 	// the other way round.
-	Appear []Finding      `json:"appear"`
-	Gone   []Finding      `json:"gone"`
-	Depend []LeaderChoice `json:"depends_on_leader"`
+	Appear []findings.Finding `json:"appear"`
+	Gone   []findings.Finding `json:"gone"`
+	Depend []LeaderChoice     `json:"depends_on_leader"`
 }
 
 // Assume evaluates snap as Evaluate does, then again as if the servers the
@@ -130,7 +131,7 @@ func Assume(snap *snapshot.Snapshot, p Policy, as []Assumption) (*WhatIf, error)
 	return assumeFrom(Evaluate(snap, p), snap, p, as)
 }
 
-func assumeFrom(before *Report, snap *snapshot.Snapshot, p Policy, as []Assumption) (*WhatIf, error) {
+func assumeFrom(before *findings.Report, snap *snapshot.Snapshot, p Policy, as []Assumption) (*WhatIf, error) {
 	want, err := resolve(snap, as)
 	if err != nil {
 		return nil, err
@@ -244,7 +245,7 @@ func assumeFrom(before *Report, snap *snapshot.Snapshot, p Policy, as []Assumpti
 	r.Findings = append(r.Findings, pathFindings(was, after.Servers, changed)...)
 	markLeaderDependent(r.Findings, w.Depend)
 	sortFindings(r.Findings)
-	r.Status = StatusOf(r.Findings)
+	r.Status = findings.StatusOf(r.Findings)
 	w.After = r
 	w.Appear, w.Gone = diffFindings(before.Findings, r.Findings), diffFindings(r.Findings, before.Findings)
 	return w, nil
@@ -298,9 +299,9 @@ func metaPeers(snap *snapshot.Snapshot, m snapshot.MetaGroup) ([]string, int) {
 
 // candidate is the outcome of one peer's leadership of a group.
 type candidate struct {
-	severity Severity
-	reset    ResetVerdict
-	codes    []Code
+	severity findings.Severity
+	reset    findings.ResetVerdict
+	codes    []findings.Code
 	// sig tells outcomes apart: the findings, with servers by their place
 	// among the peers.
 	sig   string
@@ -403,8 +404,8 @@ func (lc *leaderChooser) resetPeers(peers []string, leader string) []Peer {
 	return out
 }
 
-func (lc *leaderChooser) outcome(fs []Finding, peers []string, leader string) candidate {
-	c := candidate{codes: []Code{}}
+func (lc *leaderChooser) outcome(fs []findings.Finding, peers []string, leader string) candidate {
+	c := candidate{codes: []findings.Code{}}
 	place := func(n string) string {
 		if n == leader {
 			return "L" // the same outcome under another leader
@@ -413,11 +414,11 @@ func (lc *leaderChooser) outcome(fs []Finding, peers []string, leader string) ca
 	}
 	var sig []string
 	for _, f := range fs {
-		if k, _ := Info(f.Code); !k.Leader {
+		if k, _ := findings.Info(f.Code); !k.Leader {
 			continue
 		}
 		c.count++
-		c.severity = c.severity.worst(f.Severity)
+		c.severity = c.severity.Worst(f.Severity)
 		if !slices.Contains(c.codes, f.Code) {
 			c.codes = append(c.codes, f.Code)
 		}
@@ -429,13 +430,13 @@ func (lc *leaderChooser) outcome(fs []Finding, peers []string, leader string) ca
 }
 
 // resetRank orders RESET verdicts by harm: a crash outranks a timeout.
-func resetRank(v ResetVerdict) int {
+func resetRank(v findings.ResetVerdict) int {
 	switch v {
-	case ResetCrashesFollower:
+	case findings.ResetCrashesFollower:
 		return 3
-	case ResetUnanswered:
+	case findings.ResetUnanswered:
 		return 2
-	case ResetUnknown:
+	case findings.ResetUnknown:
 		return 1
 	}
 	return 0
@@ -447,7 +448,7 @@ func (lc *leaderChooser) choose(g *LeaderChoice, current string, peers []string,
 	best := -1
 	worse := func(i, j int) bool { // is i worse than j
 		a, b := cands[i], cands[j]
-		return cmp.Or(cmp.Compare(a.severity.rank(), b.severity.rank()), cmp.Compare(resetRank(a.reset), resetRank(b.reset)), cmp.Compare(a.count, b.count)) > 0
+		return cmp.Or(cmp.Compare(a.severity.Rank(), b.severity.Rank()), cmp.Compare(resetRank(a.reset), resetRank(b.reset)), cmp.Compare(a.count, b.count)) > 0
 	}
 	for i := range peers {
 		if best < 0 || worse(i, best) || (!worse(best, i) && peers[i] == current) {
@@ -474,9 +475,9 @@ func (lc *leaderChooser) choose(g *LeaderChoice, current string, peers []string,
 	for _, o := range outcomes {
 		say := "no finding"
 		switch {
-		case o.Reset == ResetCrashesFollower:
+		case o.Reset == findings.ResetCrashesFollower:
 			say = "a RESET it answers crashes a follower"
-		case o.Reset == ResetUnanswered:
+		case o.Reset == findings.ResetUnanswered:
 			say = "RESET to it goes unanswered"
 		case len(o.Codes) > 0:
 			var words []string
@@ -493,7 +494,7 @@ func (lc *leaderChooser) choose(g *LeaderChoice, current string, peers []string,
 
 // unknownLevelFindings say, for every asset with a required level that a
 // server of unknown level hosts, that whether it runs cannot be told.
-func unknownLevelFindings(snap *snapshot.Snapshot, p Policy, unknown map[string]bool) []Finding {
+func unknownLevelFindings(snap *snapshot.Snapshot, p Policy, unknown map[string]bool) []findings.Finding {
 	if len(unknown) == 0 {
 		return nil
 	}
@@ -502,7 +503,7 @@ func unknownLevelFindings(snap *snapshot.Snapshot, p Policy, unknown map[string]
 		byName[s.Name] = s
 	}
 	e := evaluation{p: p}
-	var out []Finding
+	var out []findings.Finding
 	for _, assets := range [][]snapshot.Asset{snap.Streams, snap.Consumers} {
 		for _, a := range assets {
 			// Whose level is unknown, so is whether its release runs
@@ -517,7 +518,7 @@ func unknownLevelFindings(snap *snapshot.Snapshot, p Policy, unknown map[string]
 				}
 				s := byName[n]
 				_, why := releases.LevelOf(s.Parsed)
-				out = append(out, Finding{Code: APILevelUnknown, Severity: SeverityOf(APILevelUnknown),
+				out = append(out, findings.Finding{Code: findings.APILevelUnknown, Severity: findings.SeverityOf(findings.APILevelUnknown),
 					Server: n, Cluster: s.Cluster, Version: s.Version, Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer,
 					RequiredLevel: required,
 					Message: fmt.Sprintf("%s %s needs JetStream API level %d; peer %s would run %s, whose API level is not known (%s): whether it would run the %s cannot be told",
@@ -530,7 +531,7 @@ func unknownLevelFindings(snap *snapshot.Snapshot, p Policy, unknown map[string]
 
 // markLeaderDependent says in the message of each finding that depends on
 // where a group's leader lands that the worse was assumed.
-func markLeaderDependent(fs []Finding, depend []LeaderChoice) {
+func markLeaderDependent(fs []findings.Finding, depend []LeaderChoice) {
 	type key struct{ account, stream, consumer string }
 	assets := map[key]string{}
 	metaLeader := map[string]bool{}
@@ -543,7 +544,7 @@ func markLeaderDependent(fs []Finding, depend []LeaderChoice) {
 	}
 	for i := range fs {
 		f := &fs[i]
-		if k, _ := Info(f.Code); !k.Leader {
+		if k, _ := findings.Info(f.Code); !k.Leader {
 			continue
 		}
 		if f.Stream == "" { // about no asset: the meta group's
@@ -560,26 +561,26 @@ func markLeaderDependent(fs []Finding, depend []LeaderChoice) {
 // server's version may change and the finding stays; a follower stays at
 // risk whichever peer that answers RESET leads.
 type findingKey struct {
-	code                                             Code
+	code                                             findings.Code
 	server, cluster, peer, account, stream, consumer string
 	requiredLevel                                    int
 }
 
-func keyOf(f Finding) findingKey {
+func keyOf(f findings.Finding) findingKey {
 	peer := f.Peer
-	if k, _ := Info(f.Code); k.Follower || k.LeaderPeer {
+	if k, _ := findings.Info(f.Code); k.Follower || k.LeaderPeer {
 		peer = ""
 	}
 	return findingKey{f.Code, f.Server, f.Cluster, peer, f.Account, f.Stream, f.Consumer, f.RequiredLevel}
 }
 
 // diffFindings returns the findings of b that a does not have.
-func diffFindings(a, b []Finding) []Finding {
+func diffFindings(a, b []findings.Finding) []findings.Finding {
 	have := make(map[findingKey]bool, len(a))
 	for _, f := range a {
 		have[keyOf(f)] = true
 	}
-	out := []Finding{}
+	out := []findings.Finding{}
 	for _, f := range b {
 		if !have[keyOf(f)] {
 			out = append(out, f)
@@ -593,10 +594,10 @@ func diffFindings(a, b []Finding) []Finding {
 // actual nobody predicted. A finding that depends on where the leader of a
 // group in depend lands is neither required nor unpredicted as long as its
 // code is among that group's outcomes.
-func Unexplained(predicted *Report, depend []LeaderChoice, actual *Report) (missing, unpredicted []Finding) {
+func Unexplained(predicted *findings.Report, depend []LeaderChoice, actual *findings.Report) (missing, unpredicted []findings.Finding) {
 	type group struct{ account, stream, consumer string }
 	meta := false
-	codes := map[group][]Code{}
+	codes := map[group][]findings.Code{}
 	for _, d := range depend {
 		for _, o := range d.Outcomes {
 			if d.Kind == "meta" {
@@ -606,15 +607,15 @@ func Unexplained(predicted *Report, depend []LeaderChoice, actual *Report) (miss
 			g := group{d.Account, d.Stream, d.Consumer}
 			codes[g] = append(codes[g], o.Codes...)
 			// What a mirror's own RESET does follows the consumer's verdict.
-			for _, k := range Codes {
+			for _, k := range findings.Codes {
 				if o.Reset != "" && k.Reset == o.Reset {
 					codes[g] = append(codes[g], k.Code)
 				}
 			}
 		}
 	}
-	dependent := func(f Finding) bool {
-		if k, _ := Info(f.Code); !k.Leader {
+	dependent := func(f findings.Finding) bool {
+		if k, _ := findings.Info(f.Code); !k.Leader {
 			return false
 		}
 		if f.Stream == "" { // about no asset: the meta group's
@@ -643,8 +644,8 @@ func Unexplained(predicted *Report, depend []LeaderChoice, actual *Report) (miss
 // start, before 2.14.0 (2.12.15 opts.go:1803-1811;
 // TestFactFeatureFlagsRefusedBeforeSince), as the 2.14 release notes warn
 // (remove feature_flags before downgrading below 2.14).
-func refusedFlagFindings(servers []snapshot.Server, refused map[string]map[string]bool) []Finding {
-	var out []Finding
+func refusedFlagFindings(servers []snapshot.Server, refused map[string]map[string]bool) []findings.Finding {
+	var out []findings.Finding
 	for _, s := range servers {
 		flags, ok := refused[s.Name]
 		if !ok {
@@ -654,7 +655,7 @@ func refusedFlagFindings(servers []snapshot.Server, refused map[string]map[strin
 		for _, name := range slices.Sorted(maps.Keys(flags)) {
 			set = append(set, fmt.Sprintf("%s: %t", name, flags[name]))
 		}
-		out = append(out, Finding{Code: FeatureFlagsRefused, Severity: SeverityOf(FeatureFlagsRefused), Server: s.Name, Cluster: s.Cluster, Version: s.Version,
+		out = append(out, findings.Finding{Code: findings.FeatureFlagsRefused, Severity: findings.SeverityOf(findings.FeatureFlagsRefused), Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 			Message: fmt.Sprintf("server %s would not start on %s: its config sets feature_flags (%s), which releases before %s refuse; remove the block before the change",
 				s.Name, s.Version, strings.Join(set, ", "), releases.FeatureFlagsSince)})
 	}

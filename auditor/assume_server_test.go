@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -22,7 +23,7 @@ import (
 // real servers and hold the audit afterwards to the prediction.
 
 // auditOf collects and evaluates one audit through the named server.
-func auditOf(t *testing.T, sys *natstest.System, name string) (*snapshot.Snapshot, *auditor.Report) {
+func auditOf(t *testing.T, sys *natstest.System, name string) (*snapshot.Snapshot, *findings.Report) {
 	t.Helper()
 	nc := sys.Connect(name, natstest.SysUser, natstest.SysPassword)
 	defer nc.Close()
@@ -36,7 +37,7 @@ func auditOf(t *testing.T, sys *natstest.System, name string) (*snapshot.Snapsho
 // settled says why an audit does not yet show a system that has recovered
 // from a restart: every server answered, runs the version wanted, and every
 // replicated asset has a leader.
-func settled(r *auditor.Report, versions map[string]string) error {
+func settled(r *findings.Report, versions map[string]string) error {
 	if !r.Complete() {
 		return fmt.Errorf("audit incomplete: %s", codesOf(r.Findings))
 	}
@@ -53,7 +54,7 @@ func settled(r *auditor.Report, versions map[string]string) error {
 	return nil
 }
 
-func codesOf(fs []auditor.Finding) string {
+func codesOf(fs []findings.Finding) string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, fmt.Sprintf("%s(%s,%s,%s/%s)", f.Code, f.Server, f.Peer, f.Stream, f.Consumer))
@@ -64,9 +65,9 @@ func codesOf(fs []auditor.Finding) string {
 // holdToPrediction waits until the audit through via shows a settled system
 // whose findings are what predicted (with depend) says, and fails with the
 // difference when that does not come.
-func holdToPrediction(t *testing.T, sys *natstest.System, via string, versions map[string]string, predicted *auditor.Report, depend []auditor.LeaderChoice) *auditor.Report {
+func holdToPrediction(t *testing.T, sys *natstest.System, via string, versions map[string]string, predicted *findings.Report, depend []auditor.LeaderChoice) *findings.Report {
 	t.Helper()
-	var last *auditor.Report
+	var last *findings.Report
 	err := natstest.Eventually(90*time.Second, func() error {
 		_, r := auditOf(t, sys, via)
 		last = r
@@ -160,7 +161,7 @@ func TestAssumeDowngradeOnRealServers(t *testing.T) {
 	}
 
 	snap, before := auditOf(t, sys, "n1")
-	if before.Status != auditor.OK {
+	if before.Status != findings.OK {
 		t.Fatalf("before the change: %s %s", before.Status, codesOf(before.Findings))
 	}
 	w := mustAssume(t, snap, "n3=2.12.15")
@@ -175,7 +176,7 @@ func TestAssumeDowngradeOnRealServers(t *testing.T) {
 			t.Fatalf("the prediction lacks %s: %s", f, codesOf(w.Appear))
 		}
 	}
-	if w.After.Status != auditor.Critical || !slices.ContainsFunc(w.Depend, func(d auditor.LeaderChoice) bool { return d.Consumer == "worker" }) {
+	if w.After.Status != findings.Critical || !slices.ContainsFunc(w.Depend, func(d auditor.LeaderChoice) bool { return d.Consumer == "worker" }) {
 		t.Fatalf("prediction %s, depends %+v", w.After.Status, w.Depend)
 	}
 
@@ -226,7 +227,7 @@ func TestAssumeUpgradeOnRealServers(t *testing.T) {
 	snap, before := auditOf(t, sys, "n1")
 	w := mustAssume(t, snap, "n3=2.14.0")
 	logWhatIf(t, w)
-	if before.Status != auditor.Critical || w.After.Status != auditor.OK || len(w.After.Findings) != 0 {
+	if before.Status != findings.Critical || w.After.Status != findings.OK || len(w.After.Findings) != 0 {
 		t.Fatalf("before %s %s; predicted %s %s", before.Status, codesOf(before.Findings), w.After.Status, codesOf(w.After.Findings))
 	}
 	for _, f := range []string{"CONSUMER_LEADER_BELOW_FLOOR(n3,,ORDERS/led-by-old)", "CONSUMER_REPLICA_BELOW_FLOOR(n3,n1,BILLING/followed-by-old)"} {
@@ -240,7 +241,7 @@ func TestAssumeUpgradeOnRealServers(t *testing.T) {
 	}
 	sys.Restart("n3", natstest.Floor)
 	after := holdToPrediction(t, sys, "n1", map[string]string{"n3": natstest.Floor}, w.After, w.Depend)
-	if after.Status != auditor.OK {
+	if after.Status != findings.OK {
 		t.Errorf("status %s after the upgrade, predicted OK", after.Status)
 	}
 }
@@ -275,12 +276,12 @@ func TestAssumeDowngradeUnderFlowControlOnRealServers(t *testing.T) {
 	}
 
 	snap, before := auditOf(t, sys, "n1")
-	if before.Status != auditor.OK {
+	if before.Status != findings.OK {
 		t.Fatalf("before the change: %s %s", before.Status, codesOf(before.Findings))
 	}
 	w := mustAssume(t, snap, "n3=2.12.15")
 	logWhatIf(t, w)
-	if !strings.Contains(codesOf(w.Appear), "ASSET_CRASHES_SERVER(n3,,FC/c)") || w.After.Status != auditor.Critical {
+	if !strings.Contains(codesOf(w.Appear), "ASSET_CRASHES_SERVER(n3,,FC/c)") || w.After.Status != findings.Critical {
 		t.Fatalf("the prediction lacks the crash: %s", codesOf(w.Appear))
 	}
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -34,7 +35,7 @@ func TestParseAssumption(t *testing.T) {
 // levelAsset sets an asset's required level.
 func levelAsset(a snapshot.Asset, level int) snapshot.Asset { a.RequiredLevel = level; return a }
 
-func briefs(fs []Finding) []string {
+func briefs(fs []findings.Finding) []string {
 	out := []string{}
 	for _, f := range fs {
 		out = append(out, brief(f))
@@ -69,7 +70,7 @@ func TestAssume(t *testing.T) {
 		name    string
 		snap    snapshot.Snapshot
 		assume  []string
-		status  Severity
+		status  findings.Severity
 		appear  []string
 		gone    []string
 		depend  []string // kind/stream/consumer -> assumed leader
@@ -85,7 +86,7 @@ func TestAssume(t *testing.T) {
 					levelAsset(consumer("PLAIN", "R1", "n2", "n2"), 4),
 				}},
 			assume: []string{"n2=2.12.15"},
-			status: Critical,
+			status: findings.Critical,
 			appear: []string{
 				"SERVER_BELOW_FLOOR(n2,,//)",
 				"CONSUMER_LEADER_BELOW_FLOOR(n2,,APP/PLAIN/R1)",
@@ -110,7 +111,7 @@ func TestAssume(t *testing.T) {
 				Consumers: []snapshot.Asset{consumer("S", "C", "n1", "n1", "n2", "n3"), consumer("S", "D", "n3", "n1", "n2", "n3")},
 				Meta:      []snapshot.MetaGroup{{Cluster: "c1", Leader: "n3", Peers: []string{"n1", "n2", "n3"}, Size: 3}}},
 			assume: []string{"n3=2.14.0"},
-			status: OK,
+			status: findings.OK,
 			appear: []string{},
 			gone: []string{
 				"SERVER_BELOW_FLOOR(n3,,//)",
@@ -128,7 +129,7 @@ func TestAssume(t *testing.T) {
 			snap: snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
 				Streams: []snapshot.Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4), stream("PLAIN", "n1", "n1", "n2", "n3")}},
 			assume: []string{"n2=2.16.0"},
-			status: Unknown,
+			status: findings.Unknown,
 			// 2.16 is past 2.15, which wants 2.14.7 first, of n2 and of
 			// the 2.14.0 servers of its cluster.
 			appear: []string{"API_LEVEL_UNKNOWN(n2,,APP/FAST/)", "CLUSTER_MIXED_VERSIONS(,,//)", "UPGRADE_PATH_UNSUPPORTED(n2,,//)",
@@ -144,7 +145,7 @@ func TestAssume(t *testing.T) {
 				ExpectedCount: 3,
 				Streams:       []snapshot.Asset{levelAsset(stream("NEW", "n1", "n1", "n2", "n3"), 6)}},
 			assume: []string{"n3=2.16.0"},
-			status: OK,
+			status: findings.OK,
 			appear: []string{},
 			gone:   []string{"ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/NEW/)", "CLUSTER_MIXED_VERSIONS(,,//)"},
 			depend: []string{},
@@ -155,7 +156,7 @@ func TestAssume(t *testing.T) {
 			snap: snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
 				Streams: []snapshot.Asset{levelAsset(stream("TTL", "n1", "n1", "n2", "n3"), 1)}},
 			assume: []string{"n3=2.10.27"},
-			status: Critical,
+			status: findings.Critical,
 			// Below 2.11.9, the floor of a downgrade from 2.12 or later.
 			appear: []string{"SERVER_BELOW_FLOOR(n3,,//)", "ASSET_API_LEVEL_UNSUPPORTED(n3,,APP/TTL/)", "DOWNGRADE_BELOW_FLOOR(n3,,//)",
 				"CLUSTER_MIXED_VERSIONS(,,//)", "STREAM_LEADER_BELOW_FLOOR(n3,,APP/TTL/)", "UPGRADE_PATH_UNSUPPORTED(n3,,//)"},
@@ -169,7 +170,7 @@ func TestAssume(t *testing.T) {
 			snap: snapshot.Snapshot{Servers: mixed, ExpectedCount: 3,
 				Meta: []snapshot.MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}}},
 			assume: []string{"cluster/c1=2.12.15", "n1=2.14.0"},
-			status: Critical,
+			status: findings.Critical,
 			appear: []string{"SERVER_BELOW_FLOOR(n2,,//)", "META_LEADER_BELOW_FLOOR(n2,,//)", "UPGRADE_PATH_UNSUPPORTED(n2,,//)"},
 			gone:   []string{"META_LEADER_BELOW_FLOOR(n3,,//)"}[:0],
 			depend: []string{"meta// n2"},
@@ -180,7 +181,7 @@ func TestAssume(t *testing.T) {
 			snap:   snapshot.Snapshot{Servers: mixed, ExpectedCount: 3},
 			assume: []string{"*=2.15.3"},
 			// 2.15 wants 2.14.7 first, and none runs it.
-			status: Warning,
+			status: findings.Warning,
 			appear: []string{"UPGRADE_PATH_UNSUPPORTED(n1,,//)", "UPGRADE_PATH_UNSUPPORTED(n2,,//)", "UPGRADE_PATH_UNSUPPORTED(n3,,//)"},
 			gone:   []string{"SERVER_BELOW_FLOOR(n3,,//)", "CLUSTER_MIXED_VERSIONS(,,//)"},
 			depend: []string{},
@@ -218,7 +219,7 @@ func TestAssume(t *testing.T) {
 					t.Errorf("%s: level %d, want %d", s.Name, s.APILevel, want)
 				}
 			}
-			if tt.message != "" && !slices.ContainsFunc(w.After.Findings, func(f Finding) bool { return strings.Contains(f.Message, tt.message) }) {
+			if tt.message != "" && !slices.ContainsFunc(w.After.Findings, func(f findings.Finding) bool { return strings.Contains(f.Message, tt.message) }) {
 				t.Errorf("no finding says %q: %q", tt.message, briefs(w.After.Findings))
 			}
 			// The report as it is stays the gate's.
@@ -243,8 +244,8 @@ func TestAssumeLeaderDependence(t *testing.T) {
 		t.Fatalf("assumed leader %s, outcomes %+v", d.Leader, d.Outcomes)
 	}
 	for _, o := range d.Outcomes {
-		want := map[ResetVerdict]string{ResetCrashesFollower: "n1 n3", ResetUnanswered: "n2"}[o.Reset]
-		if strings.Join(o.Leaders, " ") != want || o.Severity != Critical {
+		want := map[findings.ResetVerdict]string{findings.ResetCrashesFollower: "n1 n3", findings.ResetUnanswered: "n2"}[o.Reset]
+		if strings.Join(o.Leaders, " ") != want || o.Severity != findings.Critical {
 			t.Errorf("outcome %+v, want leaders %q", o, want)
 		}
 	}
@@ -253,7 +254,7 @@ func TestAssumeLeaderDependence(t *testing.T) {
 			t.Errorf("message %q does not say %q", d.Message, want)
 		}
 	}
-	f := w.After.Findings[slices.IndexFunc(w.After.Findings, func(f Finding) bool { return f.Code == ConsumerReplicaBelowFloor })]
+	f := w.After.Findings[slices.IndexFunc(w.After.Findings, func(f findings.Finding) bool { return f.Code == findings.ConsumerReplicaBelowFloor })]
 	if !strings.Contains(f.Message, "if n1 leads after the change") {
 		t.Errorf("finding %q does not say it assumed a leader", f.Message)
 	}
@@ -318,11 +319,11 @@ func TestAssumeDowngradeUnderAFeatureItCannotDecode(t *testing.T) {
 	}
 	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3, Consumers: []snapshot.Asset{c}}
 	w := assume(t, &snap, Policy{}, "n3=2.12.15")
-	if got := briefs(w.Appear); !slices.Contains(got, "ASSET_CRASHES_SERVER(n3,,APP/S/FC)") || w.After.Status != Critical {
+	if got := briefs(w.Appear); !slices.Contains(got, "ASSET_CRASHES_SERVER(n3,,APP/S/FC)") || w.After.Status != findings.Critical {
 		t.Errorf("appear %q, status %s", got, w.After.Status)
 	}
 	// Upgraded instead, nothing crashes.
-	if w := assume(t, &snap, Policy{}, "n3=2.14.10"); len(w.Appear) != 1 || w.Appear[0].Code != ClusterMixedVersions {
+	if w := assume(t, &snap, Policy{}, "n3=2.14.10"); len(w.Appear) != 1 || w.Appear[0].Code != findings.ClusterMixedVersions {
 		t.Errorf("an upgrade: appear %q", briefs(w.Appear))
 	}
 }

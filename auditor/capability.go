@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -83,7 +84,7 @@ func supports(s snapshot.Server, f releases.FeatureLevel) int {
 // gives those of each asset). Servers without JetStream are left out: they host
 // no asset and decode no assignment. It reads the census of the snapshot,
 // which a report narrowed to one server (Report.ForServer) keeps whole.
-func CapabilitiesOf(r *Report, features []releases.FeatureLevel) *Capabilities {
+func CapabilitiesOf(r *findings.Report, features []releases.FeatureLevel) *Capabilities {
 	c := &Capabilities{Clusters: []LevelGroup{}, Domains: []LevelGroup{}}
 	clusters, domains := map[string][]snapshot.Server{}, map[string][]snapshot.Server{}
 	for _, s := range census(r) {
@@ -97,7 +98,7 @@ func CapabilitiesOf(r *Report, features []releases.FeatureLevel) *Capabilities {
 	}
 	incomplete, incompleteCluster := false, map[string]bool{}
 	for _, f := range r.Findings {
-		if k, _ := Info(f.Code); k.Incomplete {
+		if k, _ := findings.Info(f.Code); k.Incomplete {
 			incomplete = true
 			incompleteCluster[f.Cluster] = true
 		}
@@ -115,7 +116,7 @@ func CapabilitiesOf(r *Report, features []releases.FeatureLevel) *Capabilities {
 	return c
 }
 
-func census(r *Report) []snapshot.Server {
+func census(r *findings.Report) []snapshot.Server {
 	if r.Snapshot != nil {
 		return r.Snapshot.Servers
 	}
@@ -131,7 +132,7 @@ func census(r *Report) []snapshot.Server {
 // first, each kind by domain, account, stream and consumer. The snapshot
 // lists its assets as the replies came, which differs between two audits
 // of the same system.
-func AssetLevels(r *Report, features []releases.FeatureLevel) []AssetLevel {
+func AssetLevels(r *findings.Report, features []releases.FeatureLevel) []AssetLevel {
 	out := []AssetLevel{}
 	if r.Snapshot == nil {
 		return out
@@ -205,7 +206,7 @@ func minAPILevel(servers []snapshot.Server) (lowest, highest int) {
 
 // setClusterLevels sets each cluster's MinAPILevel from its JetStream
 // servers.
-func setClusterLevels(clusters []ClusterReport, servers []ServerReport) {
+func setClusterLevels(clusters []findings.ClusterReport, servers []findings.ServerReport) {
 	for i := range clusters {
 		c := &clusters[i]
 		var js []snapshot.Server

@@ -4,29 +4,31 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 )
 
 // TestCodesRegistry: every code is registered once, with a severity that is
 // not OK and words to say when it is found.
 func TestCodesRegistry(t *testing.T) {
-	seen := map[Code]bool{}
-	for _, k := range Codes {
+	seen := map[findings.Code]bool{}
+	for _, k := range findings.Codes {
 		if seen[k.Code] {
 			t.Errorf("%s registered twice", k.Code)
 		}
 		seen[k.Code] = true
-		if k.Severity == OK || k.Severity.String() != strings.ToUpper(k.Severity.String()) {
+		if k.Severity == findings.OK || k.Severity.String() != strings.ToUpper(k.Severity.String()) {
 			t.Errorf("%s: severity %s", k.Code, k.Severity)
 		}
 		if d := k.Description; d == "" || strings.HasSuffix(d, ".") || strings.Contains(d, "\n") {
 			t.Errorf("%s: description %q, want one line without a final period", k.Code, d)
 		}
-		if got, ok := Info(k.Code); !ok || got.Code != k.Code || SeverityOf(k.Code) != k.Severity {
+		if got, ok := findings.Info(k.Code); !ok || got.Code != k.Code || findings.SeverityOf(k.Code) != k.Severity {
 			t.Errorf("Info(%s) = %+v, %v", k.Code, got, ok)
 		}
 	}
-	gauges := map[string]*AssetGauge{}
-	for _, k := range Codes {
+	gauges := map[string]*findings.AssetGauge{}
+	for _, k := range findings.Codes {
 		if k.Follower && !k.Leader {
 			t.Errorf("%s is about a follower, which its leader decides, but not registered as Leader", k.Code)
 		}
@@ -39,14 +41,14 @@ func TestCodesRegistry(t *testing.T) {
 	}
 	// Codes that share a gauge are told apart by their verdicts; a gauge of
 	// one code has none, and its Detail is a label the metrics know.
-	sharing := map[*AssetGauge][]CodeInfo{}
-	for _, k := range Codes {
+	sharing := map[*findings.AssetGauge][]findings.CodeInfo{}
+	for _, k := range findings.Codes {
 		if k.Gauge != nil {
 			sharing[k.Gauge] = append(sharing[k.Gauge], k)
 		}
 	}
 	for g, ks := range sharing {
-		if g.Detail != "" && g.Detail != DetailOp && g.Detail != DetailFeature {
+		if g.Detail != "" && g.Detail != findings.DetailOp && g.Detail != findings.DetailFeature {
 			t.Errorf("gauge %s: detail %q", g.Name, g.Detail)
 		}
 		verdicts := map[string]bool{}
@@ -58,7 +60,7 @@ func TestCodesRegistry(t *testing.T) {
 			verdicts[v] = true
 		}
 	}
-	if _, ok := Info("NO_SUCH_CODE"); ok || SeverityOf("NO_SUCH_CODE") != Unknown {
+	if _, ok := findings.Info("NO_SUCH_CODE"); ok || findings.SeverityOf("NO_SUCH_CODE") != findings.Unknown {
 		t.Error("an unregistered code has a registration")
 	}
 }
@@ -89,7 +91,7 @@ func TestReadmeListsEveryCode(t *testing.T) {
 		}
 	}
 	var want []string
-	for _, k := range Codes {
+	for _, k := range findings.Codes {
 		want = append(want, string(k.Code)+" "+k.Severity.String())
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {

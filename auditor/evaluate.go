@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -29,16 +30,16 @@ type Policy struct {
 
 // Evaluate holds a snapshot against a policy. It is pure: the same snapshot
 // and policy always give the same report.
-func Evaluate(snap *snapshot.Snapshot, p Policy) *Report {
-	e := evaluation{p: p, byName: make(map[string]*ServerReport, len(snap.Servers))}
-	r := &Report{Floor: p.Floor, Snapshot: snap}
+func Evaluate(snap *snapshot.Snapshot, p Policy) *findings.Report {
+	e := evaluation{p: p, byName: make(map[string]*findings.ServerReport, len(snap.Servers))}
+	r := &findings.Report{Floor: p.Floor, Snapshot: snap}
 
-	r.Servers = make([]ServerReport, len(snap.Servers))
+	r.Servers = make([]findings.ServerReport, len(snap.Servers))
 	for i, s := range snap.Servers {
-		r.Servers[i] = ServerReport{Server: s, Verdict: version.CompareToFloor(s.Parsed, p.Floor)}
+		r.Servers[i] = findings.ServerReport{Server: s, Verdict: version.CompareToFloor(s.Parsed, p.Floor)}
 		e.byName[s.Name] = &r.Servers[i]
 	}
-	slices.SortFunc(r.Servers, func(a, b ServerReport) int {
+	slices.SortFunc(r.Servers, func(a, b findings.ServerReport) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
 	})
 	// Sorting moved the reports: point the index at their new places.
@@ -93,30 +94,30 @@ func Evaluate(snap *snapshot.Snapshot, p Policy) *Report {
 		if pr.Server != "" {
 			msg = fmt.Sprintf("%s of %s: %s", pr.Request, pr.Server, pr.Err)
 		}
-		e.add(Finding{Code: AuditIncomplete, Server: pr.Server, Message: msg})
+		e.add(findings.Finding{Code: findings.AuditIncomplete, Server: pr.Server, Message: msg})
 	}
 	// An audit that could not run (Failed) has its reason already: "no
 	// server answered" would be false of one a server answered before its
 	// user was refused a request.
 	if len(snap.Servers) == 0 && len(snap.Problems) == 0 {
-		e.add(Finding{Code: AuditIncomplete, Message: "no server answered the audit"})
+		e.add(findings.Finding{Code: findings.AuditIncomplete, Message: "no server answered the audit"})
 	}
 
 	r.Leafnodes = snap.Leafnodes
 	r.Findings = sortedFindings(e.findings)
-	r.Status = StatusOf(r.Findings)
+	r.Status = findings.StatusOf(r.Findings)
 	return r
 }
 
 type evaluation struct {
 	p      Policy
-	byName map[string]*ServerReport
+	byName map[string]*findings.ServerReport
 	// findings are added in chunks that never move: a growing slice of
 	// thousands of findings was copied each time it grew, every pointer of
 	// them through the write barrier while the collector ran, which it
 	// does as the audit's heap grows. The sort places each finding once,
 	// into a slice of the exact size.
-	findings [][]Finding
+	findings [][]findings.Finding
 	// seen are the servers that answered, by name; sourcers the origin
 	// consumers that mirrors and sources RESET by themselves.
 	seen     map[string]snapshot.Server
@@ -132,48 +133,48 @@ type evaluation struct {
 	ackV2 map[string]bool
 	// lastCode and lastSeverity are the code of the finding added last
 	// and its severity.
-	lastCode     Code
-	lastSeverity Severity
+	lastCode     findings.Code
+	lastSeverity findings.Severity
 }
 
 // findingChunk is how many findings a chunk holds.
 const findingChunk = 512
 
-func (e *evaluation) add(f Finding) {
+func (e *evaluation) add(f findings.Finding) {
 	// Findings come in runs of one code: its registration is looked up
 	// once per run, not once per finding.
 	if f.Code != e.lastCode || e.lastCode == "" {
-		e.lastCode, e.lastSeverity = f.Code, SeverityOf(f.Code)
+		e.lastCode, e.lastSeverity = f.Code, findings.SeverityOf(f.Code)
 	}
 	f.Severity = e.lastSeverity
 	if n := len(e.findings); n == 0 || len(e.findings[n-1]) == findingChunk {
-		e.findings = append(e.findings, make([]Finding, 0, findingChunk))
+		e.findings = append(e.findings, make([]findings.Finding, 0, findingChunk))
 	}
 	last := &e.findings[len(e.findings)-1]
 	*last = append(*last, f)
 }
 
-func (e *evaluation) servers(servers []ServerReport) {
+func (e *evaluation) servers(servers []findings.ServerReport) {
 	for _, s := range servers {
 		switch s.Verdict {
 		case version.VerdictBelow:
-			e.add(Finding{Code: ServerBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
+			e.add(findings.Finding{Code: findings.ServerBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 				Message: fmt.Sprintf("server %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
 		case version.VerdictUnparseable:
-			e.add(Finding{Code: VersionUnparseable, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
+			e.add(findings.Finding{Code: findings.VersionUnparseable, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 				Message: fmt.Sprintf("server %s reports version %q, which is not a version", s.Name, s.Version)})
 		}
 	}
 }
 
-func (e *evaluation) clusters(servers []ServerReport) []ClusterReport {
-	var out []ClusterReport
+func (e *evaluation) clusters(servers []findings.ServerReport) []findings.ClusterReport {
+	var out []findings.ClusterReport
 	for _, s := range servers {
 		if s.Cluster == "" {
 			continue
 		}
 		if len(out) == 0 || out[len(out)-1].Name != s.Cluster {
-			out = append(out, ClusterReport{Name: s.Cluster})
+			out = append(out, findings.ClusterReport{Name: s.Cluster})
 		}
 		c := &out[len(out)-1]
 		c.Servers++
@@ -186,7 +187,7 @@ func (e *evaluation) clusters(servers []ServerReport) []ClusterReport {
 		c := &out[i]
 		slices.Sort(c.Versions)
 		if len(c.Versions) > 1 {
-			e.add(Finding{Code: ClusterMixedVersions, Cluster: c.Name, Versions: c.Versions,
+			e.add(findings.Finding{Code: findings.ClusterMixedVersions, Cluster: c.Name, Versions: c.Versions,
 				Message: fmt.Sprintf("cluster %s runs %d versions: %s", c.Name, len(c.Versions), strings.Join(c.Versions, ", "))})
 		}
 	}
@@ -199,7 +200,7 @@ func (e *evaluation) meta(m snapshot.MetaGroup) {
 		return
 	}
 	if s, ok := e.byName[m.Leader]; ok && s.Verdict == version.VerdictBelow {
-		e.add(Finding{Code: MetaLeaderBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
+		e.add(findings.Finding{Code: findings.MetaLeaderBelowFloor, Server: s.Name, Cluster: s.Cluster, Version: s.Version,
 			Message: fmt.Sprintf("JetStream meta leader %s runs %s, below the floor %s", s.Name, s.Version, e.p.Floor)})
 	}
 }
@@ -228,7 +229,7 @@ func (e *evaluation) metaUnlisted(m snapshot.MetaGroup) {
 			msg += fmt.Sprintf("; %s %s its vote, %s: once the meta leader is lost, a leader can be elected with it, %s itself included",
 				joinSorted(voters), countVerb(len(voters)), outsiderVoteCite, name)
 		}
-		e.add(Finding{Code: ServerNotMetaPeer, Server: name, Cluster: s.Cluster, Version: s.Version, Peer: set.Leader, Message: msg})
+		e.add(findings.Finding{Code: findings.ServerNotMetaPeer, Server: name, Cluster: s.Cluster, Version: s.Version, Peer: set.Leader, Message: msg})
 	}
 }
 
@@ -304,20 +305,20 @@ func (e *evaluation) asset(a *snapshot.Asset) {
 
 // assetFinding is a finding about a: made only for a finding, as most
 // assets have none.
-func assetFinding(a *snapshot.Asset) Finding {
-	return Finding{Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
+func assetFinding(a *snapshot.Asset) findings.Finding {
+	return findings.Finding{Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer}
 }
 
 // assetLeader judges an asset's leader (nil when it did not answer or there
 // is none): below the floor, or missing where a consumer needs one.
-func (e *evaluation) assetLeader(a *snapshot.Asset, leader *ServerReport) {
+func (e *evaluation) assetLeader(a *snapshot.Asset, leader *findings.ServerReport) {
 	// Most assets have no finding: their names are made only for one. A
 	// finding can be on a large share of the consumers: its message is one
 	// concatenation, not a Sprintf with its boxed arguments.
 	switch {
 	case leader != nil && leader.Verdict == version.VerdictBelow && a.Kind == releases.KindConsumer:
 		f := assetFinding(a)
-		f.Code, f.Server, f.Cluster, f.Version = ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
+		f.Code, f.Server, f.Cluster, f.Version = findings.ConsumerLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		if answersReset(leader.Parsed) {
 			f.Message = "consumer " + a.Label() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.p.Floor.String()
 		} else {
@@ -326,12 +327,12 @@ func (e *evaluation) assetLeader(a *snapshot.Asset, leader *ServerReport) {
 		e.add(f)
 	case leader != nil && leader.Verdict == version.VerdictBelow:
 		f := assetFinding(a)
-		f.Code, f.Server, f.Cluster, f.Version = StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
+		f.Code, f.Server, f.Cluster, f.Version = findings.StreamLeaderBelowFloor, leader.Name, leader.Cluster, leader.Version
 		f.Message = "stream " + a.Label() + " is led by " + leader.Name + " running " + leader.Version + ", below the floor " + e.p.Floor.String()
 		e.add(f)
 	case a.Kind == releases.KindConsumer && a.Leader == "" && a.Replicas > 1:
 		f := assetFinding(a)
-		f.Code = ConsumerNoLeader
+		f.Code = findings.ConsumerNoLeader
 		f.Message = "consumer " + a.Label() + " (R" + strconv.Itoa(a.Replicas) + ") has no leader"
 		e.add(f)
 	}
@@ -339,7 +340,7 @@ func (e *evaluation) assetLeader(a *snapshot.Asset, leader *ServerReport) {
 
 // consumerFollower judges follower s of a consumer led by leader (nil when
 // it did not answer or there is none).
-func (e *evaluation) consumerFollower(a *snapshot.Asset, leader, s *ServerReport) {
+func (e *evaluation) consumerFollower(a *snapshot.Asset, leader, s *findings.ServerReport) {
 	// A follower is at risk while its leader would accept a RESET; a leader
 	// that does not know RESET never replicates one. A leaderless consumer
 	// may get a new leader that does.
@@ -347,7 +348,7 @@ func (e *evaluation) consumerFollower(a *snapshot.Asset, leader, s *ServerReport
 		return
 	}
 	f := assetFinding(a)
-	f.Code, f.Server, f.Cluster, f.Version, f.Peer = ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
+	f.Code, f.Server, f.Cluster, f.Version, f.Peer = findings.ConsumerReplicaBelowFloor, s.Name, s.Cluster, s.Version, a.Leader
 	if answersReset(s.Parsed) {
 		f.Message = "consumer " + a.Label() + " has follower " + s.Name + " running " + s.Version + ", below the floor " + e.p.Floor.String()
 	} else {
@@ -358,7 +359,7 @@ func (e *evaluation) consumerFollower(a *snapshot.Asset, leader, s *ServerReport
 
 // apiLevel judges whether peer s supports the asset's required API level
 // (required, and unrecorded, from Asset.LevelNeeded).
-func (e *evaluation) apiLevel(a *snapshot.Asset, s *ServerReport, required int, unrecorded string) {
+func (e *evaluation) apiLevel(a *snapshot.Asset, s *findings.ServerReport, required int, unrecorded string) {
 	if !levelSpeaks(required, s.APILevel) {
 		return
 	}
@@ -368,7 +369,7 @@ func (e *evaluation) apiLevel(a *snapshot.Asset, s *ServerReport, required int, 
 	}
 	level := s.APILevel
 	f := assetFinding(a)
-	f.Code, f.Server, f.Cluster, f.Version = AssetAPILevelUnsupported, s.Name, s.Cluster, s.Version
+	f.Code, f.Server, f.Cluster, f.Version = findings.AssetAPILevelUnsupported, s.Name, s.Cluster, s.Version
 	f.RequiredLevel, f.ServerLevel = required, &level
 	f.Message = fmt.Sprintf("%s %s needs JetStream API level %d but peer %s supports %d: it holds the %s offline",
 		a.Kind, name, required, s.Name, level, a.Kind)
@@ -457,20 +458,20 @@ func (e *evaluation) leafnodes(links []snapshot.LeafLink, names map[string]strin
 			continue
 		}
 		seen[key] = true
-		e.add(Finding{Code: LeafnodeUnaudited, Server: l.Server, Cluster: l.Cluster, Peer: l.Peer, Account: l.Account, AccountName: names[l.Account],
+		e.add(findings.Finding{Code: findings.LeafnodeUnaudited, Server: l.Server, Cluster: l.Cluster, Peer: l.Peer, Account: l.Account, AccountName: names[l.Account],
 			Message: fmt.Sprintf("leafnode peer %s, linked to %s in account %s, was not audited: it does not share the system account, or it is not answering",
 				l.Peer, l.Server, snapshot.AccountLabel(l.Account, names[l.Account]))})
 	}
 }
 
-func codeIndex(c Code) int {
-	return slices.IndexFunc(Codes, func(k CodeInfo) bool { return k.Code == c })
+func codeIndex(c findings.Code) int {
+	return slices.IndexFunc(findings.Codes, func(k findings.CodeInfo) bool { return k.Code == c })
 }
 
 // sortFindings orders findings worst first, then by code, asset and server,
 // keeping the order of equals.
-func sortFindings(fs []Finding) {
-	copy(fs, sortedFindings([][]Finding{fs}))
+func sortFindings(fs []findings.Finding) {
+	copy(fs, sortedFindings([][]findings.Finding{fs}))
 }
 
 // sortedFindings returns the findings of the chunks, in order, as
@@ -480,12 +481,12 @@ func sortFindings(fs []Finding) {
 // most comparisons without reading the finding: its rank and code, the
 // place of its account and stream among the few distinct ones (a stream's
 // findings share them), and the first bytes of its consumer's name.
-func sortedFindings(chunks [][]Finding) []Finding {
+func sortedFindings(chunks [][]findings.Finding) []findings.Finding {
 	type key struct {
 		order, account, stream uint32
 		consumer               uint64
 		i                      int
-		f                      *Finding
+		f                      *findings.Finding
 	}
 	n := 0
 	for _, c := range chunks {
@@ -496,7 +497,7 @@ func sortedFindings(chunks [][]Finding) []Finding {
 	}
 	keys := make([]key, 0, n)
 	accounts, streams := ordinals{}, ordinals{}
-	var lastCode Code
+	var lastCode findings.Code
 	code := -1
 	for _, c := range chunks {
 		for i := range c {
@@ -506,7 +507,7 @@ func sortedFindings(chunks [][]Finding) []Finding {
 			}
 			// Worst first; codes in their registered order (an unregistered
 			// one, -1, before the rest, as it was).
-			order := uint32(3-f.Severity.rank())<<16 | uint32(code+1)
+			order := uint32(3-f.Severity.Rank())<<16 | uint32(code+1)
 			keys = append(keys, key{order, accounts.id(f.Account), streams.id(f.Stream), prefix8(f.Consumer), len(keys), f})
 		}
 	}
@@ -536,7 +537,7 @@ func sortedFindings(chunks [][]Finding) []Finding {
 			cmp.Compare(x.i, y.i), // stable
 		)
 	})
-	out := make([]Finding, len(keys))
+	out := make([]findings.Finding, len(keys))
 	for j, k := range keys {
 		out[j] = *k.f
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -41,7 +42,7 @@ func syntheticSnapshot(consumers int) *snapshot.Snapshot {
 func BenchmarkEvaluate100kConsumers(b *testing.B) {
 	snap := syntheticSnapshot(100_000)
 	p := Policy{Floor: version.DefaultFloor}
-	var r *Report
+	var r *findings.Report
 	for b.Loop() {
 		r = Evaluate(snap, p)
 	}

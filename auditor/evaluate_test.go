@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -53,7 +54,7 @@ func restarted(n int) []snapshot.Server {
 }
 
 // brief renders a finding as CODE(server,peer,account/stream/consumer).
-func brief(f Finding) string {
+func brief(f findings.Finding) string {
 	return fmt.Sprintf("%s(%s,%s,%s/%s/%s)", f.Code, f.Server, f.Peer, f.Account, f.Stream, f.Consumer)
 }
 
@@ -66,13 +67,13 @@ func TestEvaluate(t *testing.T) {
 		snap   snapshot.Snapshot
 		policy Policy
 		want   []string
-		status Severity
+		status findings.Severity
 	}{
 		{
 			name:   "all at the floor",
 			snap:   snapshot.Snapshot{Servers: cluster(), Consumers: []snapshot.Asset{consumer("S", "C", "n1", "n1", "n2", "n3")}, ExpectedCount: 3},
 			want:   nil,
-			status: OK,
+			status: findings.OK,
 		},
 		{
 			name: "consumer led by a server below the floor",
@@ -85,7 +86,7 @@ func TestEvaluate(t *testing.T) {
 				"CONSUMER_LEADER_BELOW_FLOOR(n3,,APP/S/C)",
 				"CLUSTER_MIXED_VERSIONS(,,//)",
 			},
-			status: Critical,
+			status: findings.Critical,
 		},
 		{
 			name: "follower below the floor under a good leader",
@@ -95,13 +96,13 @@ func TestEvaluate(t *testing.T) {
 				"CONSUMER_REPLICA_BELOW_FLOOR(n3,n1,APP/S/C)",
 				"CLUSTER_MIXED_VERSIONS(,,//)",
 			},
-			status: Critical,
+			status: findings.Critical,
 		},
 		{
 			name:   "replicated consumer without a leader",
 			snap:   snapshot.Snapshot{Servers: cluster(), Consumers: []snapshot.Asset{consumer("S", "C", "", "n1", "n2", "n3")}},
 			want:   []string{"CONSUMER_NO_LEADER(,,APP/S/C)"},
-			status: Warning,
+			status: findings.Warning,
 		},
 		{
 			name: "leaderless consumer with a follower below the floor",
@@ -112,7 +113,7 @@ func TestEvaluate(t *testing.T) {
 				"CLUSTER_MIXED_VERSIONS(,,//)",
 				"CONSUMER_NO_LEADER(,,APP/S/C)",
 			},
-			status: Critical,
+			status: findings.Critical,
 		},
 		{
 			name: "stream and meta leader below the floor",
@@ -124,7 +125,7 @@ func TestEvaluate(t *testing.T) {
 				"STREAM_LEADER_BELOW_FLOOR(n3,,APP/S/)",
 				"META_LEADER_BELOW_FLOOR(n3,,//)",
 			},
-			status: Critical,
+			status: findings.Critical,
 		},
 		{
 			name: "asset needs an API level a peer lacks",
@@ -134,7 +135,7 @@ func TestEvaluate(t *testing.T) {
 					func() snapshot.Asset { a := stream("TTL", "n1", "n1", "n2", "old"); a.RequiredLevel = 1; return a }(),
 				}},
 			want:   []string{"ASSET_API_LEVEL_UNSUPPORTED(old,,APP/FAST/)", "CLUSTER_MIXED_VERSIONS(,,//)"},
-			status: Critical,
+			status: findings.Critical,
 		},
 		{
 			name: "leafnode peer outside the system account",
@@ -146,20 +147,20 @@ func TestEvaluate(t *testing.T) {
 					{Server: "leaf-sys", Peer: "hub", Account: "SYS"},
 				}},
 			want:   []string{"LEAFNODE_UNAUDITED(hub,leaf-app,APP//)"},
-			status: Warning,
+			status: findings.Warning,
 		},
 		{
 			name: "expected servers missing, named and unnamed",
 			snap: snapshot.Snapshot{Servers: cluster()[:2], ExpectedCount: 4,
 				ExpectedNames: map[string][]string{"n3": {"n2", "n1", "n1"}, "n1": {"n2"}}},
 			want:   []string{"SERVER_MISSING(,,//)", "SERVER_MISSING(n3,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name:   "count surplus explained by a server that just came back",
 			snap:   snapshot.Snapshot{Servers: restarted(3), ExpectedCount: 4},
 			want:   nil,
-			status: OK,
+			status: findings.OK,
 		},
 		{
 			name: "a system that started together: no server came back",
@@ -169,33 +170,33 @@ func TestEvaluate(t *testing.T) {
 				return s
 			}(), ExpectedCount: 4},
 			want:   []string{"SERVER_MISSING(,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name:   "a shortfall against --expect is never explained away",
 			snap:   snapshot.Snapshot{Servers: restarted(3), ExpectedCount: 5},
 			want:   []string{"SERVER_MISSING(,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name:   "young server that counts more than answered",
 			snap:   snapshot.Snapshot{Servers: restarted(4), ExpectedCount: 4},
 			want:   []string{"SERVER_MISSING(,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name: "a named server missing is never explained away",
 			snap: snapshot.Snapshot{Servers: restarted(3), ExpectedCount: 5,
 				ExpectedNames: map[string][]string{"n4": {"n1"}}},
 			want:   []string{"SERVER_MISSING(,,//)", "SERVER_MISSING(n4,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name: "gateway cluster with nobody answering",
 			snap: snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
 				ExpectedClusters: map[string][]string{"c1": {"x"}, "west": {"n2", "n1"}}},
 			want:   []string{"SERVER_MISSING(,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name: "a hung gateway cluster whose servers are named too",
@@ -205,7 +206,7 @@ func TestEvaluate(t *testing.T) {
 			// The cluster's finding comes last (by cluster) and counts no
 			// server of its own: w1 and w2 may be all of west.
 			want:   []string{"SERVER_MISSING(w1,,//)", "SERVER_MISSING(w2,,//)", "SERVER_MISSING(,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			// Two of three stopped with SIGTERM: they left the survivor's
@@ -216,7 +217,7 @@ func TestEvaluate(t *testing.T) {
 				Consumers:     []snapshot.Asset{consumer("S", "C", "", "n1", "n2", "n3")},
 				ExpectedNames: map[string][]string{"n2": {"n1"}, "n3": {"n1"}}},
 			want:   []string{"SERVER_MISSING(n2,,//)", "SERVER_MISSING(n3,,//)", "CONSUMER_NO_LEADER(,,APP/S/C)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name: "servers that left gracefully, counted by the meta group alone",
@@ -224,7 +225,7 @@ func TestEvaluate(t *testing.T) {
 				Meta:    []snapshot.MetaGroup{{Cluster: "c1", Size: 3}},
 				Streams: []snapshot.Asset{stream("R1", "n1", "n1")}},
 			want:   []string{"SERVER_MISSING(,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name: "narrowing to an R1 stream never hides a missing server",
@@ -235,7 +236,7 @@ func TestEvaluate(t *testing.T) {
 				ExpectedNames: map[string][]string{"n2": {"n1"}, "n3": {"n1"}}},
 			policy: Policy{Streams: []string{"R1"}},
 			want:   []string{"SERVER_MISSING(n2,,//)", "SERVER_MISSING(n3,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name: "meta group of another domain counts its own servers",
@@ -243,14 +244,14 @@ func TestEvaluate(t *testing.T) {
 				ExpectedCount: 4,
 				Meta:          []snapshot.MetaGroup{{Cluster: "c1", Size: 3}, {Domain: "edge", Size: 1}}},
 			want:   nil,
-			status: OK,
+			status: findings.OK,
 		},
 		{
 			name: "a peer known only by its id that answered under its name",
 			snap: snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
 				ExpectedNames: map[string][]string{snapshot.UnknownPeerPrefix + snapshot.PeerID("n3") + ")": {"n1"}}},
 			want:   nil,
-			status: OK,
+			status: findings.OK,
 		},
 		{
 			name: "a peer known only by its id that did not answer",
@@ -258,25 +259,25 @@ func TestEvaluate(t *testing.T) {
 				Meta:          []snapshot.MetaGroup{{Cluster: "c1", Size: 3}},
 				ExpectedNames: map[string][]string{snapshot.UnknownPeerPrefix + snapshot.PeerID("n3") + ")": {"n1"}}},
 			want:   []string{"SERVER_MISSING(,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name:   "version that is not a version",
 			snap:   snapshot.Snapshot{Servers: []snapshot.Server{srv("odd", "", "custom-build", 4)}},
 			want:   []string{"VERSION_UNPARSEABLE(odd,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name:   "failed request",
 			snap:   snapshot.Snapshot{Servers: cluster(), Problems: []snapshot.Problem{{Server: "n2", Request: "JSZ", Err: "timeout"}}},
 			want:   []string{"AUDIT_INCOMPLETE(n2,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name:   "nobody answered",
 			snap:   snapshot.Snapshot{},
 			want:   []string{"AUDIT_INCOMPLETE(,,//)"},
-			status: Unknown,
+			status: findings.Unknown,
 		},
 		{
 			name: "critical outranks unknown, unknown outranks warning",
@@ -288,7 +289,7 @@ func TestEvaluate(t *testing.T) {
 				"CLUSTER_MIXED_VERSIONS(,,//)",
 				"LEAFNODE_UNAUDITED(n1,x,APP//)",
 			},
-			status: Critical,
+			status: findings.Critical,
 		},
 		{
 			name: "gate narrowed to its own consumers keeps server findings",
@@ -306,7 +307,7 @@ func TestEvaluate(t *testing.T) {
 				"CLUSTER_MIXED_VERSIONS(,,//)",
 				"STREAM_LEADER_BELOW_FLOOR(n3,,APP/ORDERS/)",
 			},
-			status: Critical,
+			status: findings.Critical,
 		},
 		{
 			name: "account filter",
@@ -320,7 +321,7 @@ func TestEvaluate(t *testing.T) {
 				"CONSUMER_LEADER_BELOW_FLOOR(n3,,OTHER/S/C)",
 				"CLUSTER_MIXED_VERSIONS(,,//)",
 			},
-			status: Critical,
+			status: findings.Critical,
 		},
 	}
 	for _, tt := range tests {
@@ -332,7 +333,7 @@ func TestEvaluate(t *testing.T) {
 			var got []string
 			for _, f := range r.Findings {
 				got = append(got, brief(f))
-				if f.Severity != SeverityOf(f.Code) || f.Message == "" {
+				if f.Severity != findings.SeverityOf(f.Code) || f.Message == "" {
 					t.Errorf("%s: severity %s, message %q", f.Code, f.Severity, f.Message)
 				}
 			}
@@ -407,7 +408,7 @@ func TestEvaluateMissingServerAsLastSeen(t *testing.T) {
 		t.Fatalf("findings %v", r.Findings)
 	}
 	f := r.Findings[0]
-	if f.Code != ServerMissing || f.Version != "2.12.15" || f.ServerLevel == nil || *f.ServerLevel != 3 || f.Cluster != "c1" ||
+	if f.Code != findings.ServerMissing || f.Version != "2.12.15" || f.ServerLevel == nil || *f.ServerLevel != 3 || f.Cluster != "c1" ||
 		!strings.Contains(f.Message, "last seen running 2.12.15") {
 		t.Errorf("finding %+v", f)
 	}
@@ -417,32 +418,32 @@ func TestEvaluateMissingServerAsLastSeen(t *testing.T) {
 // the words must follow that even when the floor is higher.
 func TestEvaluateResetWords(t *testing.T) {
 	servers := []snapshot.Server{srv("new", "c1", "2.15.3", 5), srv("mid", "c1", "2.14.0", 4), srv("old", "c1", "2.12.15", 3)}
-	messages := func(floor version.Version, leader string) map[Code]string {
+	messages := func(floor version.Version, leader string) map[findings.Code]string {
 		snap := &snapshot.Snapshot{Servers: servers, Consumers: []snapshot.Asset{consumer("S", "C", leader, "new", "mid", "old")}}
-		out := map[Code]string{}
+		out := map[findings.Code]string{}
 		for _, f := range Evaluate(snap, Policy{Floor: floor}).Findings {
 			out[f.Code] += f.Message + "|"
 		}
 		return out
 	}
 	m := messages(version.Must("2.15.0"), "mid")
-	if got := m[ConsumerLeaderBelowFloor]; strings.Contains(got, "unanswered") || !strings.Contains(got, "below the floor 2.15.0") {
+	if got := m[findings.ConsumerLeaderBelowFloor]; strings.Contains(got, "unanswered") || !strings.Contains(got, "below the floor 2.15.0") {
 		t.Errorf("a 2.14 leader answers RESET: %q", got)
 	}
 	// The 2.14 leader answers RESET and replicates it: the 2.12 follower's
 	// hazard must not be hidden behind the leader's own finding.
-	if got := m[ConsumerReplicaBelowFloor]; !strings.Contains(got, "follower old running 2.12.15: a RESET answered by a leader at 2.14.0 or later crashes it") {
+	if got := m[findings.ConsumerReplicaBelowFloor]; !strings.Contains(got, "follower old running 2.12.15: a RESET answered by a leader at 2.14.0 or later crashes it") {
 		t.Errorf("replica finding %q", got)
 	}
 	m = messages(version.Must("2.14.0"), "old")
-	if got := m[ConsumerLeaderBelowFloor]; !strings.Contains(got, "RESET (first in 2.14.0) to it goes unanswered") || strings.Contains(got, "UNPIN") {
+	if got := m[findings.ConsumerLeaderBelowFloor]; !strings.Contains(got, "RESET (first in 2.14.0) to it goes unanswered") || strings.Contains(got, "UNPIN") {
 		t.Errorf("a 2.12 leader: %q", got)
 	}
-	if got := m[ConsumerReplicaBelowFloor]; got != "" {
+	if got := m[findings.ConsumerReplicaBelowFloor]; got != "" {
 		t.Errorf("a leader that does not know RESET replicates none, yet: %q", got)
 	}
 	m = messages(version.Must("2.15.0"), "new")
-	if got := m[ConsumerReplicaBelowFloor]; !strings.Contains(got, "follower mid running 2.14.0, below the floor 2.15.0") {
+	if got := m[findings.ConsumerReplicaBelowFloor]; !strings.Contains(got, "follower mid running 2.14.0, below the floor 2.15.0") {
 		t.Errorf("a 2.14 follower below a 2.15 floor: %q", got)
 	}
 }
@@ -453,7 +454,7 @@ func TestEvaluateAPILevelWords(t *testing.T) {
 		Streams: []snapshot.Asset{s}}
 	got := map[string]string{}
 	for _, f := range Evaluate(snap, Policy{Floor: version.Must("2.10.0")}).Findings {
-		if f.Code == AssetAPILevelUnsupported {
+		if f.Code == findings.AssetAPILevelUnsupported {
 			got[f.Server] = f.Message
 		}
 	}
@@ -475,7 +476,7 @@ func TestEvaluateUnreadableLevel(t *testing.T) {
 	snap := &snapshot.Snapshot{Servers: []snapshot.Server{srv("new", "c1", "2.15.3", 5), srv("ancient", "c1", "2.10.27", 0)}, Streams: []snapshot.Asset{s}}
 	var got []string
 	for _, f := range Evaluate(snap, Policy{Floor: version.Must("2.10.0")}).Findings {
-		if f.Code == AssetAPILevelUnsupported {
+		if f.Code == findings.AssetAPILevelUnsupported {
 			got = append(got, f.Server+": "+f.Message)
 		}
 	}
@@ -525,7 +526,7 @@ func TestEvaluateNarrowedToNothing(t *testing.T) {
 			r := Evaluate(&snap, tt.policy)
 			var got []string
 			for _, f := range r.Findings {
-				if f.Code != AuditIncomplete {
+				if f.Code != findings.AuditIncomplete {
 					t.Errorf("unexpected finding %s", brief(f))
 				}
 				got = append(got, f.Message)
@@ -533,7 +534,7 @@ func TestEvaluateNarrowedToNothing(t *testing.T) {
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("findings:\n  got  %q\n  want %q", got, tt.want)
 			}
-			if want := map[bool]Severity{true: OK, false: Unknown}[tt.want == nil]; r.Status != want {
+			if want := map[bool]findings.Severity{true: findings.OK, false: findings.Unknown}[tt.want == nil]; r.Status != want {
 				t.Errorf("status %s, want %s", r.Status, want)
 			}
 		})
@@ -543,11 +544,11 @@ func TestEvaluateNarrowedToNothing(t *testing.T) {
 // TestEvaluateFailedAudit: an audit that could not run is UNKNOWN with its
 // one reason, not also "no server answered".
 func TestEvaluateFailedAudit(t *testing.T) {
-	r := Failed(errors.New("audit: permissions violation: ..."), version.DefaultFloor, "", time.Now(), 0)
-	if r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "audit: permissions violation: ..." {
+	r := findings.Failed(errors.New("audit: permissions violation: ..."), version.DefaultFloor, "", time.Now(), 0)
+	if r.Status != findings.Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "audit: permissions violation: ..." {
 		t.Errorf("status %s, findings %+v", r.Status, r.Findings)
 	}
-	if r := Evaluate(&snapshot.Snapshot{}, Policy{Floor: version.DefaultFloor}); r.Status != Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "no server answered the audit" {
+	if r := Evaluate(&snapshot.Snapshot{}, Policy{Floor: version.DefaultFloor}); r.Status != findings.Unknown || len(r.Findings) != 1 || r.Findings[0].Message != "no server answered the audit" {
 		t.Errorf("an empty snapshot: status %s, findings %+v", r.Status, r.Findings)
 	}
 }
@@ -564,7 +565,7 @@ func TestLeafnodeAccountName(t *testing.T) {
 		Leafnodes: []snapshot.LeafLink{{Server: "hub", Peer: "leaf-app", Account: app}, {Server: "hub", Peer: "leaf-other", Account: other}}}
 	var got []string // in the findings' order: by message
 	for _, f := range Evaluate(snap, Policy{Floor: version.DefaultFloor}).Findings {
-		if f.Code == LeafnodeUnaudited {
+		if f.Code == findings.LeafnodeUnaudited {
 			got = append(got, f.Peer+" "+f.AccountName+": "+f.Message)
 		}
 	}
@@ -584,11 +585,11 @@ func TestLeafnodeAccountName(t *testing.T) {
 // than eight bytes, differ by trailing NULs, and include an unregistered
 // code.
 func TestSortFindingsOrder(t *testing.T) {
-	want := func(fs []Finding) []Finding {
+	want := func(fs []findings.Finding) []findings.Finding {
 		fs = slices.Clone(fs)
-		slices.SortStableFunc(fs, func(a, b Finding) int {
+		slices.SortStableFunc(fs, func(a, b findings.Finding) int {
 			return cmp.Or(
-				cmp.Compare(b.Severity.rank(), a.Severity.rank()),
+				cmp.Compare(b.Severity.Rank(), a.Severity.Rank()),
 				cmp.Compare(codeIndex(a.Code), codeIndex(b.Code)),
 				cmp.Compare(a.Account, b.Account),
 				cmp.Compare(a.Stream, b.Stream),
@@ -602,22 +603,22 @@ func TestSortFindingsOrder(t *testing.T) {
 	}
 	names := []string{"", "a", "a\x00", "a\x00\x00", "b", "orders-processor-1", "orders-processor-10", "orders-processor-2",
 		"orders-p", "orders-pr", "ORDERS", "\xff", "zz"}
-	codes := []Code{ConsumerLeaderBelowFloor, ConsumerReplicaBelowFloor, AssetAPILevelUnsupported, ServerBelowFloor,
-		ClusterMixedVersions, AuditIncomplete, "NOT_A_CODE"}
-	severities := []Severity{OK, Warning, Critical, Unknown}
+	codes := []findings.Code{findings.ConsumerLeaderBelowFloor, findings.ConsumerReplicaBelowFloor, findings.AssetAPILevelUnsupported, findings.ServerBelowFloor,
+		findings.ClusterMixedVersions, findings.AuditIncomplete, "NOT_A_CODE"}
+	severities := []findings.Severity{findings.OK, findings.Warning, findings.Critical, findings.Unknown}
 	r := rand.New(rand.NewPCG(1, 2))
 	pick := func(ss []string) string { return ss[r.IntN(len(ss))] }
 	for round := range 200 {
-		fs := make([]Finding, r.IntN(300))
+		fs := make([]findings.Finding, r.IntN(300))
 		for i := range fs {
-			fs[i] = Finding{Code: codes[r.IntN(len(codes))], Severity: severities[r.IntN(len(severities))],
+			fs[i] = findings.Finding{Code: codes[r.IntN(len(codes))], Severity: severities[r.IntN(len(severities))],
 				Account: pick(names[:4+r.IntN(len(names)-4)]), Stream: pick(names), Consumer: pick(names),
 				Cluster: pick(names[:3]), Server: pick(names[:5]), Peer: pick(names[:5]), Message: fmt.Sprint(i)}
 		}
 		w := want(fs)
 		got := slices.Clone(fs)
 		sortFindings(got)
-		if !slices.EqualFunc(got, w, func(a, b Finding) bool { return reflect.DeepEqual(a, b) }) {
+		if !slices.EqualFunc(got, w, func(a, b findings.Finding) bool { return reflect.DeepEqual(a, b) }) {
 			for i := range got {
 				if !reflect.DeepEqual(got[i], w[i]) {
 					t.Fatalf("round %d: at %d got %+v, want %+v", round, i, got[i], w[i])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
@@ -25,12 +26,12 @@ func (e *evaluation) missing(snap *snapshot.Snapshot) int {
 				continue // the same server, answering or named elsewhere
 			}
 			namedMissing++
-			e.add(Finding{Code: ServerMissing, Count: 1,
+			e.add(findings.Finding{Code: findings.ServerMissing, Count: 1,
 				Message: fmt.Sprintf("a server known only by its RAFT peer id %s did not answer; %s named it as a peer", id, joinSorted(snap.ExpectedNames[name]))})
 			continue
 		}
 		namedMissing++
-		f := Finding{Code: ServerMissing, Server: name, Count: 1,
+		f := findings.Finding{Code: findings.ServerMissing, Server: name, Count: 1,
 			Message: fmt.Sprintf("server %s did not answer; %s named it as a peer", name, joinSorted(snap.ExpectedNames[name]))}
 		if last, ok := snap.LastSeen[name]; ok {
 			level := last.APILevel
@@ -57,7 +58,7 @@ func (e *evaluation) missing(snap *snapshot.Snapshot) int {
 			count = 1
 		}
 		namedMissing += count
-		e.add(Finding{Code: ServerMissing, Cluster: name, Count: count,
+		e.add(findings.Finding{Code: findings.ServerMissing, Cluster: name, Count: count,
 			Message: fmt.Sprintf("no server of cluster %s answered; %s named it as a gateway", name, joinSorted(snap.ExpectedClusters[name]))})
 	}
 
@@ -81,7 +82,7 @@ func (e *evaluation) missing(snap *snapshot.Snapshot) int {
 		}
 	}
 	if unnamed > 0 {
-		e.add(Finding{Code: ServerMissing, Count: unnamed, Message: message})
+		e.add(findings.Finding{Code: findings.ServerMissing, Count: unnamed, Message: message})
 		return namedMissing + unnamed
 	}
 	return namedMissing

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
@@ -209,7 +210,7 @@ func TestAssumeCarriesFeatureFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(briefs(down.Appear), " "); !strings.Contains(got, "FEATURE_FLAGS_REFUSED(n1") || strings.Contains(got, "FEATURE_FLAGS_REFUSED(n2") || down.After.Status != Critical {
+	if got := strings.Join(briefs(down.Appear), " "); !strings.Contains(got, "FEATURE_FLAGS_REFUSED(n1") || strings.Contains(got, "FEATURE_FLAGS_REFUSED(n2") || down.After.Status != findings.Critical {
 		t.Errorf("downgrading below 2.14.0 finds %s (%s), want n1 refused and not n2, which sets no flag", got, down.After.Status)
 	}
 	for _, a := range down.Assumed {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/internal/fixture"
 )
 
@@ -28,7 +28,7 @@ func TestEvaluateFixture(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("findings\n  %q\nwant\n  %q", got, want)
 	}
-	if r.Status != auditor.Critical || r.ServersExpected != 4 || r.Complete() {
+	if r.Status != findings.Critical || r.ServersExpected != 4 || r.Complete() {
 		t.Errorf("status %s, expected %d, complete %v", r.Status, r.ServersExpected, r.Complete())
 	}
 }

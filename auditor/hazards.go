@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -151,8 +152,8 @@ func sourcerNames(ss []Sourcer) string {
 
 // crashFindings are the ASSET_CRASHES_SERVER and ASSET_HALTS_META findings
 // of one asset.
-func crashFindings(a *snapshot.Asset, servers []snapshot.Server, lastSeen map[string]snapshot.Server) []Finding {
-	var out []Finding
+func crashFindings(a *snapshot.Asset, servers []snapshot.Server, lastSeen map[string]snapshot.Server) []findings.Finding {
+	var out []findings.Finding
 	for _, c := range domainDecodes(a, servers, lastSeen) {
 		s, f := c.Server, c.Feature
 		fd := assetFinding(a)
@@ -163,15 +164,15 @@ func crashFindings(a *snapshot.Asset, servers []snapshot.Server, lastSeen map[st
 			if c.Missing {
 				seen = fmt.Sprintf("server %s, not answering and last seen running %s,", s.Name, s.Version)
 			}
-			fd.Code = AssetHaltsMeta
+			fd.Code = findings.AssetHaltsMeta
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: %s cannot decode it; applying its assignment fails with a meta group critical write error and the server stops applying the meta group's log, whether it hosts the %s or not: it runs on, but no later create, update or removal of any stream or consumer of its domain reaches it, after every restart again, until it is upgraded or the %s is removed",
 				a.Kind, a.Label(), f.Title, f.Since, seen, a.Kind, a.Kind)
 		case c.Missing:
-			fd.Code = AssetCrashesServer
+			fd.Code = findings.AssetCrashesServer
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s, not answering and last seen running %s, cannot decode it; each time it restarts it fails to decode it again and can panic at its next meta snapshot, whether it hosts the %s or not, until it is upgraded or the %s is removed",
 				a.Kind, a.Label(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
 		default:
-			fd.Code = AssetCrashesServer
+			fd.Code = findings.AssetCrashesServer
 			fd.Message = fmt.Sprintf("%s %s uses %s, new in %s: server %s running %s cannot decode it and panics at its next meta snapshot (about a minute after it starts), whether it hosts the %s or not; after every restart it fails to decode it again and can panic again, until it is upgraded or the %s is removed",
 				a.Kind, a.Label(), f.Title, f.Since, s.Name, s.Version, a.Kind, a.Kind)
 		}
@@ -183,7 +184,7 @@ func crashFindings(a *snapshot.Asset, servers []snapshot.Server, lastSeen map[st
 // sourcingFindings are the findings about an origin consumer that mirrors
 // or sources RESET by themselves: the same verdicts as an application's
 // RESET, whatever the floor, since no application decides when it is sent.
-func sourcingFindings(a *snapshot.Asset, sourcers []Sourcer, byName map[string]snapshot.Server) []Finding {
+func sourcingFindings(a *snapshot.Asset, sourcers []Sourcer, byName map[string]snapshot.Server) []findings.Finding {
 	// A sourcer led by a server before ResetVersion holds the stream
 	// offline (it does not know durable sourcing) and sends nothing; one
 	// without a leader may get a leader that does.
@@ -197,15 +198,15 @@ func sourcingFindings(a *snapshot.Asset, sourcers []Sourcer, byName map[string]s
 		return nil
 	}
 	who := sourcerNames(senders)
-	base := Finding{Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer, Sourcers: make([]string, len(senders))}
+	base := findings.Finding{Account: a.Account, AccountName: a.AccountName, Stream: a.Stream, Consumer: a.Consumer, Sourcers: make([]string, len(senders))}
 	for i, s := range senders {
 		base.Sourcers[i] = s.Name()
 	}
 	leader, hasLeader := byName[a.Leader]
-	var out []Finding
+	var out []findings.Finding
 	if hasLeader && !answersReset(leader.Parsed) {
 		f := base
-		f.Code, f.Server, f.Cluster, f.Version = SourcingResetUnanswered, leader.Name, leader.Cluster, leader.Version
+		f.Code, f.Server, f.Cluster, f.Version = findings.SourcingResetUnanswered, leader.Name, leader.Cluster, leader.Version
 		f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself; its leader %s runs %s and leaves the RESET unanswered: the %s stalls, with no error",
 			a.Label(), who, leader.Name, leader.Version, senders[0].Kind())
 		out = append(out, f)
@@ -226,7 +227,7 @@ func sourcingFindings(a *snapshot.Asset, sourcers []Sourcer, byName map[string]s
 			continue
 		}
 		f := base
-		f.Code, f.Server, f.Cluster, f.Version, f.Peer = SourcingResetCrashesFollower, s.Name, s.Cluster, s.Version, a.Leader
+		f.Code, f.Server, f.Cluster, f.Version, f.Peer = findings.SourcingResetCrashesFollower, s.Name, s.Cluster, s.Version, a.Leader
 		switch {
 		case hasLeader && answersReset(leader.Parsed), !hasLeader:
 			f.Message = fmt.Sprintf("consumer %s is read through durable sourcing by %s, which sends it RESET by itself at setup and after each of its leader changes; follower %s runs %s and panics on the replicated reset (Unknown group entry op type: 18), and again on every restart: a crash loop",

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -33,14 +34,14 @@ func mirrorOf(name, leader, origin, durable string, peers ...string) snapshot.As
 
 // hazardFindings evaluates snap at a floor every server but n5 meets, so
 // that only what this issue adds (and n5 below it) is left.
-func hazardFindings(t *testing.T, snap snapshot.Snapshot) (*Report, []string) {
+func hazardFindings(t *testing.T, snap snapshot.Snapshot) (*findings.Report, []string) {
 	t.Helper()
 	floor, _ := version.ParseVersion("2.11.0")
 	r := Evaluate(&snap, Policy{Floor: floor})
 	var got []string
 	for _, f := range r.Findings {
 		switch f.Code {
-		case AssetCrashesServer, AssetHaltsMeta, SourcingResetUnanswered, SourcingResetCrashesFollower, AssetAPILevelUnsupported:
+		case findings.AssetCrashesServer, findings.AssetHaltsMeta, findings.SourcingResetUnanswered, findings.SourcingResetCrashesFollower, findings.AssetAPILevelUnsupported:
 			got = append(got, brief(f))
 		}
 	}
@@ -94,11 +95,11 @@ func TestAssetCrashesServer(t *testing.T) {
 				t.Errorf("findings %q, want %q", got, tc.want)
 			}
 			for _, f := range r.Findings {
-				if f.Code != AssetCrashesServer {
+				if f.Code != findings.AssetCrashesServer {
 					continue
 				}
 				t.Log(f.Message)
-				if f.Severity != Critical || f.Feature != "ack_flow_control" || f.Version != "2.12.15" {
+				if f.Severity != findings.Critical || f.Feature != "ack_flow_control" || f.Version != "2.12.15" {
 					t.Errorf("finding %+v", f)
 				}
 				if !strings.Contains(f.Message, "at its next meta snapshot") || !strings.Contains(f.Message, "whether it hosts the consumer or not") {
@@ -113,13 +114,13 @@ func TestAssetCrashesServerIsNotNarrowed(t *testing.T) {
 	snap := snapshot.Snapshot{Servers: oldServers(), Consumers: []snapshot.Asset{withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}}
 	floor, _ := version.ParseVersion("2.11.0")
 	r := Evaluate(&snap, Policy{Floor: floor, Streams: []string{"MINE"}})
-	if got := len(withCodeOf(r.Findings, AssetCrashesServer)); got != 1 {
+	if got := len(withCodeOf(r.Findings, findings.AssetCrashesServer)); got != 1 {
 		t.Errorf("%d ASSET_CRASHES_SERVER findings for a gate narrowed to another stream, want 1: the crash takes its assets down too", got)
 	}
 }
 
-func withCodeOf(fs []Finding, c Code) []Finding {
-	var out []Finding
+func withCodeOf(fs []findings.Finding, c findings.Code) []findings.Finding {
+	var out []findings.Finding
 	for _, f := range fs {
 		if f.Code == c {
 			out = append(out, f)
@@ -184,10 +185,10 @@ func TestSourcingReset(t *testing.T) {
 			}
 			found := tc.contains == ""
 			for _, f := range r.Findings {
-				if f.Code != SourcingResetUnanswered && f.Code != SourcingResetCrashesFollower {
+				if f.Code != findings.SourcingResetUnanswered && f.Code != findings.SourcingResetCrashesFollower {
 					continue
 				}
-				if !slices.Equal(f.Sourcers, []string{"APP > MIRROR"}) || f.Severity != Critical || !strings.Contains(f.Message, "mirror APP > MIRROR") {
+				if !slices.Equal(f.Sourcers, []string{"APP > MIRROR"}) || f.Severity != findings.Critical || !strings.Contains(f.Message, "mirror APP > MIRROR") {
 					t.Errorf("finding %+v", f)
 				}
 				t.Log(f.Message)
@@ -208,7 +209,7 @@ func TestServerMissingAfterReset(t *testing.T) {
 		Consumers: []snapshot.Asset{consumer("ORIGIN", "dur", "n2", "n1", "n2", "n3"),
 			consumer("OTHER", "app", "n1", "n1", "n2", "n3")}}
 	r := Evaluate(&snap, Policy{Floor: version.DefaultFloor})
-	missing := withCodeOf(r.Findings, ServerMissing)
+	missing := withCodeOf(r.Findings, findings.ServerMissing)
 	t.Log(missing)
 	if len(missing) != 1 {
 		t.Fatalf("SERVER_MISSING %+v", missing)
@@ -221,13 +222,13 @@ func TestServerMissingAfterReset(t *testing.T) {
 	// Without a mirror, the words stay conditional.
 	snap.Streams = nil
 	r = Evaluate(&snap, Policy{Floor: version.DefaultFloor})
-	if m := withCodeOf(r.Findings, ServerMissing)[0].Message; !strings.Contains(m, "if it crashed on a replicated RESET, it crashes again on every restart until it is upgraded") {
+	if m := withCodeOf(r.Findings, findings.ServerMissing)[0].Message; !strings.Contains(m, "if it crashed on a replicated RESET, it crashes again on every restart until it is upgraded") {
 		t.Errorf("message %q", m)
 	}
 	// Last seen at 2.14: nothing to add.
 	snap.LastSeen["n3"] = srv("n3", "c1", "2.14.0", 4)
 	r = Evaluate(&snap, Policy{Floor: version.DefaultFloor})
-	if m := withCodeOf(r.Findings, ServerMissing)[0].Message; strings.Contains(m, "RESET") {
+	if m := withCodeOf(r.Findings, findings.ServerMissing)[0].Message; strings.Contains(m, "RESET") {
 		t.Errorf("message %q", m)
 	}
 }
@@ -239,7 +240,7 @@ func TestIndexNamesSourcersAndCrashes(t *testing.T) {
 			withFeatures(consumer("FC", "c", "n1", "n1"), "ack_flow_control")}}
 	x := NewIndex(&snap)
 	v, ok := x.Consumer(ConsumerKey{Account: "APP", Stream: "ORIGIN", Consumer: "dur"})
-	if !ok || v.Reset != ResetCrashesFollower || !slices.Equal(v.ResetBy, []string{"mirror APP > MIRROR"}) ||
+	if !ok || v.Reset != findings.ResetCrashesFollower || !slices.Equal(v.ResetBy, []string{"mirror APP > MIRROR"}) ||
 		!strings.HasPrefix(v.Reason, "mirror APP > MIRROR sends it RESET by itself") || !strings.HasSuffix(v.Reason, "a crash loop") {
 		t.Errorf("origin durable: %+v", v)
 	}
@@ -251,7 +252,7 @@ func TestIndexNamesSourcersAndCrashes(t *testing.T) {
 	// Led by 2.12.15, the mirror stalls.
 	snap.Consumers[0].Leader = "n3"
 	v, _ = NewIndex(&snap).Consumer(ConsumerKey{Account: "APP", Stream: "ORIGIN", Consumer: "dur"})
-	if v.Reset != ResetUnanswered || !strings.HasSuffix(v.Reason, "the mirror stalls, with no error") {
+	if v.Reset != findings.ResetUnanswered || !strings.HasSuffix(v.Reason, "the mirror stalls, with no error") {
 		t.Errorf("origin durable led by 2.12.15: %+v", v)
 	}
 }
@@ -267,7 +268,7 @@ func TestHazardOwners(t *testing.T) {
 	var got []string
 	for _, f := range r.Findings {
 		switch f.Code {
-		case AssetCrashesServer, SourcingResetCrashesFollower:
+		case findings.AssetCrashesServer, findings.SourcingResetCrashesFollower:
 			got = append(got, string(f.Code)+" "+f.Server+" owned by "+r.Owner(f))
 		}
 	}
@@ -288,7 +289,7 @@ func TestDurableSourcingNeedsLevel4(t *testing.T) {
 		t.Fatalf("findings %q, want %q", got, want)
 	}
 	r := Evaluate(&snap, Policy{Floor: version.DefaultFloor})
-	for _, f := range withCodeOf(r.Findings, AssetAPILevelUnsupported) {
+	for _, f := range withCodeOf(r.Findings, findings.AssetAPILevelUnsupported) {
 		t.Log(f.Message)
 		if f.RequiredLevel != 4 || !strings.Contains(f.Message, "durable sourcing") || !strings.Contains(f.Message, "which its _nats.req.level does not record") {
 			t.Errorf("finding %+v", f)
@@ -339,7 +340,7 @@ func TestUndecodableValueHaltsMeta(t *testing.T) {
 	snap := snapshot.Snapshot{Servers: servers, Consumers: []snapshot.Asset{withFeatures(consumer("FC", "c", "n1", "n1", "n2", "n3"), "future_enum")}}
 	r, got := hazardFindings(t, snap)
 	for _, f := range r.Findings {
-		if f.Code == AssetHaltsMeta && !strings.Contains(f.Message, "stops applying the meta group's log") {
+		if f.Code == findings.AssetHaltsMeta && !strings.Contains(f.Message, "stops applying the meta group's log") {
 			t.Errorf("message: %s", f.Message)
 		}
 	}
@@ -352,7 +353,7 @@ func TestUndecodableValueHaltsMeta(t *testing.T) {
 		t.Errorf("findings %v, want %v", got, want)
 	}
 	for _, f := range r.Findings {
-		if f.Code == AssetAPILevelUnsupported && f.Server == "n2" && !strings.Contains(f.Message, "offline") {
+		if f.Code == findings.AssetAPILevelUnsupported && f.Server == "n2" && !strings.Contains(f.Message, "offline") {
 			t.Errorf("n2 holds it offline: %s", f.Message)
 		}
 	}

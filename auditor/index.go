@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
@@ -25,7 +26,7 @@ type ConsumerView struct {
 	RequiredLevel int
 	// Peers lists the RAFT group, leader included, sorted by name.
 	Peers  []Peer
-	Reset  ResetVerdict
+	Reset  findings.ResetVerdict
 	Reason string
 	// ResetBy names the mirrors and sources ("mirror ACCOUNT > STREAM")
 	// that send the consumer RESET by themselves (durable sourcing): Reset
@@ -203,7 +204,7 @@ func (x *Index) find(k ConsumerKey) (int, bool) {
 func (x *Index) Consumer(k ConsumerKey) (ConsumerView, bool) {
 	i, ok := x.find(k)
 	if !ok {
-		return ConsumerView{ConsumerKey: k, Reset: ResetUnknown, Reason: "the consumer was not seen in the last audit"}, false
+		return ConsumerView{ConsumerKey: k, Reset: findings.ResetUnknown, Reason: "the consumer was not seen in the last audit"}, false
 	}
 	return x.view(i, k), true
 }
@@ -226,8 +227,8 @@ func (x *Index) view(i int, k ConsumerKey) ConsumerView {
 		v.Peers[j] = p
 	}
 	v.Reset, v.Reason = JudgeReset(a.Leader, v.Peers, x.global)
-	if v.Reset != ResetUnknown && a.Replicas > len(names) {
-		v.Reset, v.Reason = ResetUnknown, fmt.Sprintf("the consumer has %d replicas but the audit saw only %d peers", a.Replicas, len(names))
+	if v.Reset != findings.ResetUnknown && a.Replicas > len(names) {
+		v.Reset, v.Reason = findings.ResetUnknown, fmt.Sprintf("the consumer has %d replicas but the audit saw only %d peers", a.Replicas, len(names))
 	}
 	if ss := x.sourcers[k]; len(ss) > 0 {
 		for _, s := range ss {
@@ -235,9 +236,9 @@ func (x *Index) view(i int, k ConsumerKey) ConsumerView {
 		}
 		v.Reason = fmt.Sprintf("%s sends it RESET by itself (durable sourcing); %s", sourcerNames(ss), v.Reason)
 		switch v.Reset {
-		case ResetUnanswered:
+		case findings.ResetUnanswered:
 			v.Reason += "; the " + ss[0].Kind() + " stalls, with no error"
-		case ResetCrashesFollower:
+		case findings.ResetCrashesFollower:
 			v.Reason += "; a crash loop"
 		}
 	}

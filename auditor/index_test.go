@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -35,19 +36,19 @@ func TestIndexConsumer(t *testing.T) {
 	tests := []struct {
 		key   ConsumerKey
 		found bool
-		want  ResetVerdict
+		want  findings.ResetVerdict
 		peers string
 	}{
-		{ConsumerKey{"", "APP", "ORDERS", "led-by-old"}, true, ResetUnanswered, "n1:2.15.3:5 n2:2.14.0:4 n3*:2.12.15:3"},
-		{ConsumerKey{"", "APP", "ORDERS", "followed"}, true, ResetCrashesFollower, "n1*:2.15.3:5 n2:2.14.0:4 n3:2.12.15:3"},
-		{ConsumerKey{"", "APP", "ORDERS", "fine"}, true, ResetSafe, "n1:2.15.3:5 n2*:2.14.0:4"},
-		{ConsumerKey{"", "APP", "ORDERS", "leader-unlisted"}, true, ResetSafe, "n1*:2.15.3:5 n2:2.14.0:4"},
-		{ConsumerKey{"", "APP", "ORDERS", "short"}, true, ResetUnknown, "n1*:2.15.3:5 n2:2.14.0:4"},
-		{ConsumerKey{"", "APP", "ORDERS", "gone-peer"}, true, ResetUnknown, "n1*:2.15.3:5 n4:-:0"},
-		{ConsumerKey{"edge", "APP", "ORDERS", "fine"}, true, ResetSafe, "leaf*:2.14.0:4"},
-		{ConsumerKey{"", "APP", "ORDERS", "nope"}, false, ResetUnknown, ""},
-		{ConsumerKey{"other", "APP", "ORDERS", "led-by-old"}, false, ResetUnknown, ""},
-		{ConsumerKey{"", "ACC", "ORDERS", "fine"}, false, ResetUnknown, ""},
+		{ConsumerKey{"", "APP", "ORDERS", "led-by-old"}, true, findings.ResetUnanswered, "n1:2.15.3:5 n2:2.14.0:4 n3*:2.12.15:3"},
+		{ConsumerKey{"", "APP", "ORDERS", "followed"}, true, findings.ResetCrashesFollower, "n1*:2.15.3:5 n2:2.14.0:4 n3:2.12.15:3"},
+		{ConsumerKey{"", "APP", "ORDERS", "fine"}, true, findings.ResetSafe, "n1:2.15.3:5 n2*:2.14.0:4"},
+		{ConsumerKey{"", "APP", "ORDERS", "leader-unlisted"}, true, findings.ResetSafe, "n1*:2.15.3:5 n2:2.14.0:4"},
+		{ConsumerKey{"", "APP", "ORDERS", "short"}, true, findings.ResetUnknown, "n1*:2.15.3:5 n2:2.14.0:4"},
+		{ConsumerKey{"", "APP", "ORDERS", "gone-peer"}, true, findings.ResetUnknown, "n1*:2.15.3:5 n4:-:0"},
+		{ConsumerKey{"edge", "APP", "ORDERS", "fine"}, true, findings.ResetSafe, "leaf*:2.14.0:4"},
+		{ConsumerKey{"", "APP", "ORDERS", "nope"}, false, findings.ResetUnknown, ""},
+		{ConsumerKey{"other", "APP", "ORDERS", "led-by-old"}, false, findings.ResetUnknown, ""},
+		{ConsumerKey{"", "ACC", "ORDERS", "fine"}, false, findings.ResetUnknown, ""},
 	}
 	for _, tt := range tests {
 		v, found := x.Consumer(tt.key)
@@ -99,22 +100,22 @@ func TestIndexConsumer(t *testing.T) {
 	// unknown, and only those; one that concerned no server, every consumer.
 	snap.Problems = []snapshot.Problem{{Server: "n2", Request: "JSZ", Err: "timeout"}}
 	x = NewIndex(snap)
-	if v, _ := x.Consumer(ConsumerKey{"", "APP", "ORDERS", "fine"}); v.Reset != ResetUnknown || !v.Peers[1].Incomplete {
+	if v, _ := x.Consumer(ConsumerKey{"", "APP", "ORDERS", "fine"}); v.Reset != findings.ResetUnknown || !v.Peers[1].Incomplete {
 		t.Errorf("with n2's JSZ failed, fine is %s, peers %+v; want unknown", v.Reset, v.Peers)
 	}
-	if v, _ := x.Consumer(ConsumerKey{"edge", "APP", "ORDERS", "fine"}); v.Reset != ResetSafe {
+	if v, _ := x.Consumer(ConsumerKey{"edge", "APP", "ORDERS", "fine"}); v.Reset != findings.ResetSafe {
 		t.Errorf("with n2's JSZ failed, edge's fine (no peer on n2) is %s, want safe", v.Reset)
 	}
 	snap.Problems = []snapshot.Problem{{Request: "permissions", Err: "violation"}}
 	x = NewIndex(snap)
-	if v, _ := x.Consumer(ConsumerKey{"edge", "APP", "ORDERS", "fine"}); v.Reset != ResetUnknown {
+	if v, _ := x.Consumer(ConsumerKey{"edge", "APP", "ORDERS", "fine"}); v.Reset != findings.ResetUnknown {
 		t.Errorf("after a permissions violation, %s; want unknown", v.Reset)
 	}
 }
 
 func TestIndexOfFailedAudit(t *testing.T) {
-	x := NewIndex(Failed(errors.New("not connected"), version.DefaultFloor, "", time.Now(), 0).Snapshot)
-	if v, found := x.Consumer(ConsumerKey{"", "APP", "S", "C"}); found || v.Reset != ResetUnknown {
+	x := NewIndex(findings.Failed(errors.New("not connected"), version.DefaultFloor, "", time.Now(), 0).Snapshot)
+	if v, found := x.Consumer(ConsumerKey{"", "APP", "S", "C"}); found || v.Reset != findings.ResetUnknown {
 		t.Errorf("a failed audit found %v with %s", found, v.Reset)
 	}
 }

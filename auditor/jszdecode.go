@@ -11,7 +11,7 @@ import (
 
 	json "github.com/segmentio/encoding/json"
 
-	"github.com/natsaudit/nats-version-auditor/internal/jsonscan"
+	"github.com/natsaudit/nats-version-auditor/auditor/internal/jsonscan"
 )
 
 // decodeJSZReply decodes a JSZ reply into the audit's projection (jszReply)

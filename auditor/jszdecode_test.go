@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	segjson "github.com/segmentio/encoding/json"
 
-	"github.com/natsaudit/nats-version-auditor/internal/jsonscan"
+	"github.com/natsaudit/nats-version-auditor/auditor/internal/jsonscan"
 )
 
 // fuzzSeed reads the reply a committed fuzz seed holds.
@@ -312,7 +312,7 @@ func BenchmarkDecodeJSZ(b *testing.B) {
 		{"decodeJSZReply", decodeJSZReply},
 		// The floor under any decoder that fails on a malformed reply: only
 		// checking the bytes, with no field read. skip is the check of a
-		// value this decoder's scanner (internal/jsonscan) runs; sonic-valid
+		// value this decoder's scanner (auditor/internal/jsonscan) runs; sonic-valid
 		// is the fastest validator we found for Go (JIT-compiled, SIMD).
 		{"skip", func(data []byte) (*jszReply, error) {
 			s := jsonscan.New(data)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -36,7 +37,7 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 	for _, version := range []string{natstest.Floor, natstest.New} {
 		t.Run(version, func(t *testing.T) {
 			sys, sysConn, app := threeNodes(t, natstest.Node("n1", version, "c1"), natstest.Node("n2", version, "c1"), natstest.Node("n3", version, "c1"))
-			if _, found := gate(t, sysConn, "2.12.0", auditor.ServerNotMetaPeer); len(found) > 0 {
+			if _, found := gate(t, sysConn, "2.12.0", findings.ServerNotMetaPeer); len(found) > 0 {
 				t.Fatalf("before the removal: %v", found)
 			}
 
@@ -99,8 +100,8 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 			// removal can move the leadership from n1 to n2 (seen in CI),
 			// so the leader is the one the servers name before and after
 			// the audit.
-			var r *auditor.Report
-			var found []auditor.Finding
+			var r *findings.Report
+			var found []findings.Finding
 			var leader string
 			audits := 0
 			if err := natstest.Eventually(60*time.Second, func() error {
@@ -113,12 +114,12 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				r, found = gate(t, sysConn, "2.12.0", auditor.ServerNotMetaPeer)
+				r, found = gate(t, sysConn, "2.12.0", findings.ServerNotMetaPeer)
 				if len(found) == 0 {
 					// What n3 did is in its log, which a stress run does not
 					// keep: the error carries its last lines.
 					return fmt.Errorf("no %s yet (n3 restarted %d times, its meta snapshots removed %d times; n3's last lines:\n%s); findings %v",
-						auditor.ServerNotMetaPeer, restarts, snapshotsRemoved, sys.LogTail("n3", 6), r.Findings)
+						findings.ServerNotMetaPeer, restarts, snapshotsRemoved, sys.LogTail("n3", 6), r.Findings)
 				}
 				after, err := natstest.MetaLeader(sysConn)
 				if err != nil {
@@ -132,7 +133,7 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("removed and restarted n3 in %s; found %s after %s, by audit %d, after %d restarts of n3; meta leader %s", restarted.Round(time.Millisecond), auditor.ServerNotMetaPeer, time.Since(start).Round(time.Millisecond), audits, restarts, leader)
+			t.Logf("removed and restarted n3 in %s; found %s after %s, by audit %d, after %d restarts of n3; meta leader %s", restarted.Round(time.Millisecond), findings.ServerNotMetaPeer, time.Since(start).Round(time.Millisecond), audits, restarts, leader)
 			other := map[string]string{"n1": "n2", "n2": "n1"}[leader]
 			if other == "" {
 				t.Fatalf("the meta leader is %s; want n1 or n2, the two members left", leader)

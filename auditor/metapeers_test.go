@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
@@ -78,7 +79,7 @@ func TestServerNotMetaPeer(t *testing.T) {
 			r := Evaluate(metaSnapshot(tt.pages(t)), Policy{Floor: version.DefaultFloor})
 			var got []string
 			for _, f := range r.Findings {
-				if f.Code == ServerNotMetaPeer {
+				if f.Code == findings.ServerNotMetaPeer {
 					got = append(got, brief(f))
 				}
 			}
@@ -88,8 +89,8 @@ func TestServerNotMetaPeer(t *testing.T) {
 			if len(got) == 0 {
 				return
 			}
-			f := findingOf(r, ServerNotMetaPeer)
-			if r.Status != Critical || r.Owner(f) != "n3" || f.Version != "2.14.0" ||
+			f := findingOf(r, findings.ServerNotMetaPeer)
+			if r.Status != findings.Critical || r.Owner(f) != "n3" || f.Version != "2.14.0" ||
 				!strings.Contains(f.Message, "server n3 (2.14.0) follows JetStream meta leader n1, which does not list it as a peer (it lists n1, n2; cluster size 2)") {
 				t.Errorf("status %s, owner %q, finding %+v", r.Status, r.Owner(f), f)
 			}
@@ -111,7 +112,7 @@ func TestServerNotMetaPeerWhatIf(t *testing.T) {
 	}
 	var got []string
 	for _, f := range w.After.Findings {
-		if f.Code == ServerNotMetaPeer {
+		if f.Code == findings.ServerNotMetaPeer {
 			got = append(got, brief(f))
 			if !strings.Contains(f.Message, "follows JetStream meta leader n2, which does not list it as a peer (it lists n2, n1; cluster size 2)") {
 				t.Errorf("after the what-if: %s", f.Message)
@@ -122,7 +123,7 @@ func TestServerNotMetaPeerWhatIf(t *testing.T) {
 		t.Errorf("after the what-if: %v", got)
 	}
 	for _, f := range append(w.Appear, w.Gone...) {
-		if f.Code == ServerNotMetaPeer {
+		if f.Code == findings.ServerNotMetaPeer {
 			t.Errorf("the what-if changed %s", brief(f))
 		}
 	}
@@ -131,13 +132,13 @@ func TestServerNotMetaPeerWhatIf(t *testing.T) {
 	}
 }
 
-func findingOf(r *Report, c Code) Finding {
+func findingOf(r *findings.Report, c findings.Code) findings.Finding {
 	for _, f := range r.Findings {
 		if f.Code == c {
 			return f
 		}
 	}
-	return Finding{}
+	return findings.Finding{}
 }
 
 // TestPlanCountsOnlyMetaMembers: a server that follows the meta leader but
@@ -236,7 +237,7 @@ func TestServerNotMetaPeerVotes(t *testing.T) {
 			for i, v := range tt.versions {
 				snap.Servers[i].SetVersion(v)
 			}
-			f := findingOf(Evaluate(snap, Policy{}), ServerNotMetaPeer)
+			f := findingOf(Evaluate(snap, Policy{}), findings.ServerNotMetaPeer)
 			_, tail, _ := strings.Cut(f.Message, "no stream or consumer can be placed on n3")
 			if f.Code == "" || (tt.finding == "" && tail != "") || !strings.HasPrefix(tail, tt.finding) {
 				t.Errorf("finding %q; want it to end %q", f.Message, tt.finding)

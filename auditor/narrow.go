@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -14,7 +15,7 @@ import (
 // pass without having looked at anything it was asked about. A stream
 // pattern is held against the streams of the accounts selected, a consumer
 // pattern against the consumers of the streams selected.
-func unmatched(snap *snapshot.Snapshot, p Policy) []Finding {
+func unmatched(snap *snapshot.Snapshot, p Policy) []findings.Finding {
 	if len(p.Accounts)+len(p.Streams)+len(p.Consumers) == 0 {
 		return nil
 	}
@@ -46,13 +47,13 @@ func unmatched(snap *snapshot.Snapshot, p Policy) []Finding {
 	for _, a := range snap.Consumers {
 		see(a)
 	}
-	var out []Finding
+	var out []findings.Finding
 	report := func(kind string, patterns []string, within string) {
 		for _, pat := range patterns {
 			if hit[kind+"\x00"+pat] {
 				continue
 			}
-			out = append(out, Finding{Code: AuditIncomplete, Message: fmt.Sprintf(
+			out = append(out, findings.Finding{Code: findings.AuditIncomplete, Message: fmt.Sprintf(
 				"%s pattern %q matches no %s the audit saw%s: the gate checked nothing it was narrowed to", kind, pat, kind, within)})
 		}
 	}

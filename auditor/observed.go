@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -74,7 +75,7 @@ func (e *evaluation) observed(a *snapshot.Asset) {
 			runs = fmt.Sprintf("runs on at least %d of its %d peers", running, n)
 		}
 		f := assetFinding(a)
-		f.Code, f.Server, f.Cluster, f.Version, f.Peer = AssetPeerMissing, s.Name, s.Cluster, s.Version, a.Leader
+		f.Code, f.Server, f.Cluster, f.Version, f.Peer = findings.AssetPeerMissing, s.Name, s.Cluster, s.Version, a.Leader
 		f.Message = fmt.Sprintf("%s %s %s: %s (%s) answered the audit and does not run it, though its leader %s lists it as a peer; %s",
 			a.Kind, a.Label(), runs, s.Name, s.Version, a.Leader, e.missingCause(a, s))
 		e.add(f)
@@ -91,7 +92,7 @@ func (e *evaluation) observed(a *snapshot.Asset) {
 			continue
 		}
 		f := assetFinding(a)
-		f.Code, f.Server, f.Cluster, f.Version, f.Peer = AssetPeerBehind, s.Name, s.Cluster, s.Version, a.Leader
+		f.Code, f.Server, f.Cluster, f.Version, f.Peer = findings.AssetPeerBehind, s.Name, s.Cluster, s.Version, a.Leader
 		f.Message = fmt.Sprintf("%s %s: peer %s (%s) runs it, but its leader %s has not heard from it for %s and does not count it as current: %s",
 			a.Kind, a.Label(), s.Name, s.Version, a.Leader, b.Active.Round(time.Second), quorumNote(n, current))
 		e.add(f)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -44,28 +45,28 @@ func TestPeerThatCannotLoadAStreamOnRealServers(t *testing.T) {
 	// Before: the rollback as a what-if.
 	snap, _ := audit(t, sysConn)
 	before := auditor.Evaluate(snap, policy)
-	if before.Status != auditor.OK {
+	if before.Status != findings.OK {
 		t.Fatalf("before the rollback: %s %+v", before.Status, before.Findings)
 	}
 	w, err := auditor.Assume(snap, policy, []auditor.Assumption{{Target: "n3", Version: mustParse(t, "2.11.12")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOnlyCritical(t, "the what-if", w.After, auditor.AssetPeerNotRunning, auditor.AssetAPILevelUnsupported)
+	wantOnlyCritical(t, "the what-if", w.After, findings.AssetPeerNotRunning, findings.AssetAPILevelUnsupported)
 	wantFinding(t, w.After, streamFindings(w.After, "T"), "n3", "", "", "T")
 	// And as a plan of the rollback of n3: its step is CRITICAL for T.
 	plan, err := auditor.MakePlan(snap, policy, mustParse(t, "2.11.12"), auditor.PlanScope{Servers: []string{"n3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Steps) != 1 || plan.Steps[0].Server != "n3" || plan.Steps[0].Status != auditor.Critical {
+	if len(plan.Steps) != 1 || plan.Steps[0].Server != "n3" || plan.Steps[0].Status != findings.Critical {
 		t.Fatalf("plan %+v", plan.Steps)
 	}
 	wantFinding(t, plan.Steps[0].After, streamFindings(plan.Steps[0].After, "T"), "n3", "", "", "refuses the config as it creates the stream")
 
 	sys.Restart("n3", natstest.FirstLevels)
 	restarted := time.Now()
-	var live, blind *auditor.Report
+	var live, blind *findings.Report
 	var after *snapshot.Snapshot
 	err = natstest.Eventually(90*time.Second, func() error {
 		snap, byName := audit(t, sysConn)
@@ -74,7 +75,7 @@ func TestPeerThatCannotLoadAStreamOnRealServers(t *testing.T) {
 		// The same replies, judged as by a table that never read the
 		// mapping function's row: what the servers show must speak.
 		blind = auditor.Evaluate(withoutFeatures(snap, "T"), policy)
-		found := codeFindings(blind, auditor.AssetPeerMissing)
+		found := codeFindings(blind, findings.AssetPeerMissing)
 		if up := byName["n3"].Uptime; up < auditor.LoadAllowance {
 			if len(found) > 0 {
 				t.Fatalf("n3 has been up %s, less than the allowance, and is judged: %+v", up, found)
@@ -82,7 +83,7 @@ func TestPeerThatCannotLoadAStreamOnRealServers(t *testing.T) {
 			return fmt.Errorf("n3 up %s", up)
 		}
 		if len(found) == 0 {
-			return fmt.Errorf("no %s yet: %+v", auditor.AssetPeerMissing, blind.Findings)
+			return fmt.Errorf("no %s yet: %+v", findings.AssetPeerMissing, blind.Findings)
 		}
 		return nil
 	})
@@ -90,14 +91,14 @@ func TestPeerThatCannotLoadAStreamOnRealServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("judged %s after n3 restarted as %s", time.Since(restarted).Round(time.Second), natstest.FirstLevels)
-	wantOnlyCritical(t, "the live audit", live, auditor.AssetAPILevelUnsupported)
+	wantOnlyCritical(t, "the live audit", live, findings.AssetAPILevelUnsupported)
 	wantFinding(t, live, streamFindings(live, "T"), "n3", "", "",
 		"stream APP > T (the {{random(n)}} mapping function in a subject transform, which its _nats.req.level does not record) needs JetStream API level 2 but peer n3 supports 1: 2.11.12 refuses the config as it creates the stream")
-	if found := codeFindings(live, auditor.AssetPeerMissing); len(found) > 0 {
+	if found := codeFindings(live, findings.AssetPeerMissing); len(found) > 0 {
 		t.Errorf("the table's finding speaks for n3, yet: %+v", found)
 	}
-	wantOnlyCritical(t, "the audit without the row", blind, auditor.AssetPeerMissing)
-	wantFinding(t, blind, codeFindings(blind, auditor.AssetPeerMissing), "n3", "n1", "",
+	wantOnlyCritical(t, "the audit without the row", blind, findings.AssetPeerMissing)
+	wantFinding(t, blind, codeFindings(blind, findings.AssetPeerMissing), "n3", "n1", "",
 		"stream APP > T runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.11.12) answered the audit and does not run it, though its leader n1 lists it as a peer; cause unknown: see the server's log")
 
 	// The oracle: n3 runs on, says why in its log, and lists P but not T.
@@ -137,23 +138,23 @@ func TestPeerThatCannotLoadAStreamOnRealServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found := codeFindings(w.After, auditor.AssetPeerMissing); len(found) > 0 || w.After.Status == auditor.Critical {
+	if found := codeFindings(w.After, findings.AssetPeerMissing); len(found) > 0 || w.After.Status == findings.Critical {
 		t.Errorf("the what-if of n3 back on 2.14.0: %s %+v", w.After.Status, w.After.Findings)
 	}
-	if found := codeFindings(w.Before, auditor.AssetPeerMissing); len(found) != 1 {
+	if found := codeFindings(w.Before, findings.AssetPeerMissing); len(found) != 1 {
 		t.Errorf("the same audit before the what-if: %+v", w.Before.Findings)
 	}
 }
 
 // wantOnlyCritical fails unless r is CRITICAL and each of its CRITICAL
 // findings is of one of codes: what a gate would say without them.
-func wantOnlyCritical(t *testing.T, what string, r *auditor.Report, codes ...auditor.Code) {
+func wantOnlyCritical(t *testing.T, what string, r *findings.Report, codes ...findings.Code) {
 	t.Helper()
-	if r.Status != auditor.Critical {
+	if r.Status != findings.Critical {
 		t.Fatalf("%s is %s, not CRITICAL: %+v", what, r.Status, r.Findings)
 	}
 	for _, f := range r.Findings {
-		if f.Severity == auditor.Critical && !slices.Contains(codes, f.Code) {
+		if f.Severity == findings.Critical && !slices.Contains(codes, f.Code) {
 			t.Errorf("%s has CRITICAL %s: %s", what, f.Code, f.Message)
 		}
 	}
@@ -161,10 +162,10 @@ func wantOnlyCritical(t *testing.T, what string, r *auditor.Report, codes ...aud
 
 // streamFindings are r's CRITICAL findings about stream name itself (not
 // a consumer of it).
-func streamFindings(r *auditor.Report, name string) []auditor.Finding {
-	var out []auditor.Finding
+func streamFindings(r *findings.Report, name string) []findings.Finding {
+	var out []findings.Finding
 	for _, f := range r.Findings {
-		if f.Severity == auditor.Critical && f.Stream == name && f.Consumer == "" {
+		if f.Severity == findings.Critical && f.Stream == name && f.Consumer == "" {
 			out = append(out, f)
 		}
 	}
@@ -236,7 +237,7 @@ func TestRestartingPeerIsNoFinding(t *testing.T) {
 		snap, byName := audit(t, sysConn)
 		audits++
 		r := auditor.Evaluate(snap, policy)
-		for _, code := range []auditor.Code{auditor.AssetPeerMissing, auditor.AssetPeerBehind} {
+		for _, code := range []findings.Code{findings.AssetPeerMissing, findings.AssetPeerBehind} {
 			if found := codeFindings(r, code); len(found) > 0 {
 				t.Fatalf("n3 up %s: %+v", byName["n3"].Uptime, found)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -39,54 +40,54 @@ func TestObservedFindings(t *testing.T) {
 		name   string
 		obs    *snapshot.Observation
 		change func(*snapshot.Snapshot)
-		code   auditor.Code
+		code   findings.Code
 		want   string // the message's words; empty: no finding of code
 	}{
-		{"a peer that answered and does not run the asset", &snapshot.Observation{Absent: []string{"n3"}}, nil, auditor.AssetPeerMissing,
+		{"a peer that answered and does not run the asset", &snapshot.Observation{Absent: []string{"n3"}}, nil, findings.AssetPeerMissing,
 			"stream APP > S runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.14.0) answered the audit and does not run it, though its leader n1 lists it as a peer; cause unknown: see the server's log"},
-		{"two peers: below the quorum", &snapshot.Observation{Absent: []string{"n2", "n3"}}, nil, auditor.AssetPeerMissing,
+		{"two peers: below the quorum", &snapshot.Observation{Absent: []string{"n2", "n3"}}, nil, findings.AssetPeerMissing,
 			"runs on 1 of its 3 peers, fewer than its quorum of 2: it stops"},
-		{"nothing observed", nil, nil, auditor.AssetPeerMissing, ""},
+		{"nothing observed", nil, nil, findings.AssetPeerMissing, ""},
 		{"a follower's stale view names a fourth peer: the leader's three count", &snapshot.Observation{Absent: []string{"n3"}},
-			func(s *snapshot.Snapshot) { s.Streams[0].Peers = []string{"n1", "n2", "n3", "n4"} }, auditor.AssetPeerMissing,
+			func(s *snapshot.Snapshot) { s.Streams[0].Peers = []string{"n1", "n2", "n3", "n4"} }, findings.AssetPeerMissing,
 			"stream APP > S runs on 2 of its 3 peers; one more peer down and it stops: n3"},
 		{"an absent peer that did not answer may run it", &snapshot.Observation{Absent: []string{"n2", "n3"}},
-			func(s *snapshot.Snapshot) { s.Servers = append(s.Servers[:1], s.Servers[2]) }, auditor.AssetPeerMissing,
+			func(s *snapshot.Snapshot) { s.Servers = append(s.Servers[:1], s.Servers[2]) }, findings.AssetPeerMissing,
 			"stream APP > S runs on at least 1 of its 3 peers: n3 (2.14.0) answered the audit"},
 		{"a peer that did not answer is SERVER_MISSING's", &snapshot.Observation{Absent: []string{"n3"}},
-			func(s *snapshot.Snapshot) { s.Servers = s.Servers[:2] }, auditor.AssetPeerMissing, ""},
+			func(s *snapshot.Snapshot) { s.Servers = s.Servers[:2] }, findings.AssetPeerMissing, ""},
 		{"a peer whose reply was not read", &snapshot.Observation{Absent: []string{"n3"}},
 			func(s *snapshot.Snapshot) {
 				s.Problems = []snapshot.Problem{{Server: "n3", Request: "JSZ", Err: "timeout"}}
-			}, auditor.AssetPeerMissing, ""},
+			}, findings.AssetPeerMissing, ""},
 		{"a peer restarting", &snapshot.Observation{Absent: []string{"n3"}},
-			func(s *snapshot.Snapshot) { s.Servers[2].Uptime = auditor.LoadAllowance - time.Second }, auditor.AssetPeerMissing, ""},
-		{"an asset being created", &snapshot.Observation{Absent: []string{"n3"}, Created: start.Add(-time.Second)}, nil, auditor.AssetPeerMissing, ""},
+			func(s *snapshot.Snapshot) { s.Servers[2].Uptime = auditor.LoadAllowance - time.Second }, findings.AssetPeerMissing, ""},
+		{"an asset being created", &snapshot.Observation{Absent: []string{"n3"}, Created: start.Add(-time.Second)}, nil, findings.AssetPeerMissing, ""},
 		{"an asset created past the allowance", &snapshot.Observation{Absent: []string{"n3"}, Created: start.Add(-auditor.LoadAllowance)}, nil,
-			auditor.AssetPeerMissing, "n3 (2.14.0) answered the audit"},
+			findings.AssetPeerMissing, "n3 (2.14.0) answered the audit"},
 		{"the table speaks for the peer", &snapshot.Observation{Absent: []string{"n3"}},
 			func(s *snapshot.Snapshot) {
 				s.Servers[2].SetVersion("2.11.12")
 				s.Servers[2].APILevel = 1
 				s.Streams[0].Features = releases.DetectFeatures(releases.KindStream, &releases.AssetConfig{
 					SubjectTransform: &releases.SubjectMapping{Destination: "t.{{ Random(3) }}"}})
-			}, auditor.AssetPeerMissing, ""},
+			}, findings.AssetPeerMissing, ""},
 		{"a feature the table knows, but not as keeping it from running", &snapshot.Observation{Absent: []string{"n3"}},
 			func(s *snapshot.Snapshot) {
 				s.Servers[2].SetVersion("2.10.27")
 				s.Servers[2].APILevel = 0
 				s.Streams[0].Features = releases.DetectFeatures(releases.KindStream, &releases.AssetConfig{AllowMsgTTL: true})
-			}, auditor.AssetPeerMissing, "cause unknown: see the server's log (the feature table knows it lacks per-message TTLs, new in 2.11.0"},
+			}, findings.AssetPeerMissing, "cause unknown: see the server's log (the feature table knows it lacks per-message TTLs, new in 2.11.0"},
 		{"a peer the leader has not heard from", &snapshot.Observation{Behind: []snapshot.ReplicaLag{{Server: "n3", Active: time.Minute}}}, nil,
-			auditor.AssetPeerBehind, "stream APP > S: peer n3 (2.14.0) runs it, but its leader n1 has not heard from it for 1m0s and does not count it as current: 2 of its 3 peers are current, a bare quorum"},
+			findings.AssetPeerBehind, "stream APP > S: peer n3 (2.14.0) runs it, but its leader n1 has not heard from it for 1m0s and does not count it as current: 2 of its 3 peers are current, a bare quorum"},
 		{"two peers behind: one current", &snapshot.Observation{Behind: []snapshot.ReplicaLag{{Server: "n2", Active: time.Second}, {Server: "n3", Active: time.Minute}}}, nil,
-			auditor.AssetPeerBehind, "1 of its 3 peers are current, fewer than its quorum of 2"},
+			findings.AssetPeerBehind, "1 of its 3 peers are current, fewer than its quorum of 2"},
 		{"a silence shorter than a catch-up", &snapshot.Observation{Behind: []snapshot.ReplicaLag{{Server: "n3", Active: auditor.CatchUpAllowance - time.Second}}}, nil,
-			auditor.AssetPeerBehind, ""},
+			findings.AssetPeerBehind, ""},
 		{"a peer never heard from since the leader was elected", &snapshot.Observation{Behind: []snapshot.ReplicaLag{{Server: "n3"}}}, nil,
-			auditor.AssetPeerBehind, ""},
+			findings.AssetPeerBehind, ""},
 		{"behind and not running is missing, not behind", &snapshot.Observation{Absent: []string{"n3"}, Behind: []snapshot.ReplicaLag{{Server: "n3", Active: time.Minute}}}, nil,
-			auditor.AssetPeerBehind, ""},
+			findings.AssetPeerBehind, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,7 +116,7 @@ func TestObservedFindings(t *testing.T) {
 				t.Fatalf("%s findings %+v; want %d", tc.code, found, n)
 			}
 			for _, f := range found {
-				if !strings.Contains(f.Message, tc.want) || f.Peer != "n1" || f.Severity != auditor.SeverityOf(tc.code) {
+				if !strings.Contains(f.Message, tc.want) || f.Peer != "n1" || f.Severity != findings.SeverityOf(tc.code) {
 					t.Errorf("finding %+v; want one saying %q about a peer of leader n1", f, tc.want)
 				}
 			}
@@ -137,10 +138,10 @@ func TestObservedUnderAssume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := len(codeFindings(w.After, auditor.AssetPeerMissing)) == 1; got != tc.keeps {
+		if got := len(codeFindings(w.After, findings.AssetPeerMissing)) == 1; got != tc.keeps {
 			t.Errorf("%s on 2.14.10: keeps the finding %t, want %t: %+v", tc.target, got, tc.keeps, w.After.Findings)
 		}
-		if len(codeFindings(w.Before, auditor.AssetPeerMissing)) != 1 {
+		if len(codeFindings(w.Before, findings.AssetPeerMissing)) != 1 {
 			t.Errorf("before: %+v", w.Before.Findings)
 		}
 	}
@@ -166,13 +167,13 @@ func TestLevelCountsOnlyWhatTheReleaseLacks(t *testing.T) {
 		t.Fatal("the transform's left() is not detected")
 	}
 	r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, "2.10.0")})
-	got := map[string]auditor.Code{}
+	got := map[string]findings.Code{}
 	for _, f := range r.Findings {
 		if f.Stream == "S" {
 			got[f.Server] = f.Code
 		}
 	}
-	want := map[string]auditor.Code{"n2": auditor.AssetAPILevelUnsupported, "n3": auditor.AssetPeerNotRunning}
+	want := map[string]findings.Code{"n2": findings.AssetAPILevelUnsupported, "n3": findings.AssetPeerNotRunning}
 	if len(got) != len(want) || got["n2"] != want["n2"] || got["n3"] != want["n3"] {
 		t.Errorf("findings by server %v; want %v: %+v", got, want, r.Findings)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -27,13 +28,13 @@ import (
 // (lastSeen) is judged as a follower on the version it last ran: the op
 // that crashed it is in the group's log, and crashes it again on every
 // restart on that release, so its finding must outlive its process.
-func opFindings(a *snapshot.Asset, byName, lastSeen map[string]snapshot.Server, sourced bool) []Finding {
+func opFindings(a *snapshot.Asset, byName, lastSeen map[string]snapshot.Server, sourced bool) []findings.Finding {
 	if a.Ops == 0 || a.Replicas < 2 {
 		return nil
 	}
 	var peers, missing []snapshot.Server
 	collected := false
-	var out []Finding
+	var out []findings.Finding
 	var named []string
 	for i, o := range releases.ReplicatedOps {
 		if o.Kind != a.Kind || o.Op == releases.OpResetSeq || a.Ops&(1<<i) == 0 {
@@ -77,7 +78,7 @@ func opFindings(a *snapshot.Asset, byName, lastSeen map[string]snapshot.Server, 
 // proposers (s not among them) propose the op to when they lead it. missing
 // is set for a follower that did not answer, s being what an earlier audit
 // saw of it.
-func opFinding(a *snapshot.Asset, o releases.ReplicatedOp, s snapshot.Server, outcome releases.Outcome, proposers []string, byName map[string]snapshot.Server, sourced, missing bool) Finding {
+func opFinding(a *snapshot.Asset, o releases.ReplicatedOp, s snapshot.Server, outcome releases.Outcome, proposers []string, byName map[string]snapshot.Server, sourced, missing bool) findings.Finding {
 	f := assetFinding(a)
 	f.Server, f.Cluster, f.Version, f.Op = s.Name, s.Cluster, s.Version, o.Name
 	if a.Leader != s.Name {
@@ -100,7 +101,7 @@ func opFinding(a *snapshot.Asset, o releases.ReplicatedOp, s snapshot.Server, ou
 		follower = "if " + orList(proposers) + " becomes its leader, " + follower + " as its follower"
 	}
 	if outcome == releases.CrashesOnApply {
-		f.Code = AssetOpCrashesFollower
+		f.Code = findings.AssetOpCrashesFollower
 		f.Message = fmt.Sprintf("%s %s: %s panics on %s (Unknown group entry op type: %d), which %s, and again on every restart",
 			a.Kind, a.Label(), follower, o.GoName, o.Op, which)
 		if missing {
@@ -108,7 +109,7 @@ func opFinding(a *snapshot.Asset, o releases.ReplicatedOp, s snapshot.Server, ou
 		}
 		return f
 	}
-	f.Code = AssetOpHaltsReplica
+	f.Code = findings.AssetOpHaltsReplica
 	if outcome == releases.ResetsReplica {
 		f.Message = fmt.Sprintf("%s %s: %s cannot apply %s, which %s: it logs the error and runs on without it, and at the next message resets its replica and is caught up from the same snapshot again, in a loop, so its copy never catches up and the group runs on one peer fewer",
 			a.Kind, a.Label(), follower, opEntry(o), which)
@@ -208,19 +209,19 @@ func (e *evaluation) peerFindings(a *snapshot.Asset) {
 		what := fmt.Sprintf("%s, new in %s", ft.Title, ft.Since)
 		switch po.outcome {
 		case releases.NotLoaded:
-			f.Code = AssetPeerNotRunning
+			f.Code = findings.AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) does not load it (%s): it cannot decode its config, logs the failure and runs on without it",
 				a.Kind, a.Label(), runs, s.Name, s.Version, what)
 		case releases.NotCreated:
-			f.Code = AssetPeerNotRunning
+			f.Code = findings.AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) does not create it (%s): it refuses the config as it creates the %s, logs the error and runs on without it",
 				a.Kind, a.Label(), runs, s.Name, s.Version, what, a.Kind)
 		case releases.HeldOffline:
-			f.Code = AssetPeerNotRunning
+			f.Code = findings.AssetPeerNotRunning
 			f.Message = fmt.Sprintf("%s %s %s: %s (%s) holds it offline as unsupported (%s)",
 				a.Kind, a.Label(), runs, s.Name, s.Version, what) + stopsItsStream(a, s)
 		default:
-			f.Code = AssetPeerDiverges
+			f.Code = findings.AssetPeerDiverges
 			f.Message = fmt.Sprintf("%s %s uses %s: peer %s (%s) runs it online without it, ignoring what it does not know, and its copy diverges from the others'",
 				a.Kind, a.Label(), what, s.Name, s.Version)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -158,11 +159,11 @@ func TestOpAndPeerFindings(t *testing.T) {
 			var msgs []string
 			for _, f := range r.Findings {
 				switch f.Code {
-				case AssetOpCrashesFollower, AssetOpHaltsReplica, AssetPeerNotRunning, AssetPeerDiverges, AssetAPILevelUnsupported:
+				case findings.AssetOpCrashesFollower, findings.AssetOpHaltsReplica, findings.AssetPeerNotRunning, findings.AssetPeerDiverges, findings.AssetAPILevelUnsupported:
 					got = append(got, brief(f))
-					if f.Code != AssetAPILevelUnsupported {
+					if f.Code != findings.AssetAPILevelUnsupported {
 						msgs = append(msgs, f.Message)
-						if f.Severity != Critical {
+						if f.Severity != findings.Critical {
 							t.Errorf("%s: %s", f.Code, f.Severity)
 						}
 					}
@@ -214,14 +215,14 @@ func TestOpFindingOfAnUnreadableLeader(t *testing.T) {
 	snap := snapshot.Snapshot{Servers: []snapshot.Server{srv("n1", "c1", "custom-build", 4), srv("n2", "c1", "2.14.0", 4), srv("n3", "c1", "2.12.15", 3)}, Streams: []snapshot.Asset{a}}
 	r := Evaluate(&snap, Policy{})
 	for _, f := range r.Findings {
-		if f.Code == AssetOpCrashesFollower {
+		if f.Code == findings.AssetOpCrashesFollower {
 			if want := `which n1, whose version "custom-build" is not a version, may propose as its leader`; f.Server != "n3" || !strings.Contains(f.Message, want) {
 				t.Errorf("%s: %s; want n3 and %q", f.Server, f.Message, want)
 			}
 			return
 		}
 	}
-	t.Errorf("no %s in %v", AssetOpCrashesFollower, r.Findings)
+	t.Errorf("no %s in %v", findings.AssetOpCrashesFollower, r.Findings)
 }
 
 // TestLevelFindingSaysWhatTheTableSays: where an API level falls short, the
@@ -250,7 +251,7 @@ func TestLevelFindingSaysWhatTheTableSays(t *testing.T) {
 		r := Evaluate(&snap, Policy{})
 		var msgs []string
 		for _, f := range r.Findings {
-			if f.Code == AssetAPILevelUnsupported {
+			if f.Code == findings.AssetAPILevelUnsupported {
 				msgs = append(msgs, f.Message)
 			}
 		}
@@ -314,7 +315,7 @@ func TestOpFindingOwners(t *testing.T) {
 			r := Evaluate(&snap, Policy{})
 			var owners []string
 			for _, f := range r.Findings {
-				if f.Code == AssetOpCrashesFollower {
+				if f.Code == findings.AssetOpCrashesFollower {
 					owners = append(owners, r.Owner(f))
 				}
 			}

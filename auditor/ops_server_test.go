@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
@@ -66,9 +67,9 @@ func TestOpDeleteRangeFromAMirrorLeader(t *testing.T) {
 			}
 
 			// The gate, at a floor the 2.12.15 server meets, before the trigger.
-			r, found := gate(t, sysConn, "2.12.0", auditor.AssetOpCrashesFollower)
+			r, found := gate(t, sysConn, "2.12.0", findings.AssetOpCrashesFollower)
 			if !tt.crash {
-				if len(found) > 0 || r.Status == auditor.Critical {
+				if len(found) > 0 || r.Status == findings.Critical {
 					t.Fatalf("status %s, findings %v; want no crash to report", r.Status, found)
 				}
 			} else {
@@ -120,7 +121,7 @@ func TestOpDeleteRangeWaitsForANewLeader(t *testing.T) {
 		natstest.Node("n3", natstest.Old, "c1"))
 	filteredMirror(t, app, "n3")
 
-	r, found := gate(t, sysConn, "2.12.0", auditor.AssetOpCrashesFollower)
+	r, found := gate(t, sysConn, "2.12.0", findings.AssetOpCrashesFollower)
 	wantFinding(t, r, found, "n3", "", "delete_range",
 		"stream APP > M: if n1 or n2 becomes its leader, n3 (2.12.15) as its follower panics on deleteRangeOp (Unknown group entry op type: 15)")
 
@@ -322,7 +323,7 @@ func TestOpAtomicBatchOnALenientFollower(t *testing.T) {
 		t.Fatalf("S led by %s, which the table says proposes op 16 %s, and n3 does %s with it; want n1, %s, %s",
 			s.Leader, how, follower, releases.ProposedOnRequest, releases.CrashesOnApply)
 	}
-	r, found := gate(t, sysConn, "2.10.0", auditor.AssetOpCrashesFollower)
+	r, found := gate(t, sysConn, "2.10.0", findings.AssetOpCrashesFollower)
 	wantFinding(t, r, found, "n3", "n1", "atomic_batch_msg", "stream APP > S: follower n3 (2.10.27) panics on batchMsgOp", "which n1 (2.14.0) proposes as the stream's leader when a client publishes an atomic batch")
 
 	// The trigger: an atomic batch of two messages.
@@ -398,7 +399,7 @@ func TestPrioritizedConsumerNotLoadedByAnOldPeer(t *testing.T) {
 		t.Fatalf("peers %v, running per the table %v; want n1, n2 running and n3 not", c.Peers, running)
 	}
 	r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, "2.11.0")})
-	wantFinding(t, r, codeFindings(r, auditor.AssetPeerNotRunning), "n3", "", "",
+	wantFinding(t, r, codeFindings(r, findings.AssetPeerNotRunning), "n3", "", "",
 		"consumer APP > S > C runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.11.12) does not load it (prioritized priority policy")
 
 	// The oracle: n3 runs on, logs the decode failure and lists no C.
@@ -437,15 +438,15 @@ func TestPrioritizedConsumerNotLoadedByAnOldPeer(t *testing.T) {
 
 // gate collects an audit of three servers, evaluates it at the floor and
 // returns the report with its findings of code.
-func gate(t *testing.T, sysConn *nats.Conn, floor string, code auditor.Code) (*auditor.Report, []auditor.Finding) {
+func gate(t *testing.T, sysConn *nats.Conn, floor string, code findings.Code) (*findings.Report, []findings.Finding) {
 	t.Helper()
 	snap, _ := audit(t, sysConn)
 	r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, floor)})
 	return r, codeFindings(r, code)
 }
 
-func codeFindings(r *auditor.Report, code auditor.Code) []auditor.Finding {
-	var out []auditor.Finding
+func codeFindings(r *findings.Report, code findings.Code) []findings.Finding {
+	var out []findings.Finding
 	for _, f := range r.Findings {
 		if f.Code == code {
 			out = append(out, f)
@@ -466,14 +467,14 @@ func mustParse(t *testing.T, v string) version.Version {
 // wantFinding holds found to one CRITICAL finding about follower or peer
 // server, with the asset's leader peer and the op (each when not empty),
 // whose message says every one of says, in a CRITICAL report.
-func wantFinding(t *testing.T, r *auditor.Report, found []auditor.Finding, server, peer, op string, says ...string) {
+func wantFinding(t *testing.T, r *findings.Report, found []findings.Finding, server, peer, op string, says ...string) {
 	t.Helper()
 	if len(found) != 1 {
 		t.Fatalf("findings %+v; want one about %s", found, server)
 	}
 	f := found[0]
 	t.Logf("%s %s: %s", f.Severity, f.Code, f.Message)
-	if f.Server != server || (peer != "" && f.Peer != peer) || f.Op != op || f.Severity != auditor.Critical || r.Status != auditor.Critical {
+	if f.Server != server || (peer != "" && f.Peer != peer) || f.Op != op || f.Severity != findings.Critical || r.Status != findings.Critical {
 		t.Errorf("finding %+v in a %s report; want server %s, peer %s, op %s, CRITICAL", f, r.Status, server, peer, op)
 	}
 	for _, s := range says {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
@@ -84,7 +85,7 @@ func TestOpSnapshotWithSourcesToAnOldFollower(t *testing.T) {
 				t.Fatalf("S led by %s, sent by %v (%s), n3 does %s; want led by %s, sent by n1 by itself, n3 %s",
 					s.Leader, proposers, how, follower, tt.leader, tt.outcome)
 			}
-			r, found := gate(t, sysConn, "2.10.0", auditor.AssetOpHaltsReplica)
+			r, found := gate(t, sysConn, "2.10.0", findings.AssetOpHaltsReplica)
 			wantFinding(t, r, found, "n3", tt.leader, "snapshot_sources", tt.says, "js_snapshot_sources: true as the server reports it")
 
 			// The trigger: n1 leads, n3 falls behind n1's compacted log.
@@ -210,13 +211,13 @@ func streamSnapshotFile(sys *natstest.System, name, stream string) string {
 func behindOnRealServers(t *testing.T, sysConn *nats.Conn, stream, peer string) {
 	t.Helper()
 	halted := time.Now()
-	var found []auditor.Finding
+	var found []findings.Finding
 	err := natstest.Eventually(auditor.CatchUpAllowance+60*time.Second, func() error {
 		snap, _ := audit(t, sysConn)
 		r := auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, "2.10.0")})
-		found = codeFindings(r, auditor.AssetPeerBehind)
+		found = codeFindings(r, findings.AssetPeerBehind)
 		if len(found) == 0 {
-			return fmt.Errorf("no %s yet", auditor.AssetPeerBehind)
+			return fmt.Errorf("no %s yet", findings.AssetPeerBehind)
 		}
 		return nil
 	})

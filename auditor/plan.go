@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -28,8 +29,8 @@ type Plan struct {
 	LevelSource string          `json:"level_source"`
 	Floor       version.Version `json:"floor"`
 	// Status is the worst step's.
-	Status Severity   `json:"status"`
-	Steps  []PlanStep `json:"steps"`
+	Status findings.Severity `json:"status"`
+	Steps  []PlanStep        `json:"steps"`
 	// FloorMetAt is the step after which every server that answered runs
 	// the floor or later: 0 before the first step, nil never (a server
 	// outside the scope stays below it, or To is).
@@ -42,7 +43,7 @@ type Plan struct {
 	// when no step needs one.
 	First version.Version `json:"first,omitzero"`
 	// Before is the audit as it is.
-	Before *Report `json:"-"`
+	Before *findings.Report `json:"-"`
 }
 
 // PlanStep is one server's restart on To.
@@ -60,7 +61,7 @@ type PlanStep struct {
 	// Status is the worst of the report after the step and of what the
 	// restart itself takes down: an R1 asset (WARNING), a replicated group
 	// or meta group below quorum (CRITICAL).
-	Status Severity `json:"status"`
+	Status findings.Severity `json:"status"`
 	// StillOld are the servers that do not run To after this step.
 	StillOld []string `json:"still_old"`
 	// Unavailable are the groups the server's restart takes down: its R1
@@ -74,24 +75,24 @@ type PlanStep struct {
 	NoReset []ResetRisk `json:"no_reset"`
 	// Path are the findings of the rules of PathRules the server's move
 	// breaks, from the release it runs to To (releases.go).
-	Path []Finding `json:"path"`
+	Path []findings.Finding `json:"path"`
 	// First is the release to move the server to before To, where a rule
 	// it breaks names one.
 	First version.Version `json:"first,omitzero"`
 	// LevelFindings are the assets held offline, run online and diverging,
 	// or of unknown fate, by their peers' API levels after the step.
-	LevelFindings []Finding `json:"level_findings"`
+	LevelFindings []findings.Finding `json:"level_findings"`
 	// Appear and Gone compare the report after this step with the one
 	// before it (the audit itself for the first step).
-	Appear   []Finding      `json:"appear"`
-	Gone     []Finding      `json:"gone"`
-	Depend   []LeaderChoice `json:"depends_on_leader"`
-	FloorMet bool           `json:"floor_met"`
+	Appear   []findings.Finding `json:"appear"`
+	Gone     []findings.Finding `json:"gone"`
+	Depend   []LeaderChoice     `json:"depends_on_leader"`
+	FloorMet bool               `json:"floor_met"`
 	// PinnedLeadersMoved counts the pinned_client consumers the server
 	// leads when its turn comes (PinnedLedBy): the restart drops their pins.
 	PinnedLeadersMoved int `json:"pinned_leaders_moved,omitempty"`
 	// After is the report as it would be after the step.
-	After *Report `json:"-"`
+	After *findings.Report `json:"-"`
 }
 
 // GroupImpact is a RAFT group a restart weakens or takes down.
@@ -108,9 +109,9 @@ type GroupImpact struct {
 // ResetRisk is a consumer that cannot take a RESET, and why.
 type ResetRisk struct {
 	ConsumerKey
-	AccountName string       `json:"account_name,omitempty"`
-	Reset       ResetVerdict `json:"reset"`
-	Reason      string       `json:"reason"`
+	AccountName string                `json:"account_name,omitempty"`
+	Reset       findings.ResetVerdict `json:"reset"`
+	Reason      string                `json:"reason"`
 }
 
 // MakePlan plans the restart on version to of every server of the scope
@@ -179,9 +180,9 @@ func MakePlan(snap *snapshot.Snapshot, p Policy, v version.Version, scope PlanSc
 		st.Unavailable, st.BareQuorum = restartImpact(state, p, s.Name)
 		st.PinnedLeadersMoved = PinnedLedBy(state, s.Name)
 		st.NoReset = noReset(w.After.Snapshot, p)
-		st.LevelFindings, st.Path = []Finding{}, []Finding{}
+		st.LevelFindings, st.Path = []findings.Finding{}, []findings.Finding{}
 		for _, f := range w.After.Findings {
-			if k, _ := Info(f.Code); k.Level {
+			if k, _ := findings.Info(f.Code); k.Level {
 				st.LevelFindings = append(st.LevelFindings, f)
 			}
 			if f.Server == s.Name && slices.Contains(pathCodes, f.Code) {
@@ -200,13 +201,13 @@ func MakePlan(snap *snapshot.Snapshot, p Policy, v version.Version, scope PlanSc
 		}
 		st.Status = w.After.Status
 		for _, g := range st.Unavailable {
-			sev := Warning
+			sev := findings.Warning
 			if g.Peers > 1 {
-				sev = Critical
+				sev = findings.Critical
 			}
-			st.Status = st.Status.worst(sev)
+			st.Status = st.Status.Worst(sev)
 		}
-		plan.Status = plan.Status.worst(st.Status)
+		plan.Status = plan.Status.Worst(st.Status)
 		plan.Steps = append(plan.Steps, st)
 		prev, state = w.After, w.After.Snapshot
 	}
@@ -250,7 +251,7 @@ func why(s snapshot.Server, metaLeader bool, led int) string {
 }
 
 // floorMet reports whether every server of the report runs the floor or later.
-func floorMet(r *Report) bool {
+func floorMet(r *findings.Report) bool {
 	for _, s := range r.Servers {
 		if s.Verdict == version.VerdictBelow || s.Verdict == version.VerdictUnparseable {
 			return false
@@ -396,7 +397,7 @@ func noReset(snap *snapshot.Snapshot, p Policy) []ResetRisk {
 			continue
 		}
 		k := ConsumerKey{Domain: a.Domain, Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}
-		if v := x.view(i, k); v.Reset != ResetSafe {
+		if v := x.view(i, k); v.Reset != findings.ResetSafe {
 			out = append(out, ResetRisk{ConsumerKey: v.ConsumerKey, AccountName: v.AccountName, Reset: v.Reset, Reason: v.Reason})
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -63,7 +65,7 @@ func TestPlanFollowedOnRealServers(t *testing.T) {
 			st, st.Status, st.Unavailable, len(st.BareQuorum), len(st.NoReset), codesOf(st.Appear), codesOf(st.Gone))
 	}
 	// n3 leads LOCAL alone, n2 the R3 stream and its consumer, n1 the meta group.
-	if !slices.Equal(order, []string{"n3", "n2", "n1"}) || plan.FloorMetAt == nil || *plan.FloorMetAt != 3 || plan.Status != auditor.Critical {
+	if !slices.Equal(order, []string{"n3", "n2", "n1"}) || plan.FloorMetAt == nil || *plan.FloorMetAt != 3 || plan.Status != findings.Critical {
 		t.Fatalf("order %v, floor met at %v, status %s", order, plan.FloorMetAt, plan.Status)
 	}
 	if got := plan.Steps[0].Unavailable; len(got) != 1 || got[0].Stream != "LOCAL" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -47,20 +48,20 @@ func TestPlanRollingUpgrade(t *testing.T) {
 	}
 	type want struct {
 		line                 string
-		status               Severity
+		status               findings.Severity
 		stillOld, down, bare []string
 		noReset              []string
 		floorMet             bool
 	}
 	all3 := []string{"stream/S/", "consumer/S/C", "meta//"}
 	wants := []want{
-		{"1. upgrade n3 2.12.15 → 2.14.0 (leads 1 stream or consumer)", Critical,
+		{"1. upgrade n3 2.12.15 → 2.14.0 (leads 1 stream or consumer)", findings.Critical,
 			// n3 at 2.14 may lead C after its restart and answer a RESET
 			// that crashes n1 and n2.
 			[]string{"n1", "n2"}, []string{"stream/LOCAL/"}, all3, []string{"C=crashes_follower"}, false},
-		{"2. upgrade n2 2.12.15 → 2.14.0 (leads 2 streams and consumers)", Critical,
+		{"2. upgrade n2 2.12.15 → 2.14.0 (leads 2 streams and consumers)", findings.Critical,
 			[]string{"n1"}, []string{}, all3, []string{"C=crashes_follower"}, false},
-		{"3. upgrade n1 2.12.15 → 2.14.0 (JetStream meta leader: last)", OK,
+		{"3. upgrade n1 2.12.15 → 2.14.0 (JetStream meta leader: last)", findings.OK,
 			[]string{}, []string{}, all3, []string{}, true},
 	}
 	if len(plan.Steps) != len(wants) {
@@ -87,7 +88,7 @@ func TestPlanRollingUpgrade(t *testing.T) {
 			t.Errorf("step %d: floor met %v", st.Step, st.FloorMet)
 		}
 	}
-	if plan.Status != Critical || plan.FloorMetAt == nil || *plan.FloorMetAt != 3 || plan.ToLevel != 4 {
+	if plan.Status != findings.Critical || plan.FloorMetAt == nil || *plan.FloorMetAt != 3 || plan.ToLevel != 4 {
 		t.Errorf("plan status %s, floor met at %v, level %d", plan.Status, plan.FloorMetAt, plan.ToLevel)
 	}
 	// The last step takes every finding away.
@@ -115,7 +116,7 @@ func TestPlanDowngrade(t *testing.T) {
 	if got := risks(st.NoReset); !slices.Equal(got, []string{"C=crashes_follower"}) {
 		t.Errorf("no reset %v", got)
 	}
-	if st.Status != Critical || plan.FloorMetAt != nil || !slices.Equal(plan.Unchanged, []string{}) {
+	if st.Status != findings.Critical || plan.FloorMetAt != nil || !slices.Equal(plan.Unchanged, []string{}) {
 		t.Errorf("status %s, floor met at %v, unchanged %v", st.Status, plan.FloorMetAt, plan.Unchanged)
 	}
 
@@ -124,7 +125,7 @@ func TestPlanDowngrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(plan.Steps[0].LevelFindings, func(f Finding) bool {
+	if !slices.ContainsFunc(plan.Steps[0].LevelFindings, func(f findings.Finding) bool {
 		return f.Stream == "TTL" && strings.Contains(f.Message, "its copy diverges")
 	}) {
 		t.Errorf("no diverging TTL stream in %q", briefs(plan.Steps[0].LevelFindings))
@@ -155,7 +156,7 @@ func TestPlanScopeAndUnknownVersion(t *testing.T) {
 		t.Errorf("level findings %q", got)
 	}
 	// An R2 group is down while either peer restarts.
-	if got := impacts(plan.Steps[0].Unavailable); !slices.Equal(got, []string{"stream/W/"}) || plan.Steps[0].Status != Critical {
+	if got := impacts(plan.Steps[0].Unavailable); !slices.Equal(got, []string{"stream/W/"}) || plan.Steps[0].Status != findings.Critical {
 		t.Errorf("unavailable %v, status %s", got, plan.Steps[0].Status)
 	}
 
@@ -182,7 +183,7 @@ func TestPlanNothingToDo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Steps) != 0 || plan.Status != OK || plan.FloorMetAt == nil || *plan.FloorMetAt != 0 || len(plan.Unchanged) != 3 {
+	if len(plan.Steps) != 0 || plan.Status != findings.OK || plan.FloorMetAt == nil || *plan.FloorMetAt != 0 || len(plan.Unchanged) != 3 {
 		t.Errorf("%+v", plan)
 	}
 }

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
@@ -39,17 +40,17 @@ func TestKnownBadReleaseLosesAStream(t *testing.T) {
 				natstest.Node("n3", tt.version, "c1"))
 
 			// The audit's finding, before anything is lost.
-			r, found := gate(t, sysConn, version.DefaultFloor.String(), auditor.KnownBadRelease)
+			r, found := gate(t, sysConn, version.DefaultFloor.String(), findings.KnownBadRelease)
 			if tt.fix == "" {
 				if len(found) > 0 {
 					t.Fatalf("%s is not a bad release: %s", tt.version, codesOf(found))
 				}
 			} else {
-				if r.Status != auditor.Critical || len(found) != 3 {
+				if r.Status != findings.Critical || len(found) != 3 {
 					t.Fatalf("status %s, findings %s; want KNOWN_BAD_RELEASE on each of three servers", r.Status, codesOf(r.Findings))
 				}
 				for _, f := range found {
-					if f.Release != tt.fix || f.Severity != auditor.Critical {
+					if f.Release != tt.fix || f.Severity != findings.Critical {
 						t.Errorf("%s: fix %q, severity %s; want %s, CRITICAL", f.Message, f.Release, f.Severity, tt.fix)
 					}
 				}

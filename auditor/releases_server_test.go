@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -26,7 +27,7 @@ func TestUpgradePathOnRealServers(t *testing.T) {
 
 	snap, before := auditOf(t, sys, "n1")
 	for _, f := range before.Findings {
-		if f.Code == auditor.UpgradePathMixed || f.Code == auditor.UpgradePathUnsupported || f.Code == auditor.KnownBadRelease {
+		if f.Code == findings.UpgradePathMixed || f.Code == findings.UpgradePathUnsupported || f.Code == findings.KnownBadRelease {
 			t.Errorf("a cluster of one release, none of them bad: %s", f.Message)
 		}
 	}
@@ -46,7 +47,7 @@ func TestUpgradePathOnRealServers(t *testing.T) {
 	}
 	for _, st := range plan.Steps {
 		t.Logf("%s: %s; path %s; appear %s", st, st.Status, codesOf(st.Path), codesOf(st.Appear))
-		if len(st.Path) != 1 || st.Path[0].Code != auditor.UpgradePathUnsupported || st.Path[0].Server != st.Server ||
+		if len(st.Path) != 1 || st.Path[0].Code != findings.UpgradePathUnsupported || st.Path[0].Server != st.Server ||
 			st.Path[0].Release != firstRelease || st.First != plan.First {
 			t.Errorf("%s: path %s, first %s; want UPGRADE_PATH_UNSUPPORTED of %s, first %s", st, codesOf(st.Path), st.First, st.Server, firstRelease)
 		}
@@ -54,8 +55,8 @@ func TestUpgradePathOnRealServers(t *testing.T) {
 
 	w := mustAssume(t, snap, "n1=2.14.4")
 	logWhatIf(t, w)
-	i := slices.IndexFunc(w.Appear, func(f auditor.Finding) bool { return f.Code == auditor.KnownBadRelease })
-	if i < 0 || w.Appear[i].Server != "n1" || w.Appear[i].Release != "2.14.5" || w.After.Status != auditor.Critical {
+	i := slices.IndexFunc(w.Appear, func(f findings.Finding) bool { return f.Code == findings.KnownBadRelease })
+	if i < 0 || w.Appear[i].Server != "n1" || w.Appear[i].Release != "2.14.5" || w.After.Status != findings.Critical {
 		t.Fatalf("--assume n1=2.14.4: %s appear %s", w.After.Status, codesOf(w.Appear))
 	}
 
@@ -70,12 +71,12 @@ func TestUpgradePathOnRealServers(t *testing.T) {
 	var mixed []string
 	for _, f := range after.Findings {
 		switch f.Code {
-		case auditor.UpgradePathMixed:
+		case findings.UpgradePathMixed:
 			mixed = append(mixed, f.Server)
 			if f.Release != firstRelease {
 				t.Errorf("%s: release %q, want %s", f.Message, f.Release, firstRelease)
 			}
-		case auditor.UpgradePathUnsupported:
+		case findings.UpgradePathUnsupported:
 			t.Errorf("a live audit judges no move: %s", f.Message)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -81,7 +82,7 @@ func TestPathRules(t *testing.T) {
 
 func TestPathRulesName(t *testing.T) {
 	for _, r := range releases.PathRules {
-		k, ok := Info(pathCode[r.Kind])
+		k, ok := findings.Info(pathCode[r.Kind])
 		if !ok || k.Description == "" {
 			t.Errorf("rule %+v gives code %s, which is not registered", r, pathCode[r.Kind])
 		}
@@ -149,9 +150,9 @@ func TestEvaluateReleases(t *testing.T) {
 		r := Evaluate(&snapshot.Snapshot{Servers: tt.servers, ExpectedCount: len(tt.servers), Meta: meta}, Policy{Floor: version.Must("2.12.0")})
 		var got []string
 		for _, f := range r.Findings {
-			if f.Code == KnownBadRelease || f.Code == UpgradePathMixed {
+			if f.Code == findings.KnownBadRelease || f.Code == findings.UpgradePathMixed {
 				got = append(got, string(f.Code)+"("+f.Server+","+f.Release+")")
-				if f.Code == KnownBadRelease && f.Severity != Critical {
+				if f.Code == findings.KnownBadRelease && f.Severity != findings.Critical {
 					t.Errorf("%s: %s is %s", tt.name, f.Code, f.Severity)
 				}
 			}
@@ -174,7 +175,7 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 	if got := briefs(w.Appear); !slices.Equal(got, []string{"KNOWN_BAD_RELEASE(n1,,//)", "CLUSTER_MIXED_VERSIONS(,,//)"}) {
 		t.Errorf("--assume n1=2.14.4: appear %v", got)
 	}
-	if w.After.Status != Critical {
+	if w.After.Status != findings.Critical {
 		t.Errorf("--assume n1=2.14.4: %s", w.After.Status)
 	}
 
@@ -186,10 +187,10 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 		t.Fatalf("plan to 2.15.3 from 2.14.0: first %s, %d steps", plan.First, len(plan.Steps))
 	}
 	for _, st := range plan.Steps {
-		if len(st.Path) != 1 || st.Path[0].Code != UpgradePathUnsupported || st.Path[0].Server != st.Server || st.First != plan.First {
+		if len(st.Path) != 1 || st.Path[0].Code != findings.UpgradePathUnsupported || st.Path[0].Server != st.Server || st.First != plan.First {
 			t.Errorf("%s: path %v, first %s", st, briefs(st.Path), st.First)
 		}
-		if st.Status != Warning && st.Status != Critical {
+		if st.Status != findings.Warning && st.Status != findings.Critical {
 			t.Errorf("%s: %s", st, st.Status)
 		}
 	}
@@ -208,7 +209,7 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, st := range plan.Steps {
-		if len(st.Path) != 0 || !st.First.IsZero() || slices.ContainsFunc(st.After.Findings, func(f Finding) bool { return f.Code == UpgradePathUnsupported }) {
+		if len(st.Path) != 0 || !st.First.IsZero() || slices.ContainsFunc(st.After.Findings, func(f findings.Finding) bool { return f.Code == findings.UpgradePathUnsupported }) {
 			t.Errorf("%s from 2.14.10: path %v, first %s, findings %v", st, briefs(st.Path), st.First, briefs(st.After.Findings))
 		}
 	}
@@ -247,7 +248,7 @@ func TestMetaGroupsOf(t *testing.T) {
 	r := Evaluate(snap, Policy{})
 	var mixed []string
 	for _, f := range r.Findings {
-		if f.Code == UpgradePathMixed {
+		if f.Code == findings.UpgradePathMixed {
 			mixed = append(mixed, f.Server)
 		}
 	}
@@ -276,19 +277,19 @@ func TestMemberVotesOnly(t *testing.T) {
 // (the runbook's and the findings table's words) name the releases of the
 // tables, so a new row of BadReleases or PathRules cannot leave them stale.
 func TestReleaseCodesDescribeTheTables(t *testing.T) {
-	desc := func(c Code) string { k, _ := Info(c); return k.Description }
+	desc := func(c findings.Code) string { k, _ := findings.Info(c); return k.Description }
 	for _, b := range releases.BadReleases {
-		if !strings.Contains(desc(KnownBadRelease), b.Release.String()) {
-			t.Errorf("%s's description does not name %s", KnownBadRelease, b.Release)
+		if !strings.Contains(desc(findings.KnownBadRelease), b.Release.String()) {
+			t.Errorf("%s's description does not name %s", findings.KnownBadRelease, b.Release)
 		}
 	}
 	for _, r := range releases.PathRules {
 		if r.OnePatch {
 			continue
 		}
-		codes := []Code{pathCode[r.Kind]}
+		codes := []findings.Code{pathCode[r.Kind]}
 		if r.Mixed {
-			codes = append(codes, UpgradePathMixed)
+			codes = append(codes, findings.UpgradePathMixed)
 		}
 		for _, c := range codes {
 			if !strings.Contains(desc(c), r.Floor.String()) || !strings.Contains(desc(c), r.Line.Minor()) {

@@ -4,34 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
-
-// ResetVerdict says what $JS.API.CONSUMER.RESET would do to one consumer.
-// It is about the RESET API itself, not the configured floor: RESET first
-// exists in ResetVersion.
-type ResetVerdict string
-
-// The verdicts of JudgeReset.
-const (
-	// ResetSafe: the leader and every peer run ResetVersion or later; the
-	// leader answers and every follower applies the replicated reset.
-	ResetSafe ResetVerdict = "safe"
-	// ResetUnanswered: the leader runs an older version and does not
-	// subscribe to RESET; the request times out.
-	ResetUnanswered ResetVerdict = "unanswered"
-	// ResetCrashesFollower: the leader answers, but a follower runs an older
-	// version and panics on the replicated reset entry, taking its whole
-	// server down.
-	ResetCrashesFollower ResetVerdict = "crashes_follower"
-	// ResetUnknown: the audit cannot tell; do not send RESET.
-	ResetUnknown ResetVerdict = "unknown"
-)
-
-// ResetVerdicts lists every ResetVerdict.
-var ResetVerdicts = []ResetVerdict{ResetSafe, ResetUnanswered, ResetCrashesFollower, ResetUnknown}
 
 // Peer is one member of a consumer's RAFT group as the audit saw it.
 type Peer struct {
@@ -56,12 +32,12 @@ type Peer struct {
 // server name, empty when there is none) whose RAFT group is peers, leader
 // included. It is unknown whenever anything it needs is missing. incomplete
 // says that the audit could not read everything about the consumer.
-func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, string) {
+func JudgeReset(leader string, peers []Peer, incomplete bool) (findings.ResetVerdict, string) {
 	if incomplete {
-		return ResetUnknown, "the last audit did not read every server's reply about this consumer"
+		return findings.ResetUnknown, "the last audit did not read every server's reply about this consumer"
 	}
 	if leader == "" {
-		return ResetUnknown, "the consumer has no leader"
+		return findings.ResetUnknown, "the consumer has no leader"
 	}
 	var lead *Peer
 	for i := range peers {
@@ -70,20 +46,20 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 			lead = p
 		}
 		if !p.Answered {
-			return ResetUnknown, fmt.Sprintf("peer %s did not answer the audit", p.Name)
+			return findings.ResetUnknown, fmt.Sprintf("peer %s did not answer the audit", p.Name)
 		}
 		if p.Incomplete {
-			return ResetUnknown, fmt.Sprintf("the audit could not read all of peer %s's replies", p.Name)
+			return findings.ResetUnknown, fmt.Sprintf("the audit could not read all of peer %s's replies", p.Name)
 		}
 		if p.Parsed.IsZero() {
-			return ResetUnknown, fmt.Sprintf("peer %s reports version %q, which is not a version", p.Name, p.Version)
+			return findings.ResetUnknown, fmt.Sprintf("peer %s reports version %q, which is not a version", p.Name, p.Version)
 		}
 	}
 	if lead == nil {
-		return ResetUnknown, fmt.Sprintf("leader %s is not among the consumer's peers", leader)
+		return findings.ResetUnknown, fmt.Sprintf("leader %s is not among the consumer's peers", leader)
 	}
 	if !answersReset(lead.Parsed) {
-		return ResetUnanswered, fmt.Sprintf("leader %s runs %s, below %s: it does not answer RESET", lead.Name, lead.Version, releases.ResetVersion)
+		return findings.ResetUnanswered, fmt.Sprintf("leader %s runs %s, below %s: it does not answer RESET", lead.Name, lead.Version, releases.ResetVersion)
 	}
 	var old []string
 	for _, p := range peers {
@@ -92,10 +68,10 @@ func JudgeReset(leader string, peers []Peer, incomplete bool) (ResetVerdict, str
 		}
 	}
 	if len(old) > 0 {
-		return ResetCrashesFollower, fmt.Sprintf("leader %s runs %s and answers RESET, but follower %s would crash on the replicated reset",
+		return findings.ResetCrashesFollower, fmt.Sprintf("leader %s runs %s and answers RESET, but follower %s would crash on the replicated reset",
 			lead.Name, lead.Version, strings.Join(old, ", "))
 	}
-	return ResetSafe, fmt.Sprintf("leader %s and every peer run %s or later", lead.Name, releases.ResetVersion)
+	return findings.ResetSafe, fmt.Sprintf("leader %s and every peer run %s or later", lead.Name, releases.ResetVersion)
 }
 
 // answersReset reports whether a server of version v knows RESET: whether

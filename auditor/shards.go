@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
@@ -103,12 +104,12 @@ func (e *evaluation) shards(snap *snapshot.Snapshot, p ShardPolicy) {
 		}
 		switch {
 		case after > 0 && pulledByNobody(ps, after):
-			f := e.pullFinding(a, ConsumerPulledByNobody)
+			f := e.pullFinding(a, findings.ConsumerPulledByNobody)
 			f.Message = fmt.Sprintf("consumer %s (%s%s) is pulled by nobody: %d messages pending and %d delivered unacked, no pull waiting on its leader %s, %s",
 				a.Label(), ps.Policy, groupLabel(ps), ps.Pending, ps.AckPending, a.Leader, idleLabel(ps))
 			e.add(f)
 		case stuckBehindPin(ps):
-			f := e.pullFinding(a, ConsumerStalePin)
+			f := e.pullFinding(a, findings.ConsumerStalePin)
 			f.Message = fmt.Sprintf("consumer %s (%s%s) is stuck behind a stale pin: %s holds it for %s (priority_timeout %s) and renews it, "+
 				"yet its leader %s has delivered nothing for %s with %d messages pending and %d waiting pull requests: only pulls without the pin wait",
 				a.Label(), ps.Policy, groupLabel(ps), ps.PinnedID, ps.PinAge().Round(time.Second), ps.Timeout,
@@ -118,7 +119,7 @@ func (e *evaluation) shards(snap *snapshot.Snapshot, p ShardPolicy) {
 	}
 }
 
-func (e *evaluation) pullFinding(a *snapshot.Asset, code Code) Finding {
+func (e *evaluation) pullFinding(a *snapshot.Asset, code findings.Code) findings.Finding {
 	f := assetFinding(a)
 	f.Code, f.Server = code, a.Leader
 	if s, ok := e.byName[a.Leader]; ok {
@@ -180,24 +181,13 @@ func PinnedLedBy(snap *snapshot.Snapshot, server string) int {
 	return n
 }
 
-// PinChanges counts the pins of pinned_client consumers that changed
-// holder between two audits, as their leaders reported them.
-type PinChanges struct {
-	// Pin: the holder changed under the same leader (the pin lapsed, or
-	// was given to another pull).
-	Pin uint64
-	// WithLeader: the consumer's leader changed too; a new leader starts
-	// with no pin and gives it to whoever pulls next.
-	WithLeader uint64
-}
-
 // CountPinChanges compares the pins of the pinned_client consumers of
 // before and after that both audits read from their leaders: a pin given,
 // taken over or dropped is a change. A consumer only one audit saw is none.
 // Only the consumers led by a server of after's report count: under
 // --scope server, a sidecar counts those its server leads, and the
 // sidecars add up to the whole system.
-func CountPinChanges(before, after *Report) PinChanges {
+func CountPinChanges(before, after *findings.Report) findings.PinChanges {
 	leaders := map[string]bool{}
 	for _, s := range after.Servers {
 		leaders[s.Name] = true
@@ -210,7 +200,7 @@ func CountPinChanges(before, after *Report) PinChanges {
 			was[ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}] = pin{a.Leader, p.PinnedID}
 		}
 	}
-	var c PinChanges
+	var c findings.PinChanges
 	for i := range after.Snapshot.Consumers {
 		a := &after.Snapshot.Consumers[i]
 		p := a.Pull

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -71,7 +72,7 @@ func TestShardOwnershipMove(t *testing.T) {
 	}
 	policy := ShardPolicy{UnpulledAfter: time.Second}
 	stage1 := shardStage(t, sysConn, js, policy, "some shards pulled, some by nobody",
-		map[string]Code{"shard-6": ConsumerPulledByNobody, "shard-7": ConsumerPulledByNobody},
+		map[string]findings.Code{"shard-6": findings.ConsumerPulledByNobody, "shard-7": findings.ConsumerPulledByNobody},
 		func(infos map[string]*jetstream.ConsumerInfo) error {
 			for _, s := range shards[:6] {
 				if natstest.PinOf(infos[s]) == "" || infos[s].NumPending != 0 || infos[s].NumAckPending != 0 {
@@ -94,7 +95,7 @@ func TestShardOwnershipMove(t *testing.T) {
 	publish(4, 3)
 	publish(5, 3)
 	shardStage(t, sysConn, js, policy, "an owner killed, another takes over",
-		map[string]Code{"shard-5": ConsumerPulledByNobody, "shard-7": ConsumerPulledByNobody},
+		map[string]findings.Code{"shard-5": findings.ConsumerPulledByNobody, "shard-7": findings.ConsumerPulledByNobody},
 		func(infos map[string]*jetstream.ConsumerInfo) error {
 			if pin := natstest.PinOf(infos["shard-4"]); pin == "" || pin == oldPin || infos["shard-4"].NumPending != 0 {
 				return fmt.Errorf("shard-4: pin %q (b's was %q), %d pending", pin, oldPin, infos["shard-4"].NumPending)
@@ -114,7 +115,7 @@ func TestShardOwnershipMove(t *testing.T) {
 	d := sys.ShardOwner("d", "n3")
 	d.Own("WORK", "shard-7")
 	shardStage(t, sysConn, js, policy, "a holder renews its pin and takes nothing",
-		map[string]Code{"shard-5": ConsumerPulledByNobody, "shard-7": ConsumerStalePin},
+		map[string]findings.Code{"shard-5": findings.ConsumerPulledByNobody, "shard-7": findings.ConsumerStalePin},
 		func(infos map[string]*jetstream.ConsumerInfo) error {
 			if i := infos["shard-7"]; natstest.PinOf(i) != zombie.pin || i.NumPending == 0 || i.NumWaiting == 0 {
 				return fmt.Errorf("shard-7: pin %q (z's %q), %d pending, %d waiting", natstest.PinOf(i), zombie.pin, i.NumPending, i.NumWaiting)
@@ -126,7 +127,7 @@ func TestShardOwnershipMove(t *testing.T) {
 	// drains the shard.
 	zombie.stop()
 	shardStage(t, sysConn, js, policy, "the stale pin lapses",
-		map[string]Code{"shard-5": ConsumerPulledByNobody},
+		map[string]findings.Code{"shard-5": findings.ConsumerPulledByNobody},
 		func(infos map[string]*jetstream.ConsumerInfo) error {
 			if i := infos["shard-7"]; natstest.PinOf(i) == "" || natstest.PinOf(i) == zombie.pin || i.NumPending != 0 {
 				return fmt.Errorf("shard-7: pin %q (z's was %q), %d pending", natstest.PinOf(i), zombie.pin, i.NumPending)
@@ -222,10 +223,10 @@ func followersKnowNoPulls(t *testing.T, sysConn *nats.Conn, infos map[string]*je
 // and what it read of each agrees with the leader's CONSUMER.INFO, and
 // ready holds of those infos; it logs the stage and returns the infos.
 func shardStage(t *testing.T, sysConn *nats.Conn, js jetstream.JetStream, policy ShardPolicy, stage string,
-	want map[string]Code, ready func(map[string]*jetstream.ConsumerInfo) error) map[string]*jetstream.ConsumerInfo {
+	want map[string]findings.Code, ready func(map[string]*jetstream.ConsumerInfo) error) map[string]*jetstream.ConsumerInfo {
 	t.Helper()
 	var infos map[string]*jetstream.ConsumerInfo
-	var found map[string]Finding
+	var found map[string]findings.Finding
 	var snap *snapshot.Snapshot
 	err := natstest.Eventually(90*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -234,7 +235,7 @@ func shardStage(t *testing.T, sysConn *nats.Conn, js jetstream.JetStream, policy
 		if snap, err = Collect(ctx, sysConn, Options{}); err != nil {
 			return err
 		}
-		found = map[string]Finding{}
+		found = map[string]findings.Finding{}
 		for _, f := range judgeShards(snap, policy) {
 			found[f.Consumer] = f
 		}
@@ -296,10 +297,10 @@ func shardStage(t *testing.T, sysConn *nats.Conn, js jetstream.JetStream, policy
 
 // judgeShards is what Evaluate finds about who pulls the snapshot's
 // consumers: its findings of the shard codes.
-func judgeShards(snap *snapshot.Snapshot, p ShardPolicy) []Finding {
-	var out []Finding
+func judgeShards(snap *snapshot.Snapshot, p ShardPolicy) []findings.Finding {
+	var out []findings.Finding
 	for _, f := range Evaluate(snap, Policy{Floor: version.DefaultFloor, ShardPolicy: p}).Findings {
-		if f.Code == ConsumerPulledByNobody || f.Code == ConsumerStalePin {
+		if f.Code == findings.ConsumerPulledByNobody || f.Code == findings.ConsumerStalePin {
 			out = append(out, f)
 		}
 	}

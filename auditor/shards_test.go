@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -95,25 +96,25 @@ func TestShardFindings(t *testing.T) {
 		name   string
 		policy ShardPolicy
 		edit   func(*snapshot.PullState)
-		want   Code
+		want   findings.Code
 	}{
-		{"idle queue, backlog", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.LastDelivery = 5, ago(3*time.Minute) }, ConsumerPulledByNobody},
-		{"only unacked", ShardPolicy{}, func(p *snapshot.PullState) { p.AckPending, p.LastDelivery = 5, ago(3*time.Minute) }, ConsumerPulledByNobody},
-		{"never delivered", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending = 5 }, ConsumerPulledByNobody},
+		{"idle queue, backlog", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.LastDelivery = 5, ago(3*time.Minute) }, findings.ConsumerPulledByNobody},
+		{"only unacked", ShardPolicy{}, func(p *snapshot.PullState) { p.AckPending, p.LastDelivery = 5, ago(3*time.Minute) }, findings.ConsumerPulledByNobody},
+		{"never delivered", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending = 5 }, findings.ConsumerPulledByNobody},
 		{"within the default", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.LastDelivery = 5, ago(time.Minute) }, ""},
 		{"a recent ack", ShardPolicy{}, func(p *snapshot.PullState) {
 			p.AckPending, p.LastDelivery, p.LastAck = 5, ago(time.Hour), ago(time.Second)
 		}, ""},
-		{"short threshold", ShardPolicy{UnpulledAfter: time.Second}, func(p *snapshot.PullState) { p.Pending, p.LastDelivery = 5, ago(2*time.Second) }, ConsumerPulledByNobody},
+		{"short threshold", ShardPolicy{UnpulledAfter: time.Second}, func(p *snapshot.PullState) { p.Pending, p.LastDelivery = 5, ago(2*time.Second) }, findings.ConsumerPulledByNobody},
 		{"turned off", ShardPolicy{UnpulledAfter: -1}, func(p *snapshot.PullState) { p.Pending = 5 }, ""},
 		{"a pull waits", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.Waiting, p.LastDelivery = 5, 1, ago(time.Hour) }, ""},
 		{"nothing pending", ShardPolicy{}, func(p *snapshot.PullState) {}, ""},
 		{"paused", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.Paused = 5, true }, ""},
 		{"a follower's word", ShardPolicy{}, func(p *snapshot.PullState) { p.Pending, p.FromLeader = 5, false }, ""},
-		{"overflow", ShardPolicy{}, func(p *snapshot.PullState) { p.Policy, p.Timeout, p.Pending = "overflow", 0, 5 }, ConsumerPulledByNobody},
+		{"overflow", ShardPolicy{}, func(p *snapshot.PullState) { p.Policy, p.Timeout, p.Pending = "overflow", 0, 5 }, findings.ConsumerPulledByNobody},
 		{"stale pin", ShardPolicy{}, func(p *snapshot.PullState) {
 			p.Pending, p.Waiting, p.PinnedID, p.PinnedAt, p.LastDelivery = 5, 2, "PIN", ago(5*time.Minute), ago(3*time.Minute)
-		}, ConsumerStalePin},
+		}, findings.ConsumerStalePin},
 		{"pin delivering", ShardPolicy{}, func(p *snapshot.PullState) {
 			p.Pending, p.Waiting, p.PinnedID, p.PinnedAt, p.LastDelivery = 5, 2, "PIN", ago(5*time.Minute), ago(time.Second)
 		}, ""},
@@ -128,9 +129,9 @@ func TestShardFindings(t *testing.T) {
 		ps := base
 		tc.edit(&ps)
 		snap := &snapshot.Snapshot{Consumers: []snapshot.Asset{{Kind: releases.KindConsumer, Account: "A", Stream: "S", Consumer: "C", Leader: "n1", Pull: &ps}}}
-		e := evaluation{byName: map[string]*ServerReport{"n1": {Server: snapshot.Server{Name: "n1", Cluster: "c1", Version: "2.14.0"}}}}
+		e := evaluation{byName: map[string]*findings.ServerReport{"n1": {Server: snapshot.Server{Name: "n1", Cluster: "c1", Version: "2.14.0"}}}}
 		e.shards(snap, tc.policy)
-		var got []Finding
+		var got []findings.Finding
 		for _, chunk := range e.findings {
 			got = append(got, chunk...)
 		}
@@ -183,11 +184,11 @@ func TestPinnedLedBy(t *testing.T) {
 // TestGateFloor: the floor a plan's steps are gated with is the oldest
 // version before or after the plan.
 func TestGateFloor(t *testing.T) {
-	servers := []ServerReport{{}, {}}
+	servers := []findings.ServerReport{{}, {}}
 	servers[0].SetVersion("2.14.0")
 	servers[1].SetVersion("2.12.15")
 	for to, want := range map[string]string{"2.15.3": "2.12.15", "2.11.12": "2.11.12"} {
-		p := &Plan{To: parsed(to), Before: &Report{Servers: servers}}
+		p := &Plan{To: parsed(to), Before: &findings.Report{Servers: servers}}
 		if got := p.GateFloor().String(); got != want {
 			t.Errorf("to %s: gate floor %s, want %s", to, got, want)
 		}
@@ -207,20 +208,20 @@ func TestCountPinChanges(t *testing.T) {
 		c("newleader", "n1", "a", true), c("unread", "n1", "a", true), c("gone", "n1", "a", true)}}
 	after := &snapshot.Snapshot{Consumers: []snapshot.Asset{c("same", "n1", "a", true), c("moved", "n1", "b", true), c("dropped", "n1", "", true),
 		c("newleader", "n2", "", true), c("unread", "n2", "", false), c("new", "n1", "a", true)}}
-	report := func(snap *snapshot.Snapshot, servers ...string) *Report {
-		r := &Report{Snapshot: snap}
+	report := func(snap *snapshot.Snapshot, servers ...string) *findings.Report {
+		r := &findings.Report{Snapshot: snap}
 		for _, s := range servers {
-			r.Servers = append(r.Servers, ServerReport{Server: snapshot.Server{Name: s}})
+			r.Servers = append(r.Servers, findings.ServerReport{Server: snapshot.Server{Name: s}})
 		}
 		return r
 	}
-	if got, want := CountPinChanges(report(before, "n1", "n2"), report(after, "n1", "n2")), (PinChanges{Pin: 2, WithLeader: 1}); got != want {
+	if got, want := CountPinChanges(report(before, "n1", "n2"), report(after, "n1", "n2")), (findings.PinChanges{Pin: 2, WithLeader: 1}); got != want {
 		t.Errorf("%+v, want %+v", got, want)
 	}
 	// A sidecar counts the consumers its server leads; together they
 	// count the system's.
 	n1, n2 := CountPinChanges(report(before, "n1"), report(after, "n1")), CountPinChanges(report(before, "n2"), report(after, "n2"))
-	if n1 != (PinChanges{Pin: 2}) || n2 != (PinChanges{WithLeader: 1}) {
+	if n1 != (findings.PinChanges{Pin: 2}) || n2 != (findings.PinChanges{WithLeader: 1}) {
 		t.Errorf("n1's sidecar %+v, n2's %+v; want the pins under n1 and the new leader n2's", n1, n2)
 	}
 }

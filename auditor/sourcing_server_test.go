@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
@@ -34,35 +36,35 @@ func TestSourcingConsumerStopsItsStream(t *testing.T) {
 	}
 	policy := auditor.Policy{Floor: mustParse(t, "2.12.0")}
 	snap, _ := audit(t, sysConn)
-	if r := auditor.Evaluate(snap, policy); r.Status != auditor.OK {
+	if r := auditor.Evaluate(snap, policy); r.Status != findings.OK {
 		t.Fatalf("before: %s %+v", r.Status, r.Findings)
 	}
 	w, err := auditor.Assume(snap, policy, []auditor.Assumption{{Target: "n3", Version: mustParse(t, "2.12.15")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOnlyCritical(t, "the what-if", w.After, auditor.AssetAPILevelUnsupported)
-	wantFinding(t, w.After, codeFindings(w.After, auditor.AssetAPILevelUnsupported), "n3", "", "",
+	wantOnlyCritical(t, "the what-if", w.After, findings.AssetAPILevelUnsupported)
+	wantFinding(t, w.After, codeFindings(w.After, findings.AssetAPILevelUnsupported), "n3", "", "",
 		"consumer APP > S > C (a consumer's sourcing flag, which its _nats.req.level does not record) needs JetStream API level 4 but peer n3 supports 3: it holds the consumer offline",
 		"it stops the consumer's stream APP > S with it")
 
 	sys.Restart("n3", natstest.Old)
-	var live *auditor.Report
+	var live *findings.Report
 	err = natstest.Eventually(60*time.Second, func() error {
 		snap, byName := audit(t, sysConn)
 		live = auditor.Evaluate(snap, policy)
 		if up := byName["n3"].Uptime; up < auditor.LoadAllowance {
 			return fmt.Errorf("n3 up %s", up)
 		}
-		if len(codeFindings(live, auditor.AssetPeerMissing)) == 0 {
-			return fmt.Errorf("no %s yet: %+v", auditor.AssetPeerMissing, live.Findings)
+		if len(codeFindings(live, findings.AssetPeerMissing)) == 0 {
+			return fmt.Errorf("no %s yet: %+v", findings.AssetPeerMissing, live.Findings)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOnlyCritical(t, "the live audit", live, auditor.AssetAPILevelUnsupported, auditor.AssetPeerMissing)
+	wantOnlyCritical(t, "the live audit", live, findings.AssetAPILevelUnsupported, findings.AssetPeerMissing)
 	wantFinding(t, live, streamFindings(live, "S"), "n3", "", "",
 		"stream APP > S runs on 2 of its 3 peers; one more peer down and it stops: n3 (2.12.15) answered the audit and does not run it",
 		"it holds the stream's consumer C offline as unsupported, and a server from 2.11.9 on stops the consumer's stream with it")

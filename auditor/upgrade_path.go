@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -13,8 +14,8 @@ import (
 // move breaks, from the version it ran (before) to the one it would run: one
 // finding per code and server, saying every rule of that code it breaks.
 // Release names the release to go to first where a rule says one.
-func pathFindings(before map[string]snapshot.Server, after []snapshot.Server, changed map[string]bool) []Finding {
-	var out []Finding
+func pathFindings(before map[string]snapshot.Server, after []snapshot.Server, changed map[string]bool) []findings.Finding {
+	var out []findings.Finding
 	for _, s := range after {
 		if !changed[s.Name] {
 			continue
@@ -31,12 +32,12 @@ func pathFindings(before map[string]snapshot.Server, after []snapshot.Server, ch
 				continue
 			}
 			var release string
-			if k == UpgradePathUnsupported {
+			if k == findings.UpgradePathUnsupported {
 				if first := releases.FirstBefore(from.Parsed, s.Parsed); !first.IsZero() {
 					release = first.String()
 				}
 			}
-			out = append(out, Finding{Code: k, Severity: SeverityOf(k), Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: release,
+			out = append(out, findings.Finding{Code: k, Severity: findings.SeverityOf(k), Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: release,
 				Message: fmt.Sprintf("server %s would go from %s to %s: %s", s.Name, from.Version, s.Version, strings.Join(says, "; "))})
 		}
 	}
@@ -44,11 +45,11 @@ func pathFindings(before map[string]snapshot.Server, after []snapshot.Server, ch
 }
 
 // pathCode is the finding each kind of PathRule gives.
-var pathCode = map[releases.PathKind]Code{releases.PathUnsupported: UpgradePathUnsupported, releases.PathBelowFloor: DowngradeBelowFloor}
+var pathCode = map[releases.PathKind]findings.Code{releases.PathUnsupported: findings.UpgradePathUnsupported, releases.PathBelowFloor: findings.DowngradeBelowFloor}
 
 // pathCodes are the codes of PathRules, each once, in the table's order.
-var pathCodes = func() []Code {
-	var out []Code
+var pathCodes = func() []findings.Code {
+	var out []findings.Code
 	for _, r := range releases.PathRules {
 		if k := pathCode[r.Kind]; !slices.Contains(out, k) {
 			out = append(out, k)
@@ -61,10 +62,10 @@ var pathCodes = func() []Code {
 // each server that runs one, and each Mixed path rule broken within a
 // JetStream meta group the audit saw (metaGroupsOf), on every server below
 // its floor.
-func (e *evaluation) releases(snap *snapshot.Snapshot, servers []ServerReport) {
+func (e *evaluation) releases(snap *snapshot.Snapshot, servers []findings.ServerReport) {
 	for _, s := range servers {
 		if b, ok := releases.BadReleaseOf(s.Parsed); ok {
-			e.add(Finding{Code: KnownBadRelease, Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: b.Fix.String(),
+			e.add(findings.Finding{Code: findings.KnownBadRelease, Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: b.Fix.String(),
 				Message: fmt.Sprintf("server %s runs %s, a release known to lose data: %s (%s); upgrade it to %s or later", s.Name, s.Version, b.Defect, b.Cite, b.Fix)})
 		}
 	}
@@ -89,7 +90,7 @@ func (e *evaluation) releases(snap *snapshot.Snapshot, servers []ServerReport) {
 				if s.Parsed.IsZero() || !s.Parsed.Before(r.Floor) {
 					continue
 				}
-				e.add(Finding{Code: UpgradePathMixed, Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: r.First().String(),
+				e.add(findings.Finding{Code: findings.UpgradePathMixed, Server: s.Name, Cluster: s.Cluster, Version: s.Version, Release: r.First().String(),
 					Message: fmt.Sprintf("server %s runs %s in the JetStream meta group%s of %s: %s wants every server on %s or later first (%s): %s; move it to %s",
 						s.Name, s.Version, domainSuffix(s.Domain), strings.Join(newer, ", "), r.Line.Minor(), r.Floor, r.Cite, r.Why, r.First())})
 			}

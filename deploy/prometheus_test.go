@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/deploy/prometheus/rulefile"
 
 	"bytes"
@@ -17,7 +18,6 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/metrics"
 )
 
@@ -215,7 +215,7 @@ var (
 // name and label they use, every finding code and severity they match.
 func TestRulesUseTheCollectorsNames(t *testing.T) {
 	ch := make(chan *prometheus.Desc, 64)
-	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, 0).Describe(ch)
+	metrics.NewCollector(func() findings.Result { return findings.Result{} }, 0).Describe(ch)
 	close(ch)
 	names := map[string]bool{}
 	labelNames := map[string]bool{"namespace": true, "job": true, "instance": true, metrics.SystemLabel: true}
@@ -239,7 +239,7 @@ func TestRulesUseTheCollectorsNames(t *testing.T) {
 		t.Fatalf("could not read the collector's descriptors: %v %v", names, labelNames)
 	}
 	codes, severities := map[string]bool{}, map[string]bool{}
-	for _, c := range auditor.Codes {
+	for _, c := range findings.Codes {
 		codes[string(c.Code)] = true
 		severities[c.Severity.String()] = true
 	}
@@ -323,8 +323,8 @@ func TestRunbookCoversEveryAlert(t *testing.T) {
 // every code alerts, once, by a catch-all alert on its severity unless that alert leaves it to
 // an alert of its own.
 func TestEveryFindingCodeAlerts(t *testing.T) {
-	reportedBy := map[auditor.Code][]string{}
-	leftOut := map[auditor.Code]bool{}
+	reportedBy := map[findings.Code][]string{}
+	leftOut := map[findings.Code]bool{}
 	for _, a := range alerts(sourceRules(t)) {
 		selected, excluded, err := rulefile.FindingCodes(a.Expr)
 		if err != nil {
@@ -340,7 +340,7 @@ func TestEveryFindingCodeAlerts(t *testing.T) {
 	if len(reportedBy) == 0 || len(leftOut) == 0 {
 		t.Fatalf("no catch-all alert read: reported %v, left out %v", reportedBy, leftOut)
 	}
-	for _, k := range auditor.Codes {
+	for _, k := range findings.Codes {
 		switch by := reportedBy[k.Code]; {
 		case len(by) > 1:
 			t.Errorf("%s alerts twice: %v", k.Code, by)
@@ -406,7 +406,7 @@ func TestRulesTellSystemsApart(t *testing.T) {
 // empty: rules_test.yml shows both).
 func TestRulesNameAccounts(t *testing.T) {
 	ch := make(chan *prometheus.Desc, 64)
-	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, 0).Describe(ch)
+	metrics.NewCollector(func() findings.Result { return findings.Result{} }, 0).Describe(ch)
 	close(ch)
 	named := map[string]bool{}
 	for d := range ch {

@@ -1,12 +1,17 @@
 // Package metrics exposes the auditor's latest report to Prometheus.
+//
+// Files: collector.go, the collector and every metric's name and HELP;
+// events.go, the counts of the servers' events serve watches; system.go,
+// the system label on every series.
 package metrics
 
 import (
 	"strconv"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -52,13 +57,13 @@ var (
 // gauge: the gauge and its descriptor, and the verdict label telling apart
 // codes that share it.
 type codeSeries struct {
-	gauge   *auditor.AssetGauge
+	gauge   *findings.AssetGauge
 	desc    *prometheus.Desc
 	verdict string
 }
 
 // labels are the label values of finding f's series.
-func (s codeSeries) labels(f auditor.Finding) []string {
+func (s codeSeries) labels(f findings.Finding) []string {
 	v := []string{f.Account, f.AccountName, f.Stream, f.Consumer, f.Server}
 	if s.gauge.Detail != "" {
 		v = append(v, s.gauge.DetailOf(f))
@@ -72,17 +77,17 @@ func (s codeSeries) labels(f auditor.Finding) []string {
 // assetGaugeDescs makes the descriptors of the per-asset gauges the
 // registry of finding codes names, in its order, and says by code which one
 // a finding sets.
-func assetGaugeDescs() ([]*prometheus.Desc, map[auditor.Code]codeSeries) {
-	verdicts := map[*auditor.AssetGauge]bool{}
-	for _, k := range auditor.Codes {
+func assetGaugeDescs() ([]*prometheus.Desc, map[findings.Code]codeSeries) {
+	verdicts := map[*findings.AssetGauge]bool{}
+	for _, k := range findings.Codes {
 		if k.Gauge != nil && k.GaugeVerdict() != "" {
 			verdicts[k.Gauge] = true
 		}
 	}
 	var descs []*prometheus.Desc
-	made := map[*auditor.AssetGauge]*prometheus.Desc{}
-	byCode := map[auditor.Code]codeSeries{}
-	for _, k := range auditor.Codes {
+	made := map[*findings.AssetGauge]*prometheus.Desc{}
+	byCode := map[findings.Code]codeSeries{}
+	for _, k := range findings.Codes {
 		g := k.Gauge
 		if g == nil {
 			continue
@@ -112,14 +117,14 @@ func assetGaugeDescs() ([]*prometheus.Desc, map[auditor.Code]codeSeries) {
 // Collector turns the latest audit result into const metrics at collect time.
 // It keeps no state of its own: every scrape reflects the result it is given.
 type Collector struct {
-	latest         func() auditor.Result
+	latest         func() findings.Result
 	maxAssetSeries int
 }
 
 // NewCollector returns a collector of the results latest returns;
 // maxAssetSeries caps the per-asset series (0 or less:
 // DefaultMaxAssetSeries).
-func NewCollector(latest func() auditor.Result, maxAssetSeries int) *Collector {
+func NewCollector(latest func() findings.Result, maxAssetSeries int) *Collector {
 	if maxAssetSeries <= 0 {
 		maxAssetSeries = DefaultMaxAssetSeries
 	}
@@ -142,7 +147,7 @@ func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ..
 	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 }
 
-func unixSeconds(res auditor.Result, last bool) float64 {
+func unixSeconds(res findings.Result, last bool) float64 {
 	t := res.LastSuccess
 	if last {
 		t = res.Finished
@@ -158,7 +163,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	res := c.latest()
 	r := res.Report
 
-	up, status := 0.0, float64(auditor.Unknown)
+	up, status := 0.0, float64(findings.Unknown)
 	if r != nil {
 		status = float64(r.Status)
 		if r.Complete() {
@@ -173,13 +178,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(pinChangesDesc, prometheus.CounterValue, float64(res.PinChanges.Pin), "pin")
 	ch <- prometheus.MustNewConstMetric(pinChangesDesc, prometheus.CounterValue, float64(res.PinChanges.WithLeader), "leader_change")
 
-	counts := map[auditor.Code]int{}
+	counts := map[findings.Code]int{}
 	if r != nil {
 		for _, f := range r.Findings {
 			counts[f.Code]++
 		}
 	}
-	for _, k := range auditor.Codes {
+	for _, k := range findings.Codes {
 		gauge(ch, findingsDesc, float64(counts[k.Code]), string(k.Code), k.Severity.String())
 	}
 	if r == nil {
@@ -222,9 +227,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	assetSeries, dropped := 0, 0
 	for _, f := range r.Findings {
 		switch f.Code {
-		case auditor.ServerMissing:
+		case findings.ServerMissing:
 			missing[f.Server] += f.Count
-		case auditor.LeafnodeUnaudited:
+		case findings.LeafnodeUnaudited:
 			gauge(ch, leafDesc, 1, f.Server, f.Peer, f.Account)
 		}
 		s, ok := seriesOf[f.Code]

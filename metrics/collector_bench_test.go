@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
@@ -30,8 +31,8 @@ func BenchmarkCollect(b *testing.B) {
 		snap.Consumers = append(snap.Consumers, snapshot.Asset{Kind: releases.KindConsumer, Account: "A", Stream: fmt.Sprintf("S%d", i/100),
 			Consumer: fmt.Sprintf("C%d", i), Leader: fmt.Sprintf("n%d", (i%5)*10), Peers: []string{fmt.Sprintf("n%d", (i%5)*10)}})
 	}
-	res := auditor.Result{Report: auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})}
-	c := NewCollector(func() auditor.Result { return res }, 0)
+	res := findings.Result{Report: auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})}
+	c := NewCollector(func() findings.Result { return res }, 0)
 	series := 0
 	for b.Loop() {
 		ch := make(chan prometheus.Metric, 1024)

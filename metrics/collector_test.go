@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,7 +19,7 @@ import (
 // mixedResult is the shared fixture (internal/fixture): a 2.14/2.14/2.12
 // cluster with one server gone, a consumer led by 2.12, one followed by it,
 // and an unaudited leafnode link.
-func mixedResult() auditor.Result { return fixture.Result() }
+func mixedResult() findings.Result { return fixture.Result() }
 
 var mixedExposition = `
 # HELP nats_version_auditor_up 1 if the last audit reached every expected server and read every reply, else 0.
@@ -94,10 +95,10 @@ nats_version_auditor_asset_series_dropped 0
 // mixedFindings is the findings gauge of the fixture: one series per
 // registered code, 0 but for the fixture's findings.
 func mixedFindings() string {
-	found := map[auditor.Code]int{auditor.ServerBelowFloor: 1, auditor.ClusterMixedVersions: 1, auditor.ConsumerLeaderBelowFloor: 1,
-		auditor.ConsumerReplicaBelowFloor: 1, auditor.LeafnodeUnaudited: 1, auditor.ServerMissing: 1}
+	found := map[findings.Code]int{findings.ServerBelowFloor: 1, findings.ClusterMixedVersions: 1, findings.ConsumerLeaderBelowFloor: 1,
+		findings.ConsumerReplicaBelowFloor: 1, findings.LeafnodeUnaudited: 1, findings.ServerMissing: 1}
 	var b strings.Builder
-	for _, k := range auditor.Codes {
+	for _, k := range findings.Codes {
 		fmt.Fprintf(&b, "nats_version_auditor_findings{code=%q,severity=%q} %d\n", k.Code, k.Severity, found[k.Code])
 	}
 	return b.String()
@@ -105,7 +106,7 @@ func mixedFindings() string {
 
 func TestCollectorExposition(t *testing.T) {
 	res := mixedResult()
-	c := NewCollector(func() auditor.Result { return res }, 0)
+	c := NewCollector(func() findings.Result { return res }, 0)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(mixedExposition)); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestCollectorExposition(t *testing.T) {
 
 func TestCollectorCapsAssetSeries(t *testing.T) {
 	res := mixedResult()
-	c := NewCollector(func() auditor.Result { return res }, 1)
+	c := NewCollector(func() findings.Result { return res }, 1)
 	want := `
 # HELP nats_version_auditor_asset_series_dropped Per-asset (stream and consumer) series left out of this scrape by --metrics.max-asset-series.
 # TYPE nats_version_auditor_asset_series_dropped gauge
@@ -131,7 +132,7 @@ nats_version_auditor_consumer_leader_below_floor{account="APP",account_name="",c
 }
 
 func TestCollectorBeforeFirstAudit(t *testing.T) {
-	c := NewCollector(func() auditor.Result { return auditor.Result{} }, 0)
+	c := NewCollector(func() findings.Result { return findings.Result{} }, 0)
 	want := `
 # HELP nats_version_auditor_up 1 if the last audit reached every expected server and read every reply, else 0.
 # TYPE nats_version_auditor_up gauge
@@ -151,8 +152,8 @@ nats_version_auditor_last_success_timestamp_seconds 0
 	// up, status, the two timestamps, audits_total, the two pin change
 	// counts and a findings count per code; no floor_info before an audit
 	// has held anything against one.
-	if n := testutil.CollectAndCount(c); n != 7+len(auditor.Codes) {
-		t.Errorf("%d series before the first audit, want the %d fixed ones", n, 7+len(auditor.Codes))
+	if n := testutil.CollectAndCount(c); n != 7+len(findings.Codes) {
+		t.Errorf("%d series before the first audit, want the %d fixed ones", n, 7+len(findings.Codes))
 	}
 	if n := testutil.CollectAndCount(c, "nats_version_auditor_floor_info"); n != 0 {
 		t.Errorf("floor_info before the first audit")
@@ -168,8 +169,8 @@ func TestCollectorFloorFollowsTheReport(t *testing.T) {
 		if text != "" {
 			floor, _ = version.ParseFloor(text)
 		}
-		res := auditor.Result{Report: auditor.Evaluate(&snapshot.Snapshot{}, auditor.Policy{Floor: floor})}
-		c := NewCollector(func() auditor.Result { return res }, 0)
+		res := findings.Result{Report: auditor.Evaluate(&snapshot.Snapshot{}, auditor.Policy{Floor: floor})}
+		c := NewCollector(func() findings.Result { return res }, 0)
 		want := ""
 		if text != "" {
 			want = "# HELP nats_version_auditor_floor_info The version floor the last audit held the servers against.\n" +
@@ -183,12 +184,12 @@ func TestCollectorFloorFollowsTheReport(t *testing.T) {
 }
 
 func TestCollectorCrashesAndSourcing(t *testing.T) {
-	r := &auditor.Report{Snapshot: &snapshot.Snapshot{}, Findings: []auditor.Finding{
-		{Code: auditor.AssetCrashesServer, Account: "APP", Stream: "FC", Consumer: "c", Server: "n3"},
-		{Code: auditor.SourcingResetUnanswered, Account: "APP", Stream: "ORIGIN", Consumer: "dur", Server: "n3"},
-		{Code: auditor.SourcingResetCrashesFollower, Account: "APP", Stream: "ORIGIN", Consumer: "dur2", Server: "n4", Peer: "n1"},
+	r := &findings.Report{Snapshot: &snapshot.Snapshot{}, Findings: []findings.Finding{
+		{Code: findings.AssetCrashesServer, Account: "APP", Stream: "FC", Consumer: "c", Server: "n3"},
+		{Code: findings.SourcingResetUnanswered, Account: "APP", Stream: "ORIGIN", Consumer: "dur", Server: "n3"},
+		{Code: findings.SourcingResetCrashesFollower, Account: "APP", Stream: "ORIGIN", Consumer: "dur2", Server: "n4", Peer: "n1"},
 	}}
-	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
+	c := NewCollector(func() findings.Result { return findings.Result{Report: r} }, 0)
 	want := `
 # HELP nats_version_auditor_asset_crashes_server 1 for a stream or consumer (consumer empty for a stream) that a server (server_name) of its JetStream domain cannot decode: that server panics at its next meta snapshot, whether it hosts the asset or not. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
 # TYPE nats_version_auditor_asset_crashes_server gauge
@@ -219,11 +220,11 @@ func lint(t *testing.T, c prometheus.Collector) {
 // TestCollectorFeatureFlags: one series per server and flag it reports,
 // none for a server before 2.14.0, which reports no flags.
 func TestCollectorFeatureFlags(t *testing.T) {
-	r := &auditor.Report{Snapshot: &snapshot.Snapshot{}, Servers: []auditor.ServerReport{
+	r := &findings.Report{Snapshot: &snapshot.Snapshot{}, Servers: []findings.ServerReport{
 		{Server: snapshot.Server{Name: "n1", Cluster: "c1", FeatureFlags: map[string]bool{"js_ack_fc_v2": false, "js_raft_delete_range": true}}},
 		{Server: snapshot.Server{Name: "n2", Cluster: "c1"}},
 	}}
-	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
+	c := NewCollector(func() findings.Result { return findings.Result{Report: r} }, 0)
 	want := `
 # HELP nats_version_auditor_server_feature_flag_enabled 1 if the server's feature flag is on, else 0, as the server reports it in STATSZ (2.14.0 on; older servers have none): its config's value, else its release's default. js_raft_delete_range on makes a replicated mirror's leader propose deleteRangeOp, which a follower before 2.14.0 panics on; it is on by default from 2.15.0. js_snapshot_sources on (off by default) makes a 2.15 leader of a stream with sources send a snapshot that a follower before 2.15.0 cannot read.
 # TYPE nats_version_auditor_server_feature_flag_enabled gauge
@@ -239,11 +240,11 @@ nats_version_auditor_server_feature_flag_enabled{flag="js_raft_delete_range",ser
 // TestCollectorShards: the findings about who pulls a shard each set the
 // gauge their registration names, labelled by the consumer and its leader.
 func TestCollectorShards(t *testing.T) {
-	r := &auditor.Report{Snapshot: &snapshot.Snapshot{}, Findings: []auditor.Finding{
-		{Code: auditor.ConsumerPulledByNobody, Account: "APP", Stream: "WORK", Consumer: "shard-5", Server: "n3"},
-		{Code: auditor.ConsumerStalePin, Account: "APP", Stream: "WORK", Consumer: "shard-7", Server: "n1"},
+	r := &findings.Report{Snapshot: &snapshot.Snapshot{}, Findings: []findings.Finding{
+		{Code: findings.ConsumerPulledByNobody, Account: "APP", Stream: "WORK", Consumer: "shard-5", Server: "n3"},
+		{Code: findings.ConsumerStalePin, Account: "APP", Stream: "WORK", Consumer: "shard-7", Server: "n1"},
 	}}
-	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
+	c := NewCollector(func() findings.Result { return findings.Result{Report: r} }, 0)
 	want := `
 # HELP nats_version_auditor_consumer_pulled_by_nobody 1 for a consumer with a priority policy whose leader (server_name) has a backlog, no pull waiting and no delivery or ack for longer than the policy's threshold: a shard nobody owns. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
 # TYPE nats_version_auditor_consumer_pulled_by_nobody gauge
@@ -263,13 +264,13 @@ nats_version_auditor_consumer_stale_pin{account="APP",account_name="",consumer="
 // feature of the asset's config, each set a gauge two codes share, told
 // apart by the verdict and labelled by the row of the table (op, feature).
 func TestCollectorOpsAndPeers(t *testing.T) {
-	r := &auditor.Report{Snapshot: &snapshot.Snapshot{}, Findings: []auditor.Finding{
-		{Code: auditor.AssetOpCrashesFollower, Account: "APP", Stream: "M", Server: "n3", Peer: "n2", Op: "delete_range"},
-		{Code: auditor.AssetOpHaltsReplica, Account: "APP", Stream: "B", Server: "n4", Op: "atomic_batch_msg"},
-		{Code: auditor.AssetPeerNotRunning, Account: "ACXD", AccountName: "APP", Stream: "WORK", Consumer: "shard-1", Server: "n3", Feature: "priority_prioritized"},
-		{Code: auditor.AssetPeerDiverges, Account: "APP", Stream: "TTL", Server: "n5", Feature: "msg_ttl"},
+	r := &findings.Report{Snapshot: &snapshot.Snapshot{}, Findings: []findings.Finding{
+		{Code: findings.AssetOpCrashesFollower, Account: "APP", Stream: "M", Server: "n3", Peer: "n2", Op: "delete_range"},
+		{Code: findings.AssetOpHaltsReplica, Account: "APP", Stream: "B", Server: "n4", Op: "atomic_batch_msg"},
+		{Code: findings.AssetPeerNotRunning, Account: "ACXD", AccountName: "APP", Stream: "WORK", Consumer: "shard-1", Server: "n3", Feature: "priority_prioritized"},
+		{Code: findings.AssetPeerDiverges, Account: "APP", Stream: "TTL", Server: "n5", Feature: "msg_ttl"},
 	}}
-	c := NewCollector(func() auditor.Result { return auditor.Result{Report: r} }, 0)
+	c := NewCollector(func() findings.Result { return findings.Result{Report: r} }, 0)
 	want := `
 # HELP nats_version_auditor_asset_op_follower_cannot_apply 1 for a replicated stream or consumer (consumer empty for a stream) with a follower (server_name) whose release predates a replicated operation (op) that its leader proposes, or a peer would if it led (delete_range: the delete range a mirror's leader proposes whenever its origin has a gap, with js_raft_delete_range on, the default from 2.15.0): verdict crashes_follower, a follower before 2.15 panics on it (Unknown group entry op type), and again on every restart; halts_replica, the follower runs on without its replica: a 2.15 or later one logs a critical write error for an operation it does not know and its replica stops voting; for snapshot_sources (the stream snapshot with sourcing state a 2.15 leader with js_snapshot_sources on sends a follower it catches up), a 2.14 follower does the same and an older one resets its replica in a loop. account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT.
 # TYPE nats_version_auditor_asset_op_follower_cannot_apply gauge

@@ -40,7 +40,7 @@ type Snapshot struct {
 	Problems []Problem
 
 	// LastSeen holds, by name, servers that earlier audits saw (serve's
-	// memory, internal/exporter). Collect leaves it empty; Evaluate uses it to say what a
+	// memory, cmd/nats-version-auditor/internal/exporter). Collect leaves it empty; Evaluate uses it to say what a
 	// missing server last ran.
 	LastSeen map[string]Server
 }

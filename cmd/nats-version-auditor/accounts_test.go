@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
-	"github.com/natsaudit/nats-version-auditor/internal/exporter"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/exporter"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
-	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // TestAccountsOfOneName runs an operator-mode 2.15.3/2.14.0/2.12.15 cluster
@@ -45,8 +45,8 @@ func TestAccountsOfOneName(t *testing.T) {
 		err := natstest.Eventually(30*time.Second, func() error {
 			var res result
 			res, out = checkJSONOf(t, sys, "n1")
-			if res.code != int(auditor.Critical) || out.Audit.ServersResponded != 3 ||
-				len(withCode(out.Findings, auditor.AuditIncomplete))+len(withCode(out.Findings, auditor.ServerMissing)) > 0 {
+			if res.code != int(findings.Critical) || out.Audit.ServersResponded != 3 ||
+				len(withCode(out.Findings, findings.AuditIncomplete))+len(withCode(out.Findings, findings.ServerMissing)) > 0 {
 				return fmt.Errorf("exit %d, %d servers:%s", res.code, out.Audit.ServersResponded, codes(out.Findings))
 			}
 			return nil
@@ -55,7 +55,7 @@ func TestAccountsOfOneName(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		for _, f := range withCode(out.Findings, auditor.ConsumerLeaderBelowFloor) {
+		for _, f := range withCode(out.Findings, findings.ConsumerLeaderBelowFloor) {
 			got = append(got, f.Account+" "+f.AccountName+" "+f.Stream+" "+f.Consumer+" "+f.Server)
 			if want := "consumer APP (" + f.Account + ") > ORDERS > worker is led by n3"; !strings.HasPrefix(f.Message, want) {
 				t.Errorf("message %q, want it to start %q", f.Message, want)
@@ -104,7 +104,7 @@ func TestAccountsOfOneName(t *testing.T) {
 		}
 		code, body := d.Get(t, "/api/v1/consumers/APP/ORDERS/worker")
 		var e exporter.APIError
-		if err := json.Unmarshal([]byte(body), &e); err != nil || code != http.StatusConflict || e.Reset != auditor.ResetUnknown ||
+		if err := json.Unmarshal([]byte(body), &e); err != nil || code != http.StatusConflict || e.Reset != findings.ResetUnknown ||
 			!slices.Equal(e.Accounts, keys) || !strings.Contains(e.Error, keys[0]) || !strings.Contains(e.Error, keys[1]) {
 			t.Errorf("by the name both have: %d %v, want 409 naming %v\n%s", code, err, keys, body)
 		}

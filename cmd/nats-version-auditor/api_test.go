@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats.go"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
-	"github.com/natsaudit/nats-version-auditor/internal/exporter"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/exporter"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -150,11 +151,11 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 			t.Fatalf("/api/v1/report: %d %v\n%.300s", code, err, body)
 		}
 		_, check := checkJSONOf(t, sys, "n1")
-		if rep.Status != auditor.Critical || rep.Status != check.Status || rep.Floor != check.Floor || len(rep.Servers) != 3 ||
+		if rep.Status != findings.Critical || rep.Status != check.Status || rep.Floor != check.Floor || len(rep.Servers) != 3 ||
 			rep.AgeSeconds < 0 || rep.AgeSeconds > 60 {
 			t.Errorf("report: status %s floor %s, %d servers, age %v; check says %s %s", rep.Status, rep.Floor, len(rep.Servers), rep.AgeSeconds, check.Status, check.Floor)
 		}
-		summary := func(fs []auditor.Finding) []string {
+		summary := func(fs []findings.Finding) []string {
 			var out []string
 			for _, f := range fs {
 				if f.Consumer != "" {
@@ -300,8 +301,8 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 		if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK {
 			t.Fatalf("/api/v1/report: %d %v\n%.300s", code, err, body)
 		}
-		var missing []auditor.Finding
-		for _, f := range withCode(rep.Findings, auditor.ServerMissing) {
+		var missing []findings.Finding
+		for _, f := range withCode(rep.Findings, findings.ServerMissing) {
 			if f.Server == "n3" {
 				missing = append(missing, f)
 			}
@@ -330,7 +331,7 @@ func testAPIResetVerdictsAgainstRealReset(t *testing.T, mode natstest.Mode) {
 // nothing of the auditor's, in step with it.
 func TestClientVerdictsAreTheAuditors(t *testing.T) {
 	var a, c []string
-	for _, v := range auditor.ResetVerdicts {
+	for _, v := range findings.ResetVerdicts {
 		a = append(a, string(v))
 	}
 	for _, v := range client.Verdicts {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -31,11 +32,11 @@ func TestAssumeAndPlanCommands(t *testing.T) {
 
 	t.Run("upgrading n3 would be OK", func(t *testing.T) {
 		res, out := checkJSONOf(t, sys, "n1", "--assume", "n3=2.14.0")
-		if res.code != 0 || out.Status != auditor.OK || len(out.Findings) != 0 {
+		if res.code != 0 || out.Status != findings.OK || len(out.Findings) != 0 {
 			t.Fatalf("exit %d, status %s%s", res.code, out.Status, codes(out.Findings))
 		}
 		w := out.WhatIf
-		if w == nil || w.StatusNow != auditor.Critical || len(w.Appear) != 0 || len(withCode(w.Gone, auditor.ConsumerLeaderBelowFloor)) != 1 {
+		if w == nil || w.StatusNow != findings.Critical || len(w.Appear) != 0 || len(withCode(w.Gone, findings.ConsumerLeaderBelowFloor)) != 1 {
 			t.Fatalf("what_if %+v", w)
 		}
 		if len(w.Assumed) != 1 || w.Assumed[0].Name != "n3" || w.Assumed[0].ToLevel != 4 {
@@ -70,7 +71,7 @@ func TestAssumeAndPlanCommands(t *testing.T) {
 	t.Run("plan", func(t *testing.T) {
 		res := runCmd(t, append([]string{"plan", "--to", "2.14.0", "--format", "json"}, sys.SysArgs("n1")...)...)
 		var plan struct {
-			Status     auditor.Severity   `json:"status"`
+			Status     findings.Severity  `json:"status"`
 			Steps      []auditor.PlanStep `json:"steps"`
 			FloorMetAt *int               `json:"floor_met_at_step"`
 			Unchanged  []string           `json:"unchanged"`
@@ -78,7 +79,7 @@ func TestAssumeAndPlanCommands(t *testing.T) {
 		if err := json.Unmarshal([]byte(res.stdout), &plan); err != nil {
 			t.Fatalf("plan printed no JSON (exit %d): %v\n%s%s", res.code, err, res.stdout, res.stderr)
 		}
-		if res.code != 0 || plan.Status != auditor.OK || len(plan.Steps) != 1 || plan.Steps[0].Server != "n3" ||
+		if res.code != 0 || plan.Status != findings.OK || len(plan.Steps) != 1 || plan.Steps[0].Server != "n3" ||
 			plan.FloorMetAt == nil || *plan.FloorMetAt != 1 || strings.Join(plan.Unchanged, ",") != "n1,n2" {
 			t.Fatalf("exit %d, plan %+v", res.code, plan)
 		}

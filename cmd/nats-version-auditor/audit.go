@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
-	"github.com/natsaudit/nats-version-auditor/internal/exporter"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/exporter"
 )
 
 // auditing is what every command audits with: the connection flags, the
@@ -60,27 +62,27 @@ func (a auditing) once(pol auditor.Policy) *pipeline {
 }
 
 // audit runs one audit.
-func (p *pipeline) audit(ctx context.Context) (*auditor.Report, error) {
+func (p *pipeline) audit(ctx context.Context) (*findings.Report, error) {
 	r, _, err := p.run(ctx)
 	return r, err
 }
 
 // report runs one audit as serve's scheduler does: a failure is a report
 // too, UNKNOWN with an AUDIT_INCOMPLETE finding that names it.
-func (p *pipeline) report(ctx context.Context) *auditor.Report {
+func (p *pipeline) report(ctx context.Context) *findings.Report {
 	started := time.Now()
 	r, pol, err := p.run(ctx)
 	if err != nil {
 		// Without a policy pol is zero: floor_info is left out rather than
 		// show a floor nobody set.
-		return auditor.Failed(fmt.Errorf("audit: %w", err), pol.Floor, "", started, time.Since(started))
+		return findings.Failed(fmt.Errorf("audit: %w", err), pol.Floor, "", started, time.Since(started))
 	}
 	return r
 }
 
 // run runs one audit and returns the policy in force (zero if it could
 // not be read).
-func (p *pipeline) run(ctx context.Context) (*auditor.Report, auditor.Policy, error) {
+func (p *pipeline) run(ctx context.Context) (*findings.Report, auditor.Policy, error) {
 	pol, err := p.policy()
 	if err != nil {
 		return nil, auditor.Policy{}, err

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
-	"github.com/natsaudit/nats-version-auditor/internal/render"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
 )
 
 type checkCommand struct {
@@ -38,7 +40,7 @@ func addCheckCommand(app *kingpin.Application) *checkCommand {
 // the outcome and returns the status to exit with. Whatever ends it, the
 // output is a complete document in --format: an audit that could not run
 // is UNKNOWN with the error, so that `| jq .status` always has an answer.
-func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Writer) (auditor.Severity, error) {
+func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Writer) (findings.Severity, error) {
 	started := time.Now()
 	pol, r, err := c.audit(ctx, a, stderr)
 	var interrupted *waitInterrupted
@@ -49,13 +51,13 @@ func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Wr
 		// says so, as the document does.
 		if interrupted.last == nil {
 			c.failed(stdout, interrupted.lastErr, started)
-			return auditor.Unknown, nil
+			return findings.Unknown, nil
 		}
 		_ = render.WriteCheck(stdout, c.format, interrupted.last, nil)
-		if interrupted.last.Status.Worse(auditor.Unknown) {
+		if interrupted.last.Status.Worse(findings.Unknown) {
 			return interrupted.last.Status, nil
 		}
-		return auditor.Unknown, nil
+		return findings.Unknown, nil
 	}
 	var w *auditor.WhatIf
 	if err == nil {
@@ -70,10 +72,10 @@ func (c *checkCommand) run(ctx context.Context, a auditing, stdout, stderr io.Wr
 			audit = gaveUp.err
 		}
 		c.failed(stdout, audit, started)
-		return auditor.Unknown, err
+		return findings.Unknown, err
 	}
 	if err := render.WriteCheck(stdout, c.format, r, w); err != nil {
-		return auditor.Unknown, err
+		return findings.Unknown, err
 	}
 	return r.Status, nil
 }
@@ -85,7 +87,7 @@ func (c *checkCommand) failed(stdout io.Writer, err error, started time.Time) {
 }
 
 // audit checks the flags and runs the audits.
-func (c *checkCommand) audit(ctx context.Context, a auditing, stderr io.Writer) (auditor.Policy, *auditor.Report, error) {
+func (c *checkCommand) audit(ctx context.Context, a auditing, stderr io.Writer) (auditor.Policy, *findings.Report, error) {
 	pol, err := c.pol.policy()
 	if err != nil {
 		return pol, nil, err
@@ -145,11 +147,11 @@ func (w *waitFlags) validate() error {
 	return nil
 }
 
-func (w *waitFlags) wanted() auditor.Severity {
+func (w *waitFlags) wanted() findings.Severity {
 	if w.waitFor == "warning" {
-		return auditor.Warning
+		return findings.Warning
 	}
-	return auditor.OK
+	return findings.OK
 }
 
 // errWaitInterrupted is what a wait that SIGINT or SIGTERM ended says.
@@ -159,7 +161,7 @@ var errWaitInterrupted = errors.New("wait interrupted")
 // it has said so. last is the last audit's report, or lastErr why it could
 // not run (errWaitInterrupted if no audit ended before the signal).
 type waitInterrupted struct {
-	last    *auditor.Report
+	last    *findings.Report
 	lastErr error
 }
 
@@ -181,14 +183,14 @@ func (w *waitGaveUp) Unwrap() error { return w.err }
 // outcome for check to print. A connection failure is waited out (a rolling
 // upgrade restarts the very server the gate may connect to); credentials,
 // TLS and permission failures are not, as waiting cannot mend them.
-func (w *waitFlags) until(ctx context.Context, audit func(context.Context) (*auditor.Report, error), stderr io.Writer) (*auditor.Report, error) {
+func (w *waitFlags) until(ctx context.Context, audit func(context.Context) (*findings.Report, error), stderr io.Writer) (*findings.Report, error) {
 	want := w.wanted()
 	begun := time.Now()
 	deadline := begun.Add(w.wait)
 	backoff := w.minInterval
 	lastLine := ""
 	last := &waitInterrupted{lastErr: errWaitInterrupted}
-	interrupted := func() (*auditor.Report, error) {
+	interrupted := func() (*findings.Report, error) {
 		fmt.Fprintf(stderr, "%s: %v\n", appName, errWaitInterrupted)
 		return nil, last
 	}
@@ -223,7 +225,7 @@ func (w *waitFlags) until(ctx context.Context, audit func(context.Context) (*aud
 			return r, nil
 		}
 		if givingUp {
-			status := auditor.Unknown
+			status := findings.Unknown
 			if err == nil {
 				status = r.Status
 			}
@@ -258,9 +260,9 @@ func (w *waitFlags) until(ctx context.Context, audit func(context.Context) (*aud
 
 // auditUnlessInterrupted runs one audit but returns as soon as ctx ends:
 // connecting does not watch ctx, and an interrupted wait exits at once.
-func auditUnlessInterrupted(ctx context.Context, audit func(context.Context) (*auditor.Report, error)) (*auditor.Report, error) {
+func auditUnlessInterrupted(ctx context.Context, audit func(context.Context) (*findings.Report, error)) (*findings.Report, error) {
 	type outcome struct {
-		r   *auditor.Report
+		r   *findings.Report
 		err error
 	}
 	done := make(chan outcome, 1)

@@ -10,14 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"golang.org/x/mod/semver"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render/rendertest"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
-	"github.com/natsaudit/nats-version-auditor/internal/render"
-	"github.com/natsaudit/nats-version-auditor/internal/render/rendertest"
 )
 
 // TestConsumerResetAgainstMixedCluster reproduces both hazards of
@@ -52,10 +53,10 @@ func TestConsumerResetAgainstMixedCluster(t *testing.T) {
 		}
 
 		res, out := checkJSONOf(t, sys, "n1")
-		if res.code != int(auditor.Critical) || out.Status != auditor.Critical {
+		if res.code != int(findings.Critical) || out.Status != findings.Critical {
 			t.Fatalf("check exit %d status %s, want 2 CRITICAL%s", res.code, out.Status, codes(out.Findings))
 		}
-		leaders := withCode(out.Findings, auditor.ConsumerLeaderBelowFloor)
+		leaders := withCode(out.Findings, findings.ConsumerLeaderBelowFloor)
 		if len(leaders) != 1 || leaders[0].Stream != "ORDERS" || leaders[0].Consumer != "worker" ||
 			leaders[0].Account != "APP" || leaders[0].Server != "n3" || leaders[0].Version != "2.12.15" {
 			t.Fatalf("CONSUMER_LEADER_BELOW_FLOOR findings %+v, want exactly APP > ORDERS > worker on n3", leaders)
@@ -65,7 +66,7 @@ func TestConsumerResetAgainstMixedCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, out = checkJSONOf(t, sys, "n1")
-		if got := withCode(out.Findings, auditor.ConsumerLeaderBelowFloor); len(got) != 0 {
+		if got := withCode(out.Findings, findings.ConsumerLeaderBelowFloor); len(got) != 0 {
 			t.Fatalf("after the leader moved to n1, CONSUMER_LEADER_BELOW_FLOOR remains: %+v", got)
 		}
 	})
@@ -73,12 +74,12 @@ func TestConsumerResetAgainstMixedCluster(t *testing.T) {
 	t.Run("follower crash", func(t *testing.T) {
 		// ORDERS > worker is now led by n1 (2.14.0) with n3 (2.12.15) following.
 		res, out := checkJSONOf(t, sys, "n1")
-		if res.code != int(auditor.Critical) {
+		if res.code != int(findings.Critical) {
 			t.Fatalf("check exit %d, want 2%s", res.code, codes(out.Findings))
 		}
 		var flagged []string
-		for _, f := range withCode(out.Findings, auditor.ConsumerReplicaBelowFloor) {
-			if f.Severity != auditor.Critical || f.Server != "n3" || f.Peer != "n1" {
+		for _, f := range withCode(out.Findings, findings.ConsumerReplicaBelowFloor) {
+			if f.Severity != findings.Critical || f.Server != "n3" || f.Peer != "n1" {
 				t.Errorf("unexpected replica finding %+v", f)
 			}
 			flagged = append(flagged, f.Stream+"/"+f.Consumer)
@@ -123,20 +124,20 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 		gw("west1", "west", natstest.Old), gw("west2", "west", natstest.Old),
 	)
 	res, out := checkJSONOf(t, sys, "east1")
-	if res.code != int(auditor.Critical) {
+	if res.code != int(findings.Critical) {
 		t.Fatalf("exit %d, want 2%s", res.code, codes(out.Findings))
 	}
 	if out.Audit.ServersResponded != 4 || out.Audit.ServersExpected != 4 {
 		t.Fatalf("audit saw %d of %d servers, want 4 of 4", out.Audit.ServersResponded, out.Audit.ServersExpected)
 	}
 	var below []string
-	for _, f := range withCode(out.Findings, auditor.ServerBelowFloor) {
+	for _, f := range withCode(out.Findings, findings.ServerBelowFloor) {
 		below = append(below, f.Cluster+"/"+f.Server)
 	}
 	if strings.Join(below, ",") != "west/west1,west/west2" {
 		t.Errorf("SERVER_BELOW_FLOOR for %v, want west/west1 and west/west2", below)
 	}
-	if mixed := withCode(out.Findings, auditor.ClusterMixedVersions); len(mixed) != 0 {
+	if mixed := withCode(out.Findings, findings.ClusterMixedVersions); len(mixed) != 0 {
 		t.Errorf("each cluster runs one version, yet: %+v", mixed)
 	}
 
@@ -144,10 +145,10 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 	rep := runCmd(t, append([]string{"report", "--format", "json"}, conn...)...)
 	var inv render.Report
 	// report exits with the status, as check does, and lists what makes it.
-	if err := json.Unmarshal([]byte(rep.stdout), &inv); err != nil || rep.code != int(auditor.Critical) || inv.Status != auditor.Critical {
+	if err := json.Unmarshal([]byte(rep.stdout), &inv); err != nil || rep.code != int(findings.Critical) || inv.Status != findings.Critical {
 		t.Fatalf("report exit %d (status %s), %v, want 2: %s", rep.code, inv.Status, err, rep.stderr)
 	}
-	if below := withCode(inv.Findings, auditor.ServerBelowFloor); len(below) != 2 {
+	if below := withCode(inv.Findings, findings.ServerBelowFloor); len(below) != 2 {
 		t.Errorf("report lists %d SERVER_BELOW_FLOOR findings, want 2:%s", len(below), codes(inv.Findings))
 	}
 	var clusters []string
@@ -158,7 +159,7 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 		t.Errorf("report clusters %s, want east:2:2.15.3 west:2:2.12.15", got)
 	}
 	text := runCmd(t, append([]string{"report"}, conn...)...)
-	if text.code != int(auditor.Critical) {
+	if text.code != int(findings.Critical) {
 		t.Errorf("report text: exit %d, want 2", text.code)
 	}
 	for _, want := range []string{`(?m)^west1\s+west\s+-\s+2\.12\.15\s+3\s+below\s`, `(?m)^east\s+2\s+2\.15\.3$`,
@@ -193,14 +194,14 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 	defer sys.Resume("west1")
 	defer sys.Resume("west2")
 	res, out = checkJSONOf(t, sys, "east1", "--timeout", "2s")
-	if res.code != exitUnknown && res.code != int(auditor.Critical) {
+	if res.code != exitUnknown && res.code != int(findings.Critical) {
 		t.Fatalf("exit %d with a whole cluster hung%s", res.code, codes(out.Findings))
 	}
 	// East's replies need not name the hung servers (no route to them, and
 	// JSZ lists no meta peers here): the gateway names their cluster, and the
 	// active-server count says how many are missing.
 	var missing []string
-	for _, f := range withCode(out.Findings, auditor.ServerMissing) {
+	for _, f := range withCode(out.Findings, findings.ServerMissing) {
 		missing = append(missing, f.Cluster+"/"+f.Server)
 	}
 	if len(missing) == 0 || !slices.Contains(missing, "west/") {
@@ -209,7 +210,7 @@ func TestSuperclusterOfTwoVersions(t *testing.T) {
 	if out.Audit.ServersExpected != 4 || out.Audit.ServersResponded != 2 {
 		t.Errorf("audit saw %d of %d servers, want 2 of 4:%s", out.Audit.ServersResponded, out.Audit.ServersExpected, codes(out.Findings))
 	}
-	if out.Status != auditor.Unknown {
+	if out.Status != findings.Unknown {
 		t.Errorf("status %s, want UNKNOWN: only east answered, and east is fine", out.Status)
 	}
 	// report says so too: its exit code, and the servers missing by name.
@@ -231,7 +232,7 @@ func TestLeafnodeGapsBothWays(t *testing.T) {
 	var out render.Check
 	err := natstest.Eventually(20*time.Second, func() error {
 		_, out = checkJSONOf(t, sys, "hub")
-		if len(out.Servers) != 2 || len(withCode(out.Findings, auditor.LeafnodeUnaudited)) == 0 {
+		if len(out.Servers) != 2 || len(withCode(out.Findings, findings.LeafnodeUnaudited)) == 0 {
 			return errors.New(codes(out.Findings))
 		}
 		return nil
@@ -242,14 +243,14 @@ func TestLeafnodeGapsBothWays(t *testing.T) {
 	if names := out.Servers[0].Name + "," + out.Servers[1].Name; names != "hub,sys-leaf" {
 		t.Errorf("from the hub the audit saw %s, want hub and sys-leaf", names)
 	}
-	gaps := withCode(out.Findings, auditor.LeafnodeUnaudited)
+	gaps := withCode(out.Findings, findings.LeafnodeUnaudited)
 	if len(gaps) != 1 || gaps[0].Server != "hub" || gaps[0].Peer != "app-leaf" || gaps[0].Account != "APP" {
 		t.Errorf("from the hub: LEAFNODE_UNAUDITED %+v, want hub -> app-leaf in APP only", gaps)
 	}
-	if got := withCode(out.Findings, auditor.ServerMissing); len(got) != 0 {
+	if got := withCode(out.Findings, findings.ServerMissing); len(got) != 0 {
 		t.Errorf("a leaf outside the system account is not a missing server: %+v", got)
 	}
-	if out.Status != auditor.Warning {
+	if out.Status != findings.Warning {
 		t.Errorf("status %s, want WARNING%s", out.Status, codes(out.Findings))
 	}
 
@@ -259,7 +260,7 @@ func TestLeafnodeGapsBothWays(t *testing.T) {
 	if len(out.Servers) != 1 || out.Servers[0].Name != "app-leaf" {
 		t.Errorf("inside app-leaf the audit saw %+v, want app-leaf alone", out.Servers)
 	}
-	gaps = withCode(out.Findings, auditor.LeafnodeUnaudited)
+	gaps = withCode(out.Findings, findings.LeafnodeUnaudited)
 	if len(gaps) != 1 || gaps[0].Server != "app-leaf" || gaps[0].Peer != "hub" {
 		t.Errorf("inside app-leaf: LEAFNODE_UNAUDITED %+v, want app-leaf -> hub", gaps)
 	}
@@ -277,7 +278,7 @@ func TestPausedServerIsMissing(t *testing.T) {
 	if res.code != exitUnknown {
 		t.Fatalf("exit %d, want 3%s", res.code, codes(out.Findings))
 	}
-	missing := withCode(out.Findings, auditor.ServerMissing)
+	missing := withCode(out.Findings, findings.ServerMissing)
 	if len(missing) != 1 || missing[0].Server != "n3" {
 		t.Fatalf("SERVER_MISSING %+v, want n3 by name", missing)
 	}
@@ -311,7 +312,7 @@ func TestAssetNeedsAPILevelAPeerLacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, out := checkJSONOf(t, sys, "n1")
-	got := withCode(out.Findings, auditor.AssetAPILevelUnsupported)
+	got := withCode(out.Findings, findings.AssetAPILevelUnsupported)
 	if len(got) != 1 || got[0].Stream != "BATCH" || got[0].Server != "n3" || got[0].RequiredLevel != 4 ||
 		got[0].ServerLevel == nil || *got[0].ServerLevel != 3 {
 		t.Fatalf("ASSET_API_LEVEL_UNSUPPORTED %+v, want BATCH on n3, level 4 > 3%s", got, codes(out.Findings))
@@ -354,8 +355,8 @@ func TestConnectionFailuresNameTheProblem(t *testing.T) {
 				switch format {
 				case "json":
 					var out render.Check
-					if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || out.Status != auditor.Unknown ||
-						!strings.Contains(out.Error, tt.want) || len(withCode(out.Findings, auditor.AuditIncomplete)) == 0 {
+					if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || out.Status != findings.Unknown ||
+						!strings.Contains(out.Error, tt.want) || len(withCode(out.Findings, findings.AuditIncomplete)) == 0 {
 						t.Errorf("json: stdout %q (%v), want a document with status UNKNOWN and an error saying %q", res.stdout, err, tt.want)
 					}
 					if nulls := rendertest.UnexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
@@ -369,7 +370,7 @@ func TestConnectionFailuresNameTheProblem(t *testing.T) {
 			}
 			res := runCmd(t, append([]string{"report", "--format", "json"}, tt.args...)...)
 			var inv render.Report
-			if err := json.Unmarshal([]byte(res.stdout), &inv); err != nil || res.code != exitUnknown || inv.Status != auditor.Unknown || !strings.Contains(inv.Error, tt.want) {
+			if err := json.Unmarshal([]byte(res.stdout), &inv); err != nil || res.code != exitUnknown || inv.Status != findings.Unknown || !strings.Contains(inv.Error, tt.want) {
 				t.Errorf("report --format json: exit %d, stdout %q (%v)", res.code, res.stdout, err)
 			}
 			if nulls := rendertest.UnexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
@@ -378,7 +379,7 @@ func TestConnectionFailuresNameTheProblem(t *testing.T) {
 			res = runCmd(t, append([]string{"plan", "--to", "2.14.0", "--format", "json"}, tt.args...)...)
 			var plan render.Plan
 			if err := json.Unmarshal([]byte(res.stdout), &plan); err != nil || res.code != exitUnknown || plan.Plan == nil ||
-				plan.Status != auditor.Unknown || !strings.Contains(plan.Error, tt.want) || plan.Steps == nil {
+				plan.Status != findings.Unknown || !strings.Contains(plan.Error, tt.want) || plan.Steps == nil {
 				t.Errorf("plan --format json: exit %d, stdout %q (%v)", res.code, res.stdout, err)
 			}
 			if nulls := rendertest.UnexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {
@@ -415,7 +416,7 @@ func TestGateNarrowedToNothing(t *testing.T) {
 				if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
 					t.Fatalf("not JSON: %v: %s", err, res.stdout)
 				}
-				said = codes(withCode(out.Findings, auditor.AuditIncomplete))
+				said = codes(withCode(out.Findings, findings.AuditIncomplete))
 			}
 			if res.code != exitUnknown || !strings.Contains(said, tt.want) {
 				t.Errorf("%v --format %s: exit %d, want 3 and stdout saying %q:\n%s", tt.args, format, res.code, tt.want, res.stdout)

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
@@ -184,13 +185,13 @@ func TestFactUndecodableAssets(t *testing.T) {
 	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "0s", "--timeout", "3s")...)
 	res, out := checkJSONOf(t, sys, "n1", "--floor", "2.10.0")
 	var named []string
-	for _, f := range withCode(out.Findings, auditor.AssetCrashesServer) {
+	for _, f := range withCode(out.Findings, findings.AssetCrashesServer) {
 		named = append(named, f.Server+" "+f.Stream+"/"+f.Consumer+" "+f.Feature)
 		if !strings.Contains(f.Message, "panics at its next meta snapshot") {
 			t.Errorf("message %q", f.Message)
 		}
 	}
-	if res.code != int(auditor.Critical) || strings.Join(named, ",") != "n3 FC1/c ack_flow_control" {
+	if res.code != int(findings.Critical) || strings.Join(named, ",") != "n3 FC1/c ack_flow_control" {
 		t.Errorf("check --floor 2.10.0: exit %d, ASSET_CRASHES_SERVER %q, want exit 2 naming n3 and FC1/c%s", res.code, named, codes(out.Findings))
 	}
 	code, fc, body := d.ConsumerAt(t, "FC1", "c", "?max_age=0s")
@@ -221,9 +222,9 @@ func TestFactUndecodableAssets(t *testing.T) {
 	var missing, crash []string
 	for _, f := range rep.Findings {
 		switch {
-		case f.Code == auditor.ServerMissing && f.Server == "n3":
+		case f.Code == findings.ServerMissing && f.Server == "n3":
 			missing = append(missing, f.Message)
-		case f.Code == auditor.AssetCrashesServer && f.Server == "n3" && f.Consumer == "c" && f.Stream == "FC1":
+		case f.Code == findings.AssetCrashesServer && f.Server == "n3" && f.Consumer == "c" && f.Stream == "FC1":
 			crash = append(crash, f.Message)
 		}
 	}
@@ -332,16 +333,16 @@ func TestFactDurableSourcing(t *testing.T) {
 	}
 	// The auditor, at a floor every server meets: the mirror stalls.
 	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "0s", "--timeout", "3s")...)
-	sourcing := func(want auditor.Code, verdict auditor.ResetVerdict) {
+	sourcing := func(want findings.Code, verdict findings.ResetVerdict) {
 		t.Helper()
 		res, out := checkJSONOf(t, sys, "n1", "--floor", "2.12.0")
 		var got []string
 		for _, f := range out.Findings {
-			if f.Code == auditor.SourcingResetUnanswered || f.Code == auditor.SourcingResetCrashesFollower {
+			if f.Code == findings.SourcingResetUnanswered || f.Code == findings.SourcingResetCrashesFollower {
 				got = append(got, fmt.Sprintf("%s %s %s/%s %v", f.Code, f.Server, f.Stream, f.Consumer, f.Sourcers))
 			}
 		}
-		if w := fmt.Sprintf("%s n3 ORIGIN/dur [APP > MIRROR]", want); res.code != int(auditor.Critical) || strings.Join(got, ",") != w {
+		if w := fmt.Sprintf("%s n3 ORIGIN/dur [APP > MIRROR]", want); res.code != int(findings.Critical) || strings.Join(got, ",") != w {
 			t.Errorf("check --floor 2.12.0: exit %d, %q, want exit 2 and %q%s", res.code, got, w, codes(out.Findings))
 		}
 		code, c, body := d.ConsumerAt(t, "ORIGIN", "dur", "?max_age=0s")
@@ -349,14 +350,14 @@ func TestFactDurableSourcing(t *testing.T) {
 			t.Errorf("consumer API for ORIGIN/dur: %d %s", code, body)
 		}
 	}
-	sourcing(auditor.SourcingResetUnanswered, auditor.ResetUnanswered)
+	sourcing(findings.SourcingResetUnanswered, findings.ResetUnanswered)
 
 	// Led by 2.14.0 with 2.12.15 a follower: the mirror's next RESET, sent
 	// after a leader change of the mirror, crashes the follower.
 	if err := natstest.MoveConsumerLeader(app, "ORIGIN", "dur", "n2"); err != nil {
 		t.Fatal(err)
 	}
-	sourcing(auditor.SourcingResetCrashesFollower, auditor.ResetCrashesFollower)
+	sourcing(findings.SourcingResetCrashesFollower, findings.ResetCrashesFollower)
 	if !sys.Running("n3") {
 		t.Fatalf("n3 crashed before the mirror's leader change:\n%s", sys.LogTail("n3", 15))
 	}
@@ -387,7 +388,7 @@ func TestFactDurableSourcing(t *testing.T) {
 	// RESETs: it crashes again on every restart.
 	rep := d.report(t)
 	var missing []string
-	for _, f := range withCode(rep.Findings, auditor.ServerMissing) {
+	for _, f := range withCode(rep.Findings, findings.ServerMissing) {
 		missing = append(missing, f.Message)
 	}
 	if len(missing) != 1 || !strings.Contains(missing[0], "APP > ORIGIN > dur (RESET by mirror APP > MIRROR)") ||

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -113,8 +114,8 @@ func TestFactAPIGapsOfOldPeers(t *testing.T) {
 		}
 
 		_, out := checkJSONOf(t, sys, "n1")
-		var led []auditor.Finding
-		for _, f := range withCode(out.Findings, auditor.ConsumerLeaderBelowFloor) {
+		var led []findings.Finding
+		for _, f := range withCode(out.Findings, findings.ConsumerLeaderBelowFloor) {
 			if f.Stream == "PIN" {
 				led = append(led, f)
 			}
@@ -171,7 +172,7 @@ func TestFactAPIGapsOfOldPeers(t *testing.T) {
 		t.Logf("TTL replicas after the 1s TTL: %v", state)
 
 		_, out := checkJSONOf(t, sys, "n1")
-		got := streamFindings(out, auditor.AssetAPILevelUnsupported, "TTL")
+		got := streamFindings(out, findings.AssetAPILevelUnsupported, "TTL")
 		if len(got) != 1 || got[0].Server != "n3" {
 			t.Fatalf("ASSET_API_LEVEL_UNSUPPORTED for TTL %+v, want one for n3%s", got, codes(out.Findings))
 		}
@@ -237,7 +238,7 @@ func TestFactAPIGapsOfOldPeers(t *testing.T) {
 		}
 
 		_, out := checkJSONOf(t, sys, "n1")
-		got := streamFindings(out, auditor.AssetAPILevelUnsupported, "FAST")
+		got := streamFindings(out, findings.AssetAPILevelUnsupported, "FAST")
 		if len(got) != 1 || got[0].Server != "n4" {
 			t.Fatalf("ASSET_API_LEVEL_UNSUPPORTED for FAST %+v, want one for n4%s", got, codes(out.Findings))
 		}
@@ -318,7 +319,7 @@ func TestFactLameDuck(t *testing.T) {
 		sys.Restart(name, "")
 		err := natstest.Eventually(30*time.Second, func() error {
 			_, out := checkJSONOf(t, sys, "n1", "--timeout", faultTimeout.String())
-			if out.Audit.ServersResponded != 4 || len(withCode(out.Findings, auditor.ServerMissing)) > 0 {
+			if out.Audit.ServersResponded != 4 || len(withCode(out.Findings, findings.ServerMissing)) > 0 {
 				return fmt.Errorf("%d of %d servers:%s", out.Audit.ServersResponded, out.Audit.ServersExpected, codes(out.Findings))
 			}
 			return nil
@@ -345,16 +346,16 @@ func TestFactLameDuck(t *testing.T) {
 			}
 			out := checkDuringFault(t, sys, "n1")
 			var missing []string
-			for _, f := range withCode(out.Findings, auditor.ServerMissing) {
+			for _, f := range withCode(out.Findings, findings.ServerMissing) {
 				missing = append(missing, f.Server)
 			}
 			if !slices.Contains(missing, tc.name) {
 				t.Errorf("SERVER_MISSING for %q, want %s named%s", missing, tc.name, codes(out.Findings))
 			}
-			want := auditor.Unknown
+			want := findings.Unknown
 			for _, f := range out.Findings {
-				if f.Severity == auditor.Critical {
-					want = auditor.Critical
+				if f.Severity == findings.Critical {
+					want = findings.Critical
 				}
 			}
 			if out.Status != want {
@@ -381,12 +382,12 @@ func TestFactLameDuck(t *testing.T) {
 			t.Errorf("audit saw %d of %d servers, want 4 of 4", out.Audit.ServersResponded, out.Audit.ServersExpected)
 		}
 		for _, f := range out.Findings {
-			if f.Server == "n4" || f.Code == auditor.ServerMissing {
+			if f.Server == "n4" || f.Code == findings.ServerMissing {
 				t.Errorf("finding about the server in lame duck mode: %+v", f)
 			}
 		}
 		// What is left is the baseline: n2 below the floor.
-		if res.code != int(auditor.Critical) || len(withCode(out.Findings, auditor.ServerBelowFloor)) != 1 {
+		if res.code != int(findings.Critical) || len(withCode(out.Findings, findings.ServerBelowFloor)) != 1 {
 			t.Errorf("exit %d, want 2 for n2 below the floor only%s", res.code, codes(out.Findings))
 		}
 		if !sys.Running("n4") || !routedFromN1("n4") {

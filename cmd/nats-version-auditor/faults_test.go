@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
-	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // Each fault below is injected into real servers. The audit must end within
@@ -62,7 +62,7 @@ func TestFaultServerKilledMidAudit(t *testing.T) {
 	// named it (a peer that has already seen the route close no longer
 	// does; then it is counted), and nothing else is found.
 	for _, f := range r.out.Findings {
-		if (f.Code != auditor.ServerMissing && f.Code != auditor.AuditIncomplete) || (f.Server != "n3" && f.Count == 0) {
+		if (f.Code != findings.ServerMissing && f.Code != findings.AuditIncomplete) || (f.Server != "n3" && f.Count == 0) {
 			t.Errorf("unexpected finding %s on %q: %s", f.Code, f.Server, f.Message)
 		}
 	}
@@ -121,7 +121,7 @@ func TestFaultServerAnsweredThenDied(t *testing.T) {
 		t.Fatalf("exit %d with %d servers:%s", code, out.Audit.ServersResponded, codes(out.Findings))
 	}
 	after := checkDuringFault(t, sys, "n1")
-	if missing := withCode(after.Findings, auditor.ServerMissing); len(missing) == 0 || missing[0].Server != "n3" {
+	if missing := withCode(after.Findings, findings.ServerMissing); len(missing) == 0 || missing[0].Server != "n3" {
 		t.Errorf("after n3 died: SERVER_MISSING %+v", missing)
 	}
 }
@@ -142,10 +142,10 @@ func TestFaultServersStoppedGracefully(t *testing.T) {
 		for _, narrow := range [][]string{nil, {"--stream", "LOCAL"}} {
 			out := checkDuringFault(t, sys, "n1", narrow...)
 			var named []string
-			for _, f := range withCode(out.Findings, auditor.ServerMissing) {
+			for _, f := range withCode(out.Findings, findings.ServerMissing) {
 				named = append(named, f.Server)
 			}
-			if !slices.Equal(named, []string{"n2", "n3"}) || out.Audit.ServersExpected != 3 || out.Status != auditor.Unknown {
+			if !slices.Equal(named, []string{"n2", "n3"}) || out.Audit.ServersExpected != 3 || out.Status != findings.Unknown {
 				t.Errorf("check %v: %s, expected %d, SERVER_MISSING %v:%s", narrow, out.Status, out.Audit.ServersExpected, named, codes(out.Findings))
 			}
 		}
@@ -162,13 +162,13 @@ func TestFaultServersStoppedGracefully(t *testing.T) {
 		// Until n1 notices it lost quorum it still leads and names the
 		// others as offline replicas; every audit on the way fails closed.
 		stopGracefully(t, sys, "n2", "n3")
-		var missing []auditor.Finding
+		var missing []findings.Finding
 		err := natstest.Eventually(60*time.Second, func() error {
 			out := checkDuringFault(t, sys, "n1")
 			if out.Audit.ServersExpected != 3 {
 				t.Errorf("expected %d servers, want 3:%s", out.Audit.ServersExpected, codes(out.Findings))
 			}
-			missing = withCode(out.Findings, auditor.ServerMissing)
+			missing = withCode(out.Findings, findings.ServerMissing)
 			if len(missing) != 1 || missing[0].Server != "" {
 				return fmt.Errorf("SERVER_MISSING %+v", missing)
 			}
@@ -187,7 +187,7 @@ func TestFaultServerRestarted(t *testing.T) {
 	sys := newCluster(t)
 	sys.Kill("n3")
 	out := checkDuringFault(t, sys, "n1")
-	if len(withCode(out.Findings, auditor.ServerMissing)) == 0 {
+	if len(withCode(out.Findings, findings.ServerMissing)) == 0 {
 		t.Errorf("with n3 down: no SERVER_MISSING:%s", codes(out.Findings))
 	}
 	// Same name, same store, a new server id.
@@ -225,7 +225,7 @@ func TestFaultMetaLeaderStepsDown(t *testing.T) {
 		if res.code == exitOK && (out.Audit.ServersResponded != 3 || len(out.Findings) != 0) {
 			t.Errorf("exit 0 from an audit that saw %d servers:%s", out.Audit.ServersResponded, codes(out.Findings))
 		}
-		if res.code != exitOK && res.code != exitUnknown && res.code != int(auditor.Warning) {
+		if res.code != exitOK && res.code != exitUnknown && res.code != int(findings.Warning) {
 			t.Errorf("exit %d during meta leader changes:%s", res.code, codes(out.Findings))
 		}
 	}
@@ -250,7 +250,7 @@ func TestFaultLeafnodeLinkDropsAndReturns(t *testing.T) {
 	if res.code != exitUnknown || res.elapsed > faultTimeout+margin {
 		t.Fatalf("exit %d after %s with the leaf gone:%s", res.code, res.elapsed, codes(out.Findings))
 	}
-	if missing := withCode(out.Findings, auditor.ServerMissing); len(missing) != 1 || missing[0].Count != 1 {
+	if missing := withCode(out.Findings, findings.ServerMissing); len(missing) != 1 || missing[0].Count != 1 {
 		t.Errorf("SERVER_MISSING %+v, want one unnamed server", missing)
 	}
 	sys.Restart("leaf", "")
@@ -278,7 +278,7 @@ func TestFaultOversizedReply(t *testing.T) {
 		t.Fatalf("exit %d, want 3:%s", res.code, codes(out.Findings))
 	}
 	var dropped []string
-	for _, f := range withCode(out.Findings, auditor.AuditIncomplete) {
+	for _, f := range withCode(out.Findings, findings.AuditIncomplete) {
 		if !strings.Contains(f.Message, "exceeds the size limit") {
 			t.Errorf("unexpected AUDIT_INCOMPLETE: %s", f.Message)
 		}
@@ -290,13 +290,13 @@ func TestFaultOversizedReply(t *testing.T) {
 
 	// Compressed replies are held to the limit once inflated.
 	res, out = checkJSONOf(t, sys, "n1", "--audit.max-reply-bytes", "8KiB", "--audit.compress")
-	if res.code != exitUnknown || len(withCode(out.Findings, auditor.AuditIncomplete)) != len(dropped) {
+	if res.code != exitUnknown || len(withCode(out.Findings, findings.AuditIncomplete)) != len(dropped) {
 		t.Fatalf("with --compress: exit %d:%s", res.code, codes(out.Findings))
 	}
 	// And, within the limit, read the same as plain ones.
 	_, plain := checkJSONOf(t, sys, "n1")
 	_, compressed := checkJSONOf(t, sys, "n1", "--audit.compress")
-	if plain.Status != auditor.OK || compressed.Status != plain.Status || compressed.Audit.ServersResponded != 3 {
+	if plain.Status != findings.OK || compressed.Status != plain.Status || compressed.Audit.ServersResponded != 3 {
 		t.Fatalf("plain %s, compressed %s (%d servers):%s", plain.Status, compressed.Status, compressed.Audit.ServersResponded, codes(compressed.Findings))
 	}
 }

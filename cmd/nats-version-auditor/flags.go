@@ -6,6 +6,8 @@ import (
 	"path"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/alecthomas/units"
 
@@ -119,9 +121,9 @@ func addAssetFilterFlags(cmd *kingpin.CmdClause, p *policyFlags) {
 
 // failed is the report of an audit that could not run, begun at started:
 // its document shows --floor as a version, or as typed where it is none.
-func (p *policyFlags) failed(err error, started time.Time) *auditor.Report {
+func (p *policyFlags) failed(err error, started time.Time) *findings.Report {
 	floor, _ := version.ParseFloor(p.floor)
-	return auditor.Failed(err, floor, p.floor, started, time.Since(started))
+	return findings.Failed(err, floor, p.floor, started, time.Since(started))
 }
 
 func (p *policyFlags) policy() (auditor.Policy, error) {
@@ -182,7 +184,7 @@ func (f *assumeFlags) parse() error {
 
 // apply returns the report to print: r itself without --assume, else the
 // would-be report and the what-if it comes from.
-func (f *assumeFlags) apply(r *auditor.Report, pol auditor.Policy) (*auditor.Report, *auditor.WhatIf, error) {
+func (f *assumeFlags) apply(r *findings.Report, pol auditor.Policy) (*findings.Report, *auditor.WhatIf, error) {
 	if len(f.parsed) == 0 {
 		return r, nil, nil
 	}

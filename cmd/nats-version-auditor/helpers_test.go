@@ -26,6 +26,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -35,12 +37,11 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
-	"github.com/natsaudit/nats-version-auditor/internal/exporter"
-	"github.com/natsaudit/nats-version-auditor/internal/exporter/exportertest"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/exporter"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/exporter/exportertest"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
-	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // The test helpers of this package, in one place. Whatever starts, builds or
@@ -135,8 +136,8 @@ func runCheckJSON(t *testing.T, args ...string) (result, render.Check) {
 }
 
 // withCode returns the findings of one code.
-func withCode(fs []auditor.Finding, code auditor.Code) []auditor.Finding {
-	var out []auditor.Finding
+func withCode(fs []findings.Finding, code findings.Code) []findings.Finding {
+	var out []findings.Finding
 	for _, f := range fs {
 		if f.Code == code {
 			out = append(out, f)
@@ -145,7 +146,7 @@ func withCode(fs []auditor.Finding, code auditor.Code) []auditor.Finding {
 	return out
 }
 
-func codes(fs []auditor.Finding) string {
+func codes(fs []findings.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
 		b.WriteString("\n  " + string(f.Code) + ": " + f.Message)
@@ -432,8 +433,8 @@ func streamOnServers(sysConn *nats.Conn, stream string) (map[string]server.Strea
 	return hosts, nil
 }
 
-func streamFindings(out render.Check, code auditor.Code, stream string) []auditor.Finding {
-	var got []auditor.Finding
+func streamFindings(out render.Check, code findings.Code, stream string) []findings.Finding {
+	var got []findings.Finding
 	for _, f := range withCode(out.Findings, code) {
 		if f.Stream == stream {
 			got = append(got, f)

@@ -1,6 +1,14 @@
 // Command nats-version-auditor audits the versions of every server in a NATS
 // system over $SYS and holds them, and the leaders and peers of every
 // JetStream asset, against a version floor.
+//
+// Files: main.go, main and run, which alone turns an outcome into an exit
+// code; one file per command, check.go (with --wait), report.go, plan.go and
+// serve.go; audit.go, the audit pipeline every command runs; connect.go, the
+// connection flags, the natscli context and the classifier of failures;
+// flags.go, the audit's own flags, the floor, the asset filters and
+// --assume; typed.go, what a failed run prints of the flags as typed;
+// version.go, --version and the build's release and commit.
 package main
 
 import (
@@ -17,11 +25,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
-
-	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
 func main() {
@@ -34,8 +42,8 @@ func main() {
 // Exit codes follow the Nagios plugin convention: a command returns the
 // status to exit with, or an error for UNKNOWN.
 const (
-	exitOK      = int(auditor.OK)
-	exitUnknown = int(auditor.Unknown)
+	exitOK      = int(findings.OK)
+	exitUnknown = int(findings.Unknown)
 )
 
 // cli is the application and what its flags and commands parse into.
@@ -98,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	a := auditing{conn: c.conn, flags: c.audit, logger: promslog.New(c.logCfg)}
 
-	var status auditor.Severity
+	var status findings.Severity
 	switch cmd {
 	case check.cmd.FullCommand():
 		if check.wait.wait == 0 {

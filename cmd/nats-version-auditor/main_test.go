@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
-	"github.com/natsaudit/nats-version-auditor/internal/render/rendertest"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render/rendertest"
 )
 
 // floorMessage is the one message of a floor that is not one (auditor.ParseFloor).
@@ -86,11 +86,11 @@ func TestRefusedFlagsGiveADocument(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 3 and one line saying %q", res.code, res.stderr, tt.want)
 			}
 			var doc struct {
-				Status auditor.Severity `json:"status"`
-				Floor  string           `json:"floor"`
-				Error  string           `json:"error"`
+				Status findings.Severity `json:"status"`
+				Floor  string            `json:"floor"`
+				Error  string            `json:"error"`
 			}
-			if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil || doc.Status != auditor.Unknown || doc.Floor != tt.floor || !strings.Contains(doc.Error, tt.want) {
+			if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil || doc.Status != findings.Unknown || doc.Floor != tt.floor || !strings.Contains(doc.Error, tt.want) {
 				t.Errorf("stdout is not the failure document with floor %q (%v):\n%s", tt.floor, err, res.stdout)
 			}
 			if nulls := rendertest.UnexpectedNulls([]byte(res.stdout)); len(nulls) > 0 {

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
-	"github.com/natsaudit/nats-version-auditor/internal/render"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
 )
 
 type planCommand struct {
@@ -38,7 +40,7 @@ func addPlanCommand(app *kingpin.Application) *planCommand {
 // run audits once, plans and prints the plan, and returns the worst step's
 // status to exit with. Whatever ends it, --format json prints a complete
 // document: a plan that could not be made is UNKNOWN with the error.
-func (c *planCommand) run(ctx context.Context, a auditing, stdout io.Writer) (auditor.Severity, error) {
+func (c *planCommand) run(ctx context.Context, a auditing, stdout io.Writer) (findings.Severity, error) {
 	started := time.Now()
 	plan, r, err := c.plan(ctx, a)
 	if err != nil {
@@ -48,10 +50,10 @@ func (c *planCommand) run(ctx context.Context, a auditing, stdout io.Writer) (au
 			// The audit ran; the plan could not be made of it.
 			_ = render.WritePlanFailed(stdout, c.format, err, c.to, r)
 		}
-		return auditor.Unknown, err
+		return findings.Unknown, err
 	}
 	if err := render.WritePlan(stdout, c.format, plan, r); err != nil {
-		return auditor.Unknown, err
+		return findings.Unknown, err
 	}
 	return plan.Status, nil
 }
@@ -63,7 +65,7 @@ func (c *planCommand) failed(stdout io.Writer, err error, started time.Time) {
 }
 
 // plan checks the flags, audits once and plans.
-func (c *planCommand) plan(ctx context.Context, a auditing) (*auditor.Plan, *auditor.Report, error) {
+func (c *planCommand) plan(ctx context.Context, a auditing) (*auditor.Plan, *findings.Report, error) {
 	pol, err := c.pol.policy()
 	if err != nil {
 		return nil, nil, err

@@ -5,10 +5,12 @@ import (
 	"io"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
-	"github.com/natsaudit/nats-version-auditor/internal/render"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
 )
 
 type reportCommand struct {
@@ -30,7 +32,7 @@ func addReportCommand(app *kingpin.Application) *reportCommand {
 
 // run audits once, prints the inventory with the findings behind its
 // status, and returns that status to exit with, as check does.
-func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (auditor.Severity, error) {
+func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (findings.Severity, error) {
 	started := time.Now()
 	pol, err := c.pol.policy()
 	if err == nil {
@@ -39,7 +41,7 @@ func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (
 	if err == nil {
 		err = c.assume.parse()
 	}
-	var r *auditor.Report
+	var r *findings.Report
 	var w *auditor.WhatIf
 	if err == nil {
 		r, err = a.once(pol).audit(ctx)
@@ -49,10 +51,10 @@ func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (
 	}
 	if err != nil {
 		c.failed(stdout, err, started)
-		return auditor.Unknown, err
+		return findings.Unknown, err
 	}
 	if err := render.WriteReport(stdout, c.format, r, w); err != nil {
-		return auditor.Unknown, err
+		return findings.Unknown, err
 	}
 	return r.Status, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,7 +18,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
-	"github.com/natsaudit/nats-version-auditor/internal/exporter"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/exporter"
 	"github.com/natsaudit/nats-version-auditor/metrics"
 )
 
@@ -70,27 +72,27 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 
 // run serves until ctx ends; a bad flag or a web server that cannot listen
 // is an error, anything NATS does is not.
-func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, error) {
+func (c *serveCommand) run(ctx context.Context, a auditing) (findings.Severity, error) {
 	logger := a.logger
 	policy, err := c.policy(logger)
 	if err != nil {
-		return auditor.Unknown, err
+		return findings.Unknown, err
 	}
 	if !strings.HasPrefix(c.telemetryPath, "/") || c.telemetryPath == "/" {
-		return auditor.Unknown, fmt.Errorf("--web.telemetry-path %q: must start with / and not be /", c.telemetryPath)
+		return findings.Unknown, fmt.Errorf("--web.telemetry-path %q: must start with / and not be /", c.telemetryPath)
 	}
 	if err := web.Validate(*c.web.WebConfigFile); err != nil {
-		return auditor.Unknown, fmt.Errorf("--web.config.file: %w", err)
+		return findings.Unknown, fmt.Errorf("--web.config.file: %w", err)
 	}
 	if err := a.conn.validate(); err != nil {
-		return auditor.Unknown, err
+		return findings.Unknown, err
 	}
 	if c.eventMinInterval <= 0 {
-		return auditor.Unknown, fmt.Errorf("--audit.event-min-interval %s: must be positive", c.eventMinInterval)
+		return findings.Unknown, fmt.Errorf("--audit.event-min-interval %s: must be positive", c.eventMinInterval)
 	}
 	// A natscli context that cannot be loaded is a flag error, as in check.
 	if _, err := a.conn.natsContext(); err != nil {
-		return auditor.Unknown, err
+		return findings.Unknown, err
 	}
 	// Neither a missing credentials file nor an unreachable server stops
 	// serve: in a NATS pod that would hold NATS back. Each audit tries again.
@@ -124,7 +126,7 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, e
 
 	select {
 	case err := <-errc:
-		return auditor.Unknown, fmt.Errorf("web server: %w", err)
+		return findings.Unknown, fmt.Errorf("web server: %w", err)
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
@@ -134,9 +136,9 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (auditor.Severity, e
 		logger.Warn("shutdown did not finish in time", "err", err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return auditor.Unknown, fmt.Errorf("web server: %w", err)
+		return findings.Unknown, fmt.Errorf("web server: %w", err)
 	}
-	return auditor.OK, nil
+	return findings.OK, nil
 }
 
 // policy is the policy serve audits against: the --floor flag's, or, with

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
-	"github.com/natsaudit/nats-version-auditor/internal/exporter"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/exporter"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render/rendertest"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
-	"github.com/natsaudit/nats-version-auditor/internal/render/rendertest"
 )
 
 // TestServeScopes runs the daemon against a real mixed cluster: once for the
@@ -175,7 +176,7 @@ func TestServeStaysReadyDuringOutage(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if cons.Reset != auditor.ResetSafe || cons.Leader != "n1" {
+	if cons.Reset != findings.ResetSafe || cons.Leader != "n1" {
 		t.Errorf("consumer on n1 alone with n3 stopped: reset %q, leader %q, want safe on n1 (%s)", cons.Reset, cons.Leader, cons.Reason)
 	}
 	if code, body := d.Get(t, "/readyz"); code != http.StatusOK {
@@ -189,8 +190,8 @@ func TestServeStaysReadyDuringOutage(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &rep); code != http.StatusOK || err != nil {
 		t.Fatalf("report API %d %v: %s", code, err, body)
 	}
-	missing := slices.ContainsFunc(rep.Findings, func(f auditor.Finding) bool { return f.Code == auditor.ServerMissing && f.Server == "n3" })
-	if rep.Status != auditor.Unknown || !missing || rep.Audit.ServersResponded != 2 {
+	missing := slices.ContainsFunc(rep.Findings, func(f findings.Finding) bool { return f.Code == findings.ServerMissing && f.Server == "n3" })
+	if rep.Status != findings.Unknown || !missing || rep.Audit.ServersResponded != 2 {
 		t.Errorf("report during the outage: status %s, n3 missing %v, %d of %d servers responded; want UNKNOWN, n3 missing, 2",
 			rep.Status, missing, rep.Audit.ServersResponded, rep.Audit.ServersExpected)
 	}
@@ -227,8 +228,8 @@ func TestServeReadyzWaitsForAnAudit(t *testing.T) {
 	// UNKNOWN, and lists where lists belong.
 	code, body := d.Get(t, "/api/v1/report")
 	var rep exporter.APIReport
-	if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK || rep.Status != auditor.Unknown ||
-		len(withCode(rep.Findings, auditor.AuditIncomplete)) != 1 {
+	if err := json.Unmarshal([]byte(body), &rep); err != nil || code != http.StatusOK || rep.Status != findings.Unknown ||
+		len(withCode(rep.Findings, findings.AuditIncomplete)) != 1 {
 		t.Errorf("report API with NATS unreachable: %d %s (%v)", code, body, err)
 	}
 	if nulls := rendertest.UnexpectedNulls([]byte(body)); len(nulls) > 0 {
@@ -290,7 +291,7 @@ func TestServeExportsTheTableHazards(t *testing.T) {
 				return fmt.Errorf("%s:\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(w, "\n"))
 			}
 		}
-		if v := value(mfs, "nats_version_auditor_status"); v != float64(auditor.Critical) {
+		if v := value(mfs, "nats_version_auditor_status"); v != float64(findings.Critical) {
 			return fmt.Errorf("status %v, want CRITICAL whatever the floor", v)
 		}
 		return nil
@@ -331,7 +332,7 @@ func TestServeExportsTheTableHazards(t *testing.T) {
 		if got := series(mfs, name); !slices.Equal(got, want[name]) {
 			return fmt.Errorf("after the crash %s:\n%s", name, strings.Join(got, "\n"))
 		}
-		if v := value(mfs, "nats_version_auditor_status"); v != float64(auditor.Critical) {
+		if v := value(mfs, "nats_version_auditor_status"); v != float64(findings.Critical) {
 			return fmt.Errorf("status %v after the crash, want CRITICAL", v)
 		}
 		return nil

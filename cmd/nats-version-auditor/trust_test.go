@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/jwt/v2"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
-	"github.com/natsaudit/nats-version-auditor/internal/exporter/exportertest"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/exporter/exportertest"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
-	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // leastPrivilege is what docs/permissions.md and deploy/ document as the
@@ -90,7 +91,7 @@ func TestLeastPrivilege(t *testing.T) {
 					if res.code != exitUnknown {
 						t.Fatalf("publish %v subscribe %v: exit %d, want 3:%s", u.Publish, u.Subscribe, res.code, codes(out.Findings))
 					}
-					if len(out.Findings) != 1 || out.Findings[0].Code != auditor.AuditIncomplete || !strings.HasPrefix(out.Findings[0].Message, "permissions violation: ") ||
+					if len(out.Findings) != 1 || out.Findings[0].Code != findings.AuditIncomplete || !strings.HasPrefix(out.Findings[0].Message, "permissions violation: ") ||
 						!strings.Contains(out.Findings[0].Message, allow[i]) || out.Error != out.Findings[0].Message {
 						t.Errorf("want one finding naming the permission (%s):%s", allow[i], codes(out.Findings))
 					}

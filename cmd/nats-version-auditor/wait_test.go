@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
-	"github.com/natsaudit/nats-version-auditor/internal/render"
 )
 
 // progressRE matches one progress line of check --wait.
@@ -88,7 +89,7 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 		b.cancel() // what SIGINT and SIGTERM do to run's context
 		// The last audit was CRITICAL, which outranks the UNKNOWN of a wait
 		// that did not end on its own.
-		if code := b.exit(t, 5*time.Second); code != int(auditor.Critical) {
+		if code := b.exit(t, 5*time.Second); code != int(findings.Critical) {
 			t.Errorf("exit %d after an interrupt, want 2 (the last audit's CRITICAL)", code)
 		}
 		if d := time.Since(interrupted); d > 2*time.Second {
@@ -99,7 +100,7 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 		}
 		// The document of the last audit the wait saw: its status.
 		var out render.Check
-		if err := json.Unmarshal([]byte(b.stdout.String()), &out); err != nil || out.Status != auditor.Critical || out.Error != "" {
+		if err := json.Unmarshal([]byte(b.stdout.String()), &out); err != nil || out.Status != findings.Critical || out.Error != "" {
 			t.Errorf("stdout is not the last audit's document (%v): %s", err, b.stdout)
 		}
 	})
@@ -145,7 +146,7 @@ func TestWaitInterruptedBeforeAnAudit(t *testing.T) {
 		t.Errorf("exit %d after an interrupt, want 3", code)
 	}
 	var out render.Check
-	if err := json.Unmarshal([]byte(b.stdout.String()), &out); err != nil || out.Status != auditor.Unknown || out.Floor != "2.12.0" ||
+	if err := json.Unmarshal([]byte(b.stdout.String()), &out); err != nil || out.Status != findings.Unknown || out.Floor != "2.12.0" ||
 		!strings.Contains(out.Error, "cannot reach NATS at nats://127.0.0.1:1") || len(out.Findings) != 1 {
 		t.Errorf("stdout is not the document of the last failure (%v): %s", err, b.stdout)
 	}
@@ -230,7 +231,7 @@ func TestWaitUntilEveryShardIsPulled(t *testing.T) {
 	// starts on a system it must wait for.
 	args := append([]string{"--unpulled-after", "1s", "--format", "nagios"}, sys.SysArgs("n2")...)
 	err = natstest.Eventually(30*time.Second, func() error {
-		if res := runCmd(t, append([]string{"check"}, args...)...); res.code != int(auditor.Warning) || !strings.Contains(res.stdout, "pulled by nobody") {
+		if res := runCmd(t, append([]string{"check"}, args...)...); res.code != int(findings.Warning) || !strings.Contains(res.stdout, "pulled by nobody") {
 			return fmt.Errorf("check exited %d: %s%s", res.code, res.stdout, res.stderr)
 		}
 		return nil

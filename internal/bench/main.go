@@ -1,6 +1,11 @@
 // Command bench measures an audit against the limit the servers set, side by
 // side in one run, on a real 3-server mixed-version cluster on loopback. It
 // is run by `make bench` and writes its table into BENCHMARKS.md.
+//
+// Files: main.go, the command and the table; cost.go, an audit's CPU and
+// memory, the auditor's and the servers'; freshness.go, how soon /metrics
+// shows a restarted server; lookup.go, the cost of the consumer API;
+// spawn.go, each process's own peak memory.
 package main
 
 import (
@@ -114,7 +119,7 @@ func main() {
 					lines = append(lines, l)
 				}
 			}
-			table += "\nGo benchmarks (`go test -run '^$' -bench . -benchmem ./auditor ./metrics ./internal/render`):\n\n```\n" + strings.Join(lines, "\n") + "\n```\n"
+			table += "\nGo benchmarks (`go test -run '^$' -bench . -benchmem ./auditor ./metrics ./cmd/nats-version-auditor/internal/render`):\n\n```\n" + strings.Join(lines, "\n") + "\n```\n"
 		}
 		fmt.Print(table)
 		if *out != "" {

@@ -1,5 +1,13 @@
 // Package natstest starts real nats-server processes of several versions on
 // loopback for the auditor's tests. It is a test harness only.
+//
+// Files: build.go, the versions the tests run and building them; system.go,
+// a system of servers and what a test does to them; operator.go, operator
+// (JWT) mode; jetstream.go, publish.go and interest.go, the JetStream
+// requests and waits tests share; shards.go, sharded applications pulling
+// with priority groups; metrics.go, a /metrics page parsed; buffer.go, a
+// buffer a process writes and a test reads; program.go, the harness outside
+// a test.
 package natstest
 
 import (

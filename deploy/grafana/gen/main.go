@@ -17,6 +17,8 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
@@ -25,7 +27,6 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/genfiles"
 )
 
@@ -213,8 +214,8 @@ max by (namespace, nats_system, server_cluster, server_name) (nats_version_audit
 			Min(0).Decimals(0)).
 		WithRow(dashboard.NewRowBuilder("Consumers: the rollout's progress")).
 		WithPanel(timeseriesPanel("Consumers led below the floor, and with a follower below it", "Led below the floor: a RESET ($JS.API.CONSUMER.RESET, first in 2.14) of such a consumer goes unanswered. With a follower below it: a RESET would crash that follower. Both fall to zero as a rolling upgrade completes. Counted from the findings, so --metrics.max-asset-series does not cap them.").
-			WithTarget(query(`sum(nats_version_auditor_findings{`+sel+`, code="`+string(auditor.ConsumerLeaderBelowFloor)+`"})`, "led below the floor")).
-			WithTarget(query(`sum(nats_version_auditor_findings{`+sel+`, code="`+string(auditor.ConsumerReplicaBelowFloor)+`"})`, "follower below the floor")).
+			WithTarget(query(`sum(nats_version_auditor_findings{`+sel+`, code="`+string(findings.ConsumerLeaderBelowFloor)+`"})`, "led below the floor")).
+			WithTarget(query(`sum(nats_version_auditor_findings{`+sel+`, code="`+string(findings.ConsumerReplicaBelowFloor)+`"})`, "follower below the floor")).
 			Min(0).Decimals(0)).
 		WithPanel(timeseriesPanel("Consumers and streams led, per server", "Leadership moves away from a server in lame duck and back as the rollout goes on.").
 			WithTarget(query(`max by (namespace, nats_system, server_name) (nats_version_auditor_consumer_leaders{`+sel+`})`, "{{server_name}} consumers")).

@@ -10,12 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/modroot"
 	"github.com/natsaudit/nats-version-auditor/metrics"
 )
@@ -44,7 +45,7 @@ func exporterNames(t *testing.T) (names, labelNames map[string]bool) {
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	varLabels := regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
 	ch := make(chan *prometheus.Desc, 64)
-	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, 0).Describe(ch)
+	metrics.NewCollector(func() findings.Result { return findings.Result{} }, 0).Describe(ch)
 	close(ch)
 	names = map[string]bool{}
 	// Target labels Prometheus Operator adds to every scraped series.
@@ -295,7 +296,7 @@ func inspectPanels(t *testing.T, visit func(where string, n parser.Node)) {
 // empty and Grafana shows no column for it).
 func TestDashboardNamesAccounts(t *testing.T) {
 	ch := make(chan *prometheus.Desc, 64)
-	metrics.NewCollector(func() auditor.Result { return auditor.Result{} }, 0).Describe(ch)
+	metrics.NewCollector(func() findings.Result { return findings.Result{} }, 0).Describe(ch)
 	close(ch)
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	named := map[string]bool{}

@@ -13,6 +13,9 @@
 // The copies carry the source's groups verbatim, so the alert templates ({{ $labels.x }}) reach
 // Prometheus untouched: kustomize does not template, and the chart inserts the file with
 // .Files.Get, whose content Helm does not render.
+//
+// Files: main.go, the rules' copies and the runbook's lists of codes;
+// inhibit.go, the Alertmanager inhibitions.
 package main
 
 //go:generate go run .

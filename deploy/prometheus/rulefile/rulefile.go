@@ -4,11 +4,10 @@
 package rulefile
 
 import (
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
-
-	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
 // File is a Prometheus rules file.
@@ -51,7 +50,7 @@ const FindingsMetric = "nats_version_auditor_findings"
 // code and severity matchers); excluded are those only a negative code
 // matcher keeps out, the codes with alerts of their own. Both come in the
 // order of auditor.Codes.
-func FindingCodes(expr string) (selected, excluded []auditor.CodeInfo, err error) {
+func FindingCodes(expr string) (selected, excluded []findings.CodeInfo, err error) {
 	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
 		return nil, nil, err
@@ -63,7 +62,7 @@ func FindingCodes(expr string) (selected, excluded []auditor.CodeInfo, err error
 		}
 		return nil
 	})
-	for _, k := range auditor.Codes {
+	for _, k := range findings.Codes {
 		sel, excl := false, false
 		for _, ms := range selectors {
 			severity, code, negated := true, true, false

@@ -4,12 +4,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 )
 
 func TestFindingCodes(t *testing.T) {
-	codes := func(ks []auditor.CodeInfo) []auditor.Code {
-		var out []auditor.Code
+	codes := func(ks []findings.CodeInfo) []findings.Code {
+		var out []findings.Code
 		for _, k := range ks {
 			out = append(out, k.Code)
 		}
@@ -17,16 +17,16 @@ func TestFindingCodes(t *testing.T) {
 	}
 	tests := []struct {
 		expr               string
-		selected, excluded []auditor.Code
+		selected, excluded []findings.Code
 	}{
 		// Narrowed to the SOURCING_ and CONSUMER_ codes, so that a code
 		// registered elsewhere does not change what this expects.
 		{`sum by (code) (nats_version_auditor_findings{severity="CRITICAL", code=~"SOURCING_.*|CONSUMER_.*", code!~"CONSUMER_.*"}) > 0`,
-			[]auditor.Code{auditor.SourcingResetUnanswered, auditor.SourcingResetCrashesFollower},
-			[]auditor.Code{auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor}},
-		{`nats_version_auditor_findings{code="SERVER_MISSING"} > 0`, []auditor.Code{auditor.ServerMissing}, nil},
+			[]findings.Code{findings.SourcingResetUnanswered, findings.SourcingResetCrashesFollower},
+			[]findings.Code{findings.ConsumerLeaderBelowFloor, findings.ConsumerReplicaBelowFloor}},
+		{`nats_version_auditor_findings{code="SERVER_MISSING"} > 0`, []findings.Code{findings.ServerMissing}, nil},
 		{`nats_version_auditor_findings{severity="UNKNOWN", code!="AUDIT_INCOMPLETE", namespace="x"}`,
-			[]auditor.Code{auditor.ServerMissing, auditor.VersionUnparseable, auditor.APILevelUnknown}, []auditor.Code{auditor.AuditIncomplete}},
+			[]findings.Code{findings.ServerMissing, findings.VersionUnparseable, findings.APILevelUnknown}, []findings.Code{findings.AuditIncomplete}},
 		{`max(nats_version_auditor_server_missing) > 0`, nil, nil},
 	}
 	for _, tc := range tests {

@@ -6,15 +6,16 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // Check is the documented JSON of `check --format json`.
 type Check struct {
-	Status   auditor.Severity       `json:"status"`
-	Floor    string                 `json:"floor"`
-	Findings []auditor.Finding      `json:"findings"`
-	Servers  []auditor.ServerReport `json:"servers"`
+	Status   findings.Severity       `json:"status"`
+	Floor    string                  `json:"floor"`
+	Findings []findings.Finding      `json:"findings"`
+	Servers  []findings.ServerReport `json:"servers"`
 	// APILevels and Features say what the system can use now.
 	APILevels APILevels `json:"api_levels"`
 	Features  []Feature `json:"features"`
@@ -26,7 +27,7 @@ type Check struct {
 }
 
 // CheckOf is check's document of r, the would-be report of w under --assume.
-func CheckOf(r *auditor.Report, w *auditor.WhatIf) Check {
+func CheckOf(r *findings.Report, w *auditor.WhatIf) Check {
 	levels, features := capabilityOf(r)
 	return Check{Status: r.Status, Floor: r.FloorShown(), Findings: NonNil(r.Findings), Servers: NonNil(r.Servers),
 		APILevels: levels, Features: features, WhatIf: whatIfOf(w), Audit: AuditOf(r)}
@@ -34,7 +35,7 @@ func CheckOf(r *auditor.Report, w *auditor.WhatIf) Check {
 
 // WriteCheck writes check's document of r (the would-be report of w under
 // --assume) in format.
-func WriteCheck(out io.Writer, format string, r *auditor.Report, w *auditor.WhatIf) error {
+func WriteCheck(out io.Writer, format string, r *findings.Report, w *auditor.WhatIf) error {
 	var err error
 	switch format {
 	case FormatJSON:
@@ -50,7 +51,7 @@ func WriteCheck(out io.Writer, format string, r *auditor.Report, w *auditor.What
 // WriteCheckFailed writes check's document of an audit that could not run:
 // failed is its report (auditor.Failed), err what ended it. The text form
 // is empty: the one line of the error on stderr says it all.
-func WriteCheckFailed(out io.Writer, format string, err error, failed *auditor.Report) error {
+func WriteCheckFailed(out io.Writer, format string, err error, failed *findings.Report) error {
 	switch format {
 	case FormatNagios:
 		_, werr := fmt.Fprintf(out, "NATS VERSIONS UNKNOWN - %v\n", err)
@@ -67,7 +68,7 @@ func writeCheckJSON(w io.Writer, doc Check) error {
 	return writeFindingsByHand(w, &doc, &doc.Findings)
 }
 
-func writeCheckText(w io.Writer, r *auditor.Report, what *auditor.WhatIf) error {
+func writeCheckText(w io.Writer, r *findings.Report, what *auditor.WhatIf) error {
 	ew := &errWriter{w: w}
 	ew.printf("%s%s: %s\n", r.Status, assuming(what), summary(r))
 	writeFindings(ew, r.Findings)
@@ -75,8 +76,8 @@ func writeCheckText(w io.Writer, r *auditor.Report, what *auditor.WhatIf) error 
 	return ew.err
 }
 
-func writeCheckNagios(w io.Writer, r *auditor.Report, what *auditor.WhatIf) error {
-	counts := map[auditor.Severity]int{}
+func writeCheckNagios(w io.Writer, r *findings.Report, what *auditor.WhatIf) error {
+	counts := map[findings.Severity]int{}
 	for _, f := range r.Findings {
 		counts[f.Severity]++
 	}
@@ -89,22 +90,22 @@ func writeCheckNagios(w io.Writer, r *auditor.Report, what *auditor.WhatIf) erro
 	}
 	_, err := fmt.Fprintf(w, "NATS VERSIONS %s - %s | servers=%d;;;0 servers_expected=%d;;;0 critical=%d;;;0 unknown=%d;;;0 warning=%d;;;0 duration=%.3fs;;;0 requests=%d;;;0\n",
 		r.Status, msg, len(r.Servers), r.ServersExpected,
-		counts[auditor.Critical], counts[auditor.Unknown], counts[auditor.Warning], r.Snapshot.Duration.Seconds(), r.Snapshot.Requests)
+		counts[findings.Critical], counts[findings.Unknown], counts[findings.Warning], r.Snapshot.Duration.Seconds(), r.Snapshot.Requests)
 	return err
 }
 
 // Progress sums up an audit of `check --wait` in one line: the status, how
 // many servers are at or above the floor, the consumers whose leader or a
 // follower is below it, and a count of every other kind of finding.
-func Progress(r *auditor.Report, err error) string {
+func Progress(r *findings.Report, err error) string {
 	if err != nil {
-		return fmt.Sprintf("%s %v; still waiting", auditor.Unknown, err)
+		return fmt.Sprintf("%s %v; still waiting", findings.Unknown, err)
 	}
-	counts := map[auditor.Code]int{}
+	counts := map[findings.Code]int{}
 	followed := map[[3]string]bool{}
 	for _, f := range r.Findings {
 		counts[f.Code]++
-		if f.Code == auditor.ConsumerReplicaBelowFloor {
+		if f.Code == findings.ConsumerReplicaBelowFloor {
 			followed[[3]string{f.Account, f.Stream, f.Consumer}] = true
 		}
 	}
@@ -115,15 +116,15 @@ func Progress(r *auditor.Report, err error) string {
 		}
 	}
 	parts := []string{fmt.Sprintf("%d of %d servers at or above %s", atFloor, r.ServersExpected, r.Floor)}
-	if n := counts[auditor.ConsumerLeaderBelowFloor]; n > 0 {
+	if n := counts[findings.ConsumerLeaderBelowFloor]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s led below it", n, plural(n, "consumer")))
 	}
 	if n := len(followed); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d with a follower below it", n))
 	}
-	for _, k := range auditor.Codes {
+	for _, k := range findings.Codes {
 		switch k.Code {
-		case auditor.ServerBelowFloor, auditor.ConsumerLeaderBelowFloor, auditor.ConsumerReplicaBelowFloor:
+		case findings.ServerBelowFloor, findings.ConsumerLeaderBelowFloor, findings.ConsumerReplicaBelowFloor:
 			continue // said above
 		}
 		if n := counts[k.Code]; n > 0 {

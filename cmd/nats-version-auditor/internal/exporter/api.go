@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
-	"github.com/natsaudit/nats-version-auditor/internal/render"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
 )
 
 // api is serve's read-only JSON API. It answers from the scheduler's audits,
@@ -28,25 +29,25 @@ type api struct {
 }
 
 type indexedReport struct {
-	report *auditor.Report
+	report *findings.Report
 	index  *auditor.Index
 	// complete is the report's completeness, which takes a pass over its
 	// findings: once per audit, not once per lookup.
 	complete bool
 	// findings are the report's findings about each consumer.
-	findings map[auditor.ConsumerKey][]auditor.Finding
+	findings map[auditor.ConsumerKey][]findings.Finding
 }
 
 // consumerFindings indexes the findings about consumers by the consumer
 // they name. A finding names no domain: it is the domain of the server it
 // names, and one whose server the audit did not see (or names none) is
 // filed under no domain, which every domain's lookup reads too.
-func consumerFindings(r *auditor.Report) map[auditor.ConsumerKey][]auditor.Finding {
+func consumerFindings(r *findings.Report) map[auditor.ConsumerKey][]findings.Finding {
 	domainOf := map[string]string{}
 	for _, s := range r.Servers {
 		domainOf[s.Name] = s.Domain
 	}
-	out := map[auditor.ConsumerKey][]auditor.Finding{}
+	out := map[auditor.ConsumerKey][]findings.Finding{}
 	for _, f := range r.Findings {
 		if f.Consumer != "" {
 			k := auditor.ConsumerKey{Domain: domainOf[f.Server], Account: f.Account, Stream: f.Stream, Consumer: f.Consumer}
@@ -57,7 +58,7 @@ func consumerFindings(r *auditor.Report) map[auditor.ConsumerKey][]auditor.Findi
 }
 
 // findingsOf are the findings about the consumer k names.
-func (ir *indexedReport) findingsOf(k auditor.ConsumerKey) []auditor.Finding {
+func (ir *indexedReport) findingsOf(k auditor.ConsumerKey) []findings.Finding {
 	out := ir.findings[k]
 	if k.Domain != "" {
 		k.Domain = ""
@@ -99,17 +100,17 @@ type APIConsumer struct {
 
 // consumerVerdict is what every answer says of one consumer.
 type consumerVerdict struct {
-	Domain        string               `json:"domain"`
-	Account       string               `json:"account"`
-	AccountName   string               `json:"account_name,omitempty"`
-	Stream        string               `json:"stream"`
-	Consumer      string               `json:"consumer"`
-	Reset         auditor.ResetVerdict `json:"reset"`
-	Reason        string               `json:"reason"`
-	Leader        string               `json:"leader"`
-	Replicas      int                  `json:"replicas"`
-	RequiredLevel int                  `json:"required_level"`
-	Peers         []auditor.Peer       `json:"peers"`
+	Domain        string                `json:"domain"`
+	Account       string                `json:"account"`
+	AccountName   string                `json:"account_name,omitempty"`
+	Stream        string                `json:"stream"`
+	Consumer      string                `json:"consumer"`
+	Reset         findings.ResetVerdict `json:"reset"`
+	Reason        string                `json:"reason"`
+	Leader        string                `json:"leader"`
+	Replicas      int                   `json:"replicas"`
+	RequiredLevel int                   `json:"required_level"`
+	Peers         []auditor.Peer        `json:"peers"`
 	// ResetBy are the mirrors and sources that RESET it by themselves.
 	ResetBy []string `json:"reset_by,omitempty"`
 	// Crashes are the servers that cannot decode it and crash on it.
@@ -118,7 +119,7 @@ type consumerVerdict struct {
 	Pull *render.Pull `json:"pull,omitempty"`
 	// Findings are the last audit's findings about the consumer, as
 	// check lists them (CONSUMER_PULLED_BY_NOBODY among them).
-	Findings []auditor.Finding `json:"findings,omitempty"`
+	Findings []findings.Finding `json:"findings,omitempty"`
 }
 
 func verdictOf(v auditor.ConsumerView) consumerVerdict {
@@ -165,8 +166,8 @@ const (
 type APIError struct {
 	Error string `json:"error"`
 	// Reset is "unknown" on every error of the consumer endpoint.
-	Reset   auditor.ResetVerdict `json:"reset,omitempty"`
-	Domains []string             `json:"domains,omitempty"`
+	Reset   findings.ResetVerdict `json:"reset,omitempty"`
+	Domains []string              `json:"domains,omitempty"`
 	// Accounts are the ids of the accounts an ambiguous account name names.
 	Accounts []string  `json:"accounts,omitempty"`
 	Audit    *apiAudit `json:"audit,omitempty"`
@@ -200,7 +201,7 @@ func (a *api) consumer(w http.ResponseWriter, r *http.Request) {
 	domain, domainGiven := domainOf(r)
 	e := l.lookup(key, domain, domainGiven)
 	if e.Status != http.StatusOK {
-		a.write(w, e.Status, APIError{Error: e.Error, Reset: auditor.ResetUnknown, Domains: e.Domains, Accounts: e.Accounts, Audit: &l.info})
+		a.write(w, e.Status, APIError{Error: e.Error, Reset: findings.ResetUnknown, Domains: e.Domains, Accounts: e.Accounts, Audit: &l.info})
 		return
 	}
 	a.write(w, http.StatusOK, APIConsumer{consumerVerdict: e.consumerVerdict, Audit: l.info})
@@ -221,7 +222,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 	case 1:
 		account = ids[0]
 	default:
-		a.write(w, http.StatusConflict, APIError{Error: ambiguousAccount(account, ids), Reset: auditor.ResetUnknown, Accounts: ids, Audit: &l.info})
+		a.write(w, http.StatusConflict, APIError{Error: ambiguousAccount(account, ids), Reset: findings.ResetUnknown, Accounts: ids, Audit: &l.info})
 		return
 	}
 	key := auditor.StreamKey{Account: account, Stream: stream}
@@ -234,7 +235,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 			key.Domain = domains[0]
 		default:
 			a.write(w, http.StatusConflict, APIError{Error: fmt.Sprintf("stream %s exists in %d JetStream domains: name one with ?domain=", name, len(domains)),
-				Reset: auditor.ResetUnknown, Domains: domains, Audit: &l.info})
+				Reset: findings.ResetUnknown, Domains: domains, Audit: &l.info})
 			return
 		}
 	}
@@ -244,7 +245,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 		if key.Domain != "" {
 			msg = fmt.Sprintf("no consumer of stream %s was seen in JetStream domain %q in the last audit", name, key.Domain)
 		}
-		a.write(w, http.StatusNotFound, APIError{Error: msg + l.incomplete(), Reset: auditor.ResetUnknown, Audit: &l.info})
+		a.write(w, http.StatusNotFound, APIError{Error: msg + l.incomplete(), Reset: findings.ResetUnknown, Audit: &l.info})
 		return
 	}
 	out := APIBatch{Consumers: make([]batchEntry, len(views)), Audit: l.info}
@@ -261,16 +262,16 @@ func (a *api) consumers(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBatchBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		a.write(w, http.StatusBadRequest, APIError{Error: `want {"consumers": [{"account": ..., "stream": ..., "consumer": ...}, ...]}: ` + err.Error(), Reset: auditor.ResetUnknown})
+		a.write(w, http.StatusBadRequest, APIError{Error: `want {"consumers": [{"account": ..., "stream": ..., "consumer": ...}, ...]}: ` + err.Error(), Reset: findings.ResetUnknown})
 		return
 	}
 	if n := len(req.Consumers); n == 0 || n > maxBatchConsumers {
-		a.write(w, http.StatusBadRequest, APIError{Error: fmt.Sprintf("%d consumers asked for: want 1 to %d", n, maxBatchConsumers), Reset: auditor.ResetUnknown})
+		a.write(w, http.StatusBadRequest, APIError{Error: fmt.Sprintf("%d consumers asked for: want 1 to %d", n, maxBatchConsumers), Reset: findings.ResetUnknown})
 		return
 	}
 	for i, c := range req.Consumers {
 		if c.Account == "" || c.Stream == "" || c.Consumer == "" {
-			a.write(w, http.StatusBadRequest, APIError{Error: fmt.Sprintf("consumers[%d]: account, stream and consumer must all be named", i), Reset: auditor.ResetUnknown})
+			a.write(w, http.StatusBadRequest, APIError{Error: fmt.Sprintf("consumers[%d]: account, stream and consumer must all be named", i), Reset: findings.ResetUnknown})
 			return
 		}
 	}
@@ -300,19 +301,19 @@ type latestAudit struct {
 func (a *api) latest(w http.ResponseWriter, r *http.Request) (latestAudit, bool) {
 	maxAge, bounded, err := maxAgeOf(r)
 	if err != nil {
-		a.write(w, http.StatusBadRequest, APIError{Error: err.Error(), Reset: auditor.ResetUnknown})
+		a.write(w, http.StatusBadRequest, APIError{Error: err.Error(), Reset: findings.ResetUnknown})
 		return latestAudit{}, false
 	}
 	res, fresh := a.result(r.Context(), maxAge, bounded)
 	if res.Report == nil {
-		a.write(w, http.StatusServiceUnavailable, APIError{Error: "no audit has finished yet", Reset: auditor.ResetUnknown})
+		a.write(w, http.StatusServiceUnavailable, APIError{Error: "no audit has finished yet", Reset: findings.ResetUnknown})
 		return latestAudit{}, false
 	}
 	ir := a.index(res.Report)
 	l := latestAudit{ir: ir, info: auditOf(res.Report, ir.complete), fresh: fresh, maxAge: maxAge}
 	if len(res.Report.Snapshot.Servers) == 0 {
 		a.write(w, http.StatusServiceUnavailable, APIError{Error: "the last audit reached no server: " + firstProblem(res.Report),
-			Reset: auditor.ResetUnknown, Audit: &l.info})
+			Reset: findings.ResetUnknown, Audit: &l.info})
 		return latestAudit{}, false
 	}
 	return l, true
@@ -330,7 +331,7 @@ func domainOf(r *http.Request) (domain string, given bool) {
 func (l latestAudit) lookup(key auditor.ConsumerKey, domain string, domainGiven bool) batchEntry {
 	name := key.Account + " > " + key.Stream + " > " + key.Consumer
 	unknown := consumerVerdict{Domain: domain, Account: key.Account, Stream: key.Stream, Consumer: key.Consumer,
-		Reset: auditor.ResetUnknown, Peers: []auditor.Peer{}}
+		Reset: findings.ResetUnknown, Peers: []auditor.Peer{}}
 	// The account is asked for by id or by name; a name two accounts share
 	// (operator mode) must not answer for either.
 	switch ids := l.ir.index.Accounts(key.Account); len(ids) {
@@ -371,7 +372,7 @@ func (l latestAudit) lookup(key auditor.ConsumerKey, domain string, domainGiven 
 // entry is a consumer the audit saw, held to the request's max_age.
 func (l latestAudit) entry(v auditor.ConsumerView) batchEntry {
 	if !l.fresh {
-		v.Reset, v.Reason = auditor.ResetUnknown, staleMessage(l.info, l.maxAge)
+		v.Reset, v.Reason = findings.ResetUnknown, staleMessage(l.info, l.maxAge)
 	}
 	cv := verdictOf(v)
 	cv.Findings = l.ir.findingsOf(v.ConsumerKey)
@@ -409,7 +410,7 @@ func maxAgeOf(r *http.Request) (maxAge time.Duration, bounded bool, err error) {
 // scheduler, which starts one only when --audit.min-interval has passed
 // since the last; one that joined an audit already running but started too
 // early asks once more.
-func (a *api) result(ctx context.Context, maxAge time.Duration, bounded bool) (auditor.Result, bool) {
+func (a *api) result(ctx context.Context, maxAge time.Duration, bounded bool) (findings.Result, bool) {
 	asked := time.Now()
 	oldest := asked.Add(-maxAge)
 	res := a.sched.Latest()
@@ -427,7 +428,7 @@ func (a *api) result(ctx context.Context, maxAge time.Duration, bounded bool) (a
 }
 
 // index returns the report's consumer index, built once per report.
-func (a *api) index(r *auditor.Report) *indexedReport {
+func (a *api) index(r *findings.Report) *indexedReport {
 	if ir := a.indexed.Load(); ir != nil && ir.report == r {
 		return ir
 	}
@@ -443,11 +444,11 @@ func (a *api) index(r *auditor.Report) *indexedReport {
 	return ir
 }
 
-func complete(r *auditor.Report) bool {
+func complete(r *findings.Report) bool {
 	return r.Complete() && len(r.Snapshot.Problems) == 0
 }
 
-func auditOf(r *auditor.Report, complete bool) apiAudit {
+func auditOf(r *findings.Report, complete bool) apiAudit {
 	return apiAudit{Started: r.Snapshot.Started.UTC(), AgeSeconds: time.Since(r.Snapshot.Started).Seconds(), Complete: complete}
 }
 
@@ -456,9 +457,9 @@ func staleMessage(info apiAudit, maxAge time.Duration) string {
 		info.AgeSeconds, maxAge)
 }
 
-func firstProblem(r *auditor.Report) string {
+func firstProblem(r *findings.Report) string {
 	for _, f := range r.Findings {
-		if f.Code == auditor.AuditIncomplete {
+		if f.Code == findings.AuditIncomplete {
 			return f.Message
 		}
 	}

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 )
 
 // AuditFunc runs one audit and always returns a report: an audit that could
 // not run is a report of why (auditor.Failed).
-type AuditFunc func(ctx context.Context) *auditor.Report
+type AuditFunc func(ctx context.Context) *findings.Report
 
 // Scheduler runs audits on demand, at most one per MinInterval: callers that
 // arrive while an audit runs share it, and callers within MinInterval of the
@@ -32,7 +33,7 @@ type Scheduler struct {
 	now         func() time.Time
 
 	mu      sync.Mutex
-	last    auditor.Result
+	last    findings.Result
 	running chan struct{} // closed when the running audit ends; nil when none runs
 	// overtaking is a requested audit started while running still ran.
 	overtaking chan struct{}
@@ -59,7 +60,7 @@ func NewScheduler(base context.Context, audit AuditFunc, minInterval time.Durati
 }
 
 // Latest returns the latest result without starting an audit.
-func (s *Scheduler) Latest() auditor.Result {
+func (s *Scheduler) Latest() findings.Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.last
@@ -68,7 +69,7 @@ func (s *Scheduler) Latest() auditor.Result {
 // Get returns a result no older than MinInterval, running an audit if there
 // is none, or waiting for the one already running. If ctx ends first it
 // returns the latest result there is.
-func (s *Scheduler) Get(ctx context.Context) auditor.Result {
+func (s *Scheduler) Get(ctx context.Context) findings.Result {
 	s.mu.Lock()
 	if s.last.Report != nil && s.now().Sub(s.last.Finished) < s.minInterval {
 		defer s.mu.Unlock()

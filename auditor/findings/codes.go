@@ -1,7 +1,4 @@
-package auditor
-
-// Code names a kind of finding.
-type Code string
+package findings
 
 // The finding codes, each registered in Codes.
 const (

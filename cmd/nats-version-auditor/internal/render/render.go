@@ -4,6 +4,12 @@
 // run, or of a plan that could not be made, is the document of its report
 // (auditor.Failed when no audit ran) with the error beside it, so that every
 // list it holds is one (`[]`, never null).
+//
+// Files: render.go, the writers every document shares; one per document,
+// check.go, report.go and plan.go, with whatif.go (the --assume block) and
+// capability.go; findings.go, the findings' JSON by hand and their text;
+// summary.go, the first line of check's and report's text; featureflags.go,
+// a server's flags in text; pull.go, who pulls a consumer.
 package render
 
 import (
@@ -13,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
@@ -34,7 +40,7 @@ type Audit struct {
 }
 
 // AuditOf is the audit block of r.
-func AuditOf(r *auditor.Report) Audit {
+func AuditOf(r *findings.Report) Audit {
 	return Audit{
 		Started:          r.Snapshot.Started.UTC(),
 		DurationSeconds:  r.Snapshot.Duration.Seconds(),

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -40,7 +41,7 @@ type APILevels struct {
 }
 
 // capabilityOf is the api_levels and features blocks of r.
-func capabilityOf(r *auditor.Report) (APILevels, []Feature) {
+func capabilityOf(r *findings.Report) (APILevels, []Feature) {
 	features := releases.FeatureLevels()
 	c := auditor.CapabilitiesOf(r, features)
 	levels := APILevels{Clusters: c.Clusters, Domains: c.Domains}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -15,13 +16,13 @@ import (
 // Report is the documented JSON of `report --format json`: the inventory
 // one audit saw and what is wrong with it.
 type Report struct {
-	Status    auditor.Severity        `json:"status"`
-	Floor     string                  `json:"floor"`
-	Servers   []auditor.ServerReport  `json:"servers"`
-	Clusters  []auditor.ClusterReport `json:"clusters"`
-	Leafnodes []Leafnode              `json:"leafnodes"`
+	Status    findings.Severity        `json:"status"`
+	Floor     string                   `json:"floor"`
+	Servers   []findings.ServerReport  `json:"servers"`
+	Clusters  []findings.ClusterReport `json:"clusters"`
+	Leafnodes []Leafnode               `json:"leafnodes"`
 	// Findings are check's: what makes the status what it is.
-	Findings []auditor.Finding `json:"findings"`
+	Findings []findings.Finding `json:"findings"`
 	// APILevels, Features and AssetLevels say what the system can use now.
 	APILevels   APILevels            `json:"api_levels"`
 	Features    []Feature            `json:"features"`
@@ -46,7 +47,7 @@ type Leafnode struct {
 }
 
 // ReportOf is report's document of r, the would-be report of w under --assume.
-func ReportOf(r *auditor.Report, w *auditor.WhatIf) Report {
+func ReportOf(r *findings.Report, w *auditor.WhatIf) Report {
 	audited := map[string]bool{}
 	for _, s := range r.Servers {
 		audited[s.Name] = true
@@ -64,7 +65,7 @@ func ReportOf(r *auditor.Report, w *auditor.WhatIf) Report {
 
 // WriteReport writes report's document of r (the would-be report of w
 // under --assume) in format, text or JSON.
-func WriteReport(out io.Writer, format string, r *auditor.Report, w *auditor.WhatIf) error {
+func WriteReport(out io.Writer, format string, r *findings.Report, w *auditor.WhatIf) error {
 	doc := ReportOf(r, w)
 	if format == FormatJSON {
 		return writeError(writeFindingsByHand(out, &doc, &doc.Findings))
@@ -75,7 +76,7 @@ func WriteReport(out io.Writer, format string, r *auditor.Report, w *auditor.Wha
 // WriteReportFailed writes report's document of an audit that could not
 // run: failed is its report (auditor.Failed), err what ended it. The text
 // form is empty: the one line of the error on stderr says it all.
-func WriteReportFailed(out io.Writer, format string, err error, failed *auditor.Report) error {
+func WriteReportFailed(out io.Writer, format string, err error, failed *findings.Report) error {
 	if format != FormatJSON {
 		return nil
 	}
@@ -84,7 +85,7 @@ func WriteReportFailed(out io.Writer, format string, err error, failed *auditor.
 	return writeError(WriteJSON(out, doc))
 }
 
-func writeReportText(w io.Writer, out Report, r *auditor.Report, what *auditor.WhatIf) error {
+func writeReportText(w io.Writer, out Report, r *findings.Report, what *auditor.WhatIf) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	ew := &errWriter{w: tw}
 	ew.printf("%s%s: %s\n\n", out.Status, assuming(what), summary(r))
@@ -125,7 +126,7 @@ func writeReportText(w io.Writer, out Report, r *auditor.Report, what *auditor.W
 // (2.14.0 on), the flags it has on and those its config turns off, marking
 // what its config sets rather than its release's default. A system with no
 // such server has no section.
-func writeFeatureFlagsText(ew *errWriter, servers []auditor.ServerReport) {
+func writeFeatureFlagsText(ew *errWriter, servers []findings.ServerReport) {
 	reported := false
 	for _, s := range servers {
 		reported = reported || len(s.FeatureFlags) > 0

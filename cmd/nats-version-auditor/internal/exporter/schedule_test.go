@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -18,7 +19,7 @@ import (
 func TestSchedulerSharesAudits(t *testing.T) {
 	var audits atomic.Int32
 	release := make(chan struct{})
-	audit := func(context.Context) *auditor.Report {
+	audit := func(context.Context) *findings.Report {
 		audits.Add(1)
 		<-release
 		return auditor.Evaluate(&snapshot.Snapshot{Servers: []snapshot.Server{{ID: "A", Name: "a", Version: "2.14.0"}}}, auditor.Policy{Floor: version.DefaultFloor})
@@ -27,7 +28,7 @@ func TestSchedulerSharesAudits(t *testing.T) {
 
 	// Ten scrapes arrive together: one audit serves them all.
 	var wg sync.WaitGroup
-	results := make([]auditor.Result, 10)
+	results := make([]findings.Result, 10)
 	for i := range results {
 		wg.Go(func() { results[i] = s.Get(context.Background()) })
 	}
@@ -53,11 +54,11 @@ func TestSchedulerSharesAudits(t *testing.T) {
 func TestSchedulerAfterIntervalAndOnCancel(t *testing.T) {
 	var audits atomic.Int32
 	block := make(chan struct{})
-	audit := func(context.Context) *auditor.Report {
+	audit := func(context.Context) *findings.Report {
 		if audits.Add(1) == 2 {
 			<-block
 		}
-		return auditor.Failed(context.DeadlineExceeded, version.DefaultFloor, "", time.Now(), 0)
+		return findings.Failed(context.DeadlineExceeded, version.DefaultFloor, "", time.Now(), 0)
 	}
 	s := NewScheduler(context.Background(), audit, time.Hour, nil)
 	now := time.Now()
@@ -67,7 +68,7 @@ func TestSchedulerAfterIntervalAndOnCancel(t *testing.T) {
 	if first.Report.Complete() || !first.LastSuccess.IsZero() {
 		t.Fatalf("a failed audit counted as a success: %+v", first)
 	}
-	if first.Report.Floor.String() != "2.14.0" || first.Report.Status != auditor.Unknown {
+	if first.Report.Floor.String() != "2.14.0" || first.Report.Status != findings.Unknown {
 		t.Fatalf("failed report floor %q status %s", first.Report.Floor, first.Report.Status)
 	}
 
@@ -98,7 +99,7 @@ type requestClock struct {
 }
 
 func (c *requestClock) audit(takes ...time.Duration) AuditFunc {
-	return func(context.Context) *auditor.Report {
+	return func(context.Context) *findings.Report {
 		c.mu.Lock()
 		c.starts = append(c.starts, time.Now())
 		n := len(c.starts)
@@ -283,7 +284,7 @@ func TestSchedulerRequestAfterCancel(t *testing.T) {
 func TestSchedulerCountsPinChanges(t *testing.T) {
 	pins := []struct{ leader, holder string }{{"n1", "a"}, {"n1", "b"}, {"n2", ""}, {"n2", "c"}}
 	var n atomic.Int32
-	audit := func(context.Context) *auditor.Report {
+	audit := func(context.Context) *findings.Report {
 		p := pins[n.Add(1)-1]
 		servers := []snapshot.Server{{Name: "n1"}, {Name: "n2"}}
 		for i := range servers {
@@ -296,12 +297,12 @@ func TestSchedulerCountsPinChanges(t *testing.T) {
 	s := NewScheduler(context.Background(), audit, time.Hour, nil)
 	now := time.Now()
 	s.now = func() time.Time { return now }
-	var last auditor.Result
+	var last findings.Result
 	for range pins {
 		last = s.Get(context.Background())
 		now = now.Add(2 * time.Hour)
 	}
-	if want := (auditor.PinChanges{Pin: 2, WithLeader: 1}); last.Audits != 4 || last.PinChanges != want {
+	if want := (findings.PinChanges{Pin: 2, WithLeader: 1}); last.Audits != 4 || last.PinChanges != want {
 		t.Errorf("after %d audits: %+v, want %+v", last.Audits, last.PinChanges, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/fixture"
 )
@@ -19,14 +20,14 @@ import (
 func TestFindingsJSONMatchesEncodingJSON(t *testing.T) {
 	strs := []string{"plain", "APP > S1 > C1", "<&>", `quote " backslash \ slash /`, "tab\tnew\nline\r\x00\x1f\x7f",
 		"\b\f", "é ü 中 😀", "bad \xff\xfe utf-8 \xc3", "\u2028\u2029", ""}
-	var fs []auditor.Finding
+	var fs []findings.Finding
 	for _, s := range strs {
-		var f auditor.Finding
+		var f findings.Finding
 		fill(reflect.ValueOf(&f).Elem(), s)
-		fs = append(fs, f, auditor.Finding{Message: s})
+		fs = append(fs, f, findings.Finding{Message: s})
 	}
 	zero := 0
-	fs = append(fs, auditor.Finding{}, auditor.Finding{Code: auditor.ServerMissing, Severity: auditor.Severity(9), ServerLevel: &zero,
+	fs = append(fs, findings.Finding{}, findings.Finding{Code: findings.ServerMissing, Severity: findings.Severity(9), ServerLevel: &zero,
 		RequiredLevel: -1, Count: -2, Versions: []string{}, Sourcers: []string{""}})
 	want, err := json.Marshal(fs)
 	if err != nil {
@@ -56,7 +57,7 @@ func TestFindingsJSONMatchesEncodingJSON(t *testing.T) {
 		"check":          {func(b *bytes.Buffer) error { return writeCheckJSON(b, CheckOf(r, nil)) }, CheckOf(r, nil)},
 		"check --assume": {func(b *bytes.Buffer) error { return writeCheckJSON(b, CheckOf(what.After, what)) }, CheckOf(what.After, what)},
 		"report":         {func(b *bytes.Buffer) error { return WriteReport(b, FormatJSON, r, nil) }, ReportOf(r, nil)},
-		"no findings":    {func(b *bytes.Buffer) error { return writeCheckJSON(b, Check{Findings: []auditor.Finding{}}) }, Check{Findings: []auditor.Finding{}}},
+		"no findings":    {func(b *bytes.Buffer) error { return writeCheckJSON(b, Check{Findings: []findings.Finding{}}) }, Check{Findings: []findings.Finding{}}},
 	} {
 		var got, want bytes.Buffer
 		if err := doc.write(&got); err != nil {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 )
 
 // A check of a large system has thousands of findings, and encoding/json
@@ -23,11 +23,11 @@ var findingsKey = []byte(`"findings":[]`)
 // writeFindingsByHand writes doc as WriteJSON would: encoding/json's, with
 // the findings that field (doc's top-level Findings) holds written by hand
 // in their place.
-func writeFindingsByHand(w io.Writer, doc any, field *[]auditor.Finding) error {
-	findings := *field
-	*field = []auditor.Finding{}
+func writeFindingsByHand(w io.Writer, doc any, field *[]findings.Finding) error {
+	all := *field
+	*field = []findings.Finding{}
 	head, err := json.Marshal(doc)
-	*field = findings
+	*field = all
 	if err != nil {
 		return err
 	}
@@ -41,11 +41,11 @@ func writeFindingsByHand(w io.Writer, doc any, field *[]auditor.Finding) error {
 	const chunk = 64 << 10
 	buf := make([]byte, 0, 2*chunk)
 	buf = append(buf, head[:at]...)
-	for i := range findings {
+	for i := range all {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendFindingJSON(buf, &findings[i])
+		buf = appendFindingJSON(buf, &all[i])
 		if len(buf) >= chunk {
 			if _, err := w.Write(buf); err != nil {
 				return err
@@ -60,7 +60,7 @@ func writeFindingsByHand(w io.Writer, doc any, field *[]auditor.Finding) error {
 }
 
 // appendFindingJSON appends f as encoding/json writes an auditor.Finding.
-func appendFindingJSON(buf []byte, f *auditor.Finding) []byte {
+func appendFindingJSON(buf []byte, f *findings.Finding) []byte {
 	buf = append(buf, `{"code":`...)
 	buf = appendJSONString(buf, string(f.Code))
 	buf = append(buf, `,"severity":`...)
@@ -161,7 +161,7 @@ var jsonPlain = func() (t [256]bool) {
 // form lives beside the JSON one.
 
 // writeFindings lists findings grouped by code, worst first.
-func writeFindings(ew *errWriter, findings []auditor.Finding) {
+func writeFindings(ew *errWriter, findings []findings.Finding) {
 	for i := 0; i < len(findings); {
 		code := findings[i].Code
 		j := i

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -26,7 +27,7 @@ type Plan struct {
 
 // WritePlan writes plan's document of p, made of the audit r, in format,
 // text or JSON.
-func WritePlan(out io.Writer, format string, p *auditor.Plan, r *auditor.Report) error {
+func WritePlan(out io.Writer, format string, p *auditor.Plan, r *findings.Report) error {
 	if format == FormatJSON {
 		return writeError(WriteJSON(out, Plan{To: p.To.String(), ToLevel: p.ToLevel, LevelSource: p.LevelSource, Floor: p.Floor.String(),
 			Plan: p, Audit: AuditOf(r)}))
@@ -38,12 +39,12 @@ func WritePlan(out io.Writer, format string, p *auditor.Plan, r *auditor.Report)
 // the audit it was to be made of (auditor.Failed when none ran), to is --to
 // as given and err what ended it. The text form is empty: the one line of
 // the error on stderr says it all.
-func WritePlanFailed(out io.Writer, format string, err error, to string, r *auditor.Report) error {
+func WritePlanFailed(out io.Writer, format string, err error, to string, r *findings.Report) error {
 	if format != FormatJSON {
 		return nil
 	}
 	doc := Plan{To: to, ToLevel: releases.LevelUnknown, Floor: r.FloorShown(),
-		Plan: &auditor.Plan{Status: auditor.Unknown, Steps: []auditor.PlanStep{}, Unchanged: []string{}}, Audit: AuditOf(r), Error: err.Error()}
+		Plan: &auditor.Plan{Status: findings.Unknown, Steps: []auditor.PlanStep{}, Unchanged: []string{}}, Audit: AuditOf(r), Error: err.Error()}
 	return writeError(WriteJSON(out, doc))
 }
 
@@ -103,7 +104,7 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 			}
 			ew.printf("    %s: %s: %s\n", groupName("consumer", r.Account, r.AccountName, r.Stream, r.Consumer, r.Domain), r.Reset, r.Reason)
 		}
-		findings := func(title string, fs []auditor.Finding) {
+		findings := func(title string, fs []findings.Finding) {
 			ew.printf("  %s: %d\n", title, len(fs))
 			for i, f := range fs {
 				if i == listed {

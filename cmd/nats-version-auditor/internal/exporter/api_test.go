@@ -14,10 +14,11 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
-	"github.com/natsaudit/nats-version-auditor/internal/exporter/exportertest"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/exporter/exportertest"
 )
 
 // TestAPIDomains covers how a JetStream domain is named, on an audit of two
@@ -127,7 +128,7 @@ func TestAPIDomains(t *testing.T) {
 		t.Errorf("POST a list: %d %q, want 200 %q\n%s", code, got, want, body)
 	}
 	if code, out, body := post("?domain=hub", `{"consumers":[{"account":"APP","stream":"ORDERS","consumer":"worker"}]}`); code != http.StatusOK ||
-		len(out.Consumers) != 1 || out.Consumers[0].Reset != auditor.ResetSafe {
+		len(out.Consumers) != 1 || out.Consumers[0].Reset != findings.ResetSafe {
 		t.Errorf("POST with ?domain=hub: %d\n%s", code, body)
 	}
 	for _, bad := range []string{``, `{}`, `{"consumers":[]}`, `{"consumers":[{"account":"APP","stream":"ORDERS"}]}`, `{"consumer":[]}`, `[`} {
@@ -172,7 +173,7 @@ func TestAPIPull(t *testing.T) {
 	}
 	_, c, body = d.ConsumerAt(t, "WORK", "nobody", "")
 	if p := c.Pull; p == nil || p.Pending != 5 || p.Waiting != 0 || p.IdleSeconds != 600 || p.PinnedID != "" ||
-		len(c.Findings) != 1 || c.Findings[0].Code != string(auditor.ConsumerPulledByNobody) {
+		len(c.Findings) != 1 || c.Findings[0].Code != string(findings.ConsumerPulledByNobody) {
 		t.Errorf("nobody: %s", body)
 	}
 	_, c, body = d.ConsumerAt(t, "WORK", "config-only", "")
@@ -185,8 +186,8 @@ func TestAPIPull(t *testing.T) {
 }
 
 // serveAPI answers the API from report, until the test ends.
-func serveAPI(t *testing.T, report *auditor.Report) *exportertest.API {
-	sched := NewScheduler(context.Background(), func(context.Context) *auditor.Report { return report }, time.Hour, nil)
+func serveAPI(t *testing.T, report *findings.Report) *exportertest.API {
+	sched := NewScheduler(context.Background(), func(context.Context) *findings.Report { return report }, time.Hour, nil)
 	mux := http.NewServeMux()
 	registerAPI(mux, sched, slog.New(slog.DiscardHandler))
 	srv := httptest.NewServer(mux)

@@ -1,6 +1,9 @@
-package auditor
+package findings
 
 import "fmt"
+
+// Code names a kind of finding.
+type Code string
 
 // Severity of a finding and of a whole report. The numeric values are the
 // Nagios plugin exit codes.
@@ -37,9 +40,9 @@ func (s *Severity) UnmarshalText(b []byte) error {
 	return fmt.Errorf("unknown severity %q", b)
 }
 
-// rank orders severities by how bad they are: a CRITICAL finding outweighs
+// Rank orders severities by how bad they are: a CRITICAL finding outweighs
 // an UNKNOWN one (something is known to be broken), which outweighs a WARNING.
-func (s Severity) rank() int {
+func (s Severity) Rank() int {
 	switch s {
 	case Critical:
 		return 3
@@ -52,10 +55,10 @@ func (s Severity) rank() int {
 }
 
 // Worse reports whether s outranks o.
-func (s Severity) Worse(o Severity) bool { return s.rank() > o.rank() }
+func (s Severity) Worse(o Severity) bool { return s.Rank() > o.Rank() }
 
-// worst returns the worse of s and o.
-func (s Severity) worst(o Severity) Severity {
+// Worst returns the worse of s and o.
+func (s Severity) Worst(o Severity) Severity {
 	if o.Worse(s) {
 		return o
 	}
@@ -67,7 +70,7 @@ func (s Severity) worst(o Severity) Severity {
 func StatusOf(fs []Finding) Severity {
 	s := OK
 	for _, f := range fs {
-		s = s.worst(f.Severity)
+		s = s.Worst(f.Severity)
 	}
 	return s
 }

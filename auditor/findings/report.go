@@ -1,4 +1,4 @@
-package auditor
+package findings
 
 import (
 	"time"
@@ -97,4 +97,15 @@ type Result struct {
 	// PinChanges counts the pin changes seen from each audit to the next
 	// (CountPinChanges), since the auditor started.
 	PinChanges PinChanges
+}
+
+// PinChanges counts the pins of pinned_client consumers that changed
+// holder between two audits, as their leaders reported them.
+type PinChanges struct {
+	// Pin: the holder changed under the same leader (the pin lapsed, or
+	// was given to another pull).
+	Pin uint64
+	// WithLeader: the consumer's leader changed too; a new leader starts
+	// with no pin and gives it to whoever pulls next.
+	WithLeader uint64
 }

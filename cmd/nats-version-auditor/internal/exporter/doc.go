@@ -5,4 +5,9 @@
 // each audit; and the HTTP handler with the metrics, health endpoints and
 // JSON API. The audit itself is the auditor package's; the command wires
 // this package to its flags.
+//
+// Files: schedule.go, the scheduler; memory.go, servers gone quiet;
+// conn.go, the lazy connection; events.go, the $SYS events turned into
+// audits; policy.go, the policy file; api.go, the JSON API; http.go, the
+// metrics, health endpoints and landing page.
 package exporter

@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
+	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render/rendertest"
 	"github.com/natsaudit/nats-version-auditor/internal/fixture"
-	"github.com/natsaudit/nats-version-auditor/internal/render/rendertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from what the code prints now")
@@ -72,7 +73,7 @@ func TestOutputsAreGolden(t *testing.T) {
 	}
 	// An audit that could not run: every list of its documents is one.
 	unreachable := errors.New("cannot reach NATS at nats://127.0.0.1:1: nats: no servers available for connection")
-	failed := auditor.Failed(unreachable, version.DefaultFloor, "", r.Snapshot.Started, time.Millisecond)
+	failed := findings.Failed(unreachable, version.DefaultFloor, "", r.Snapshot.Started, time.Millisecond)
 	for _, tt := range []struct {
 		file  string
 		write func(io.Writer) error
@@ -137,8 +138,8 @@ func TestOutputsAreGolden(t *testing.T) {
 }
 
 func TestSummaryCountsInWords(t *testing.T) {
-	r := &auditor.Report{Status: auditor.Unknown, Floor: version.DefaultFloor, ServersExpected: 1, Snapshot: &snapshot.Snapshot{},
-		Findings: []auditor.Finding{{Code: auditor.AuditIncomplete, Severity: auditor.Unknown, Message: "m"}}}
+	r := &findings.Report{Status: findings.Unknown, Floor: version.DefaultFloor, ServersExpected: 1, Snapshot: &snapshot.Snapshot{},
+		Findings: []findings.Finding{{Code: findings.AuditIncomplete, Severity: findings.Unknown, Message: "m"}}}
 	if got, want := summary(r), "0 of 1 expected servers answered, floor 2.14.0; 1 finding (0 critical, 1 unknown, 0 warning)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
@@ -163,13 +164,13 @@ func mustRelease(t testing.TB, s string) version.Version {
 // them from its release's defaults; a server before 2.14.0 reports none and
 // is left out.
 func TestReportListsFeatureFlags(t *testing.T) {
-	server := func(name, version string, flags map[string]bool) auditor.ServerReport {
-		s := auditor.ServerReport{Server: snapshot.Server{Name: name, Cluster: "c1", FeatureFlags: flags}}
+	server := func(name, version string, flags map[string]bool) findings.ServerReport {
+		s := findings.ServerReport{Server: snapshot.Server{Name: name, Cluster: "c1", FeatureFlags: flags}}
 		s.SetVersion(version)
 		return s
 	}
-	r := &auditor.Report{Status: auditor.OK, Floor: mustRelease(t, "2.12.0"), ServersExpected: 4, Snapshot: &snapshot.Snapshot{},
-		Servers: []auditor.ServerReport{
+	r := &findings.Report{Status: findings.OK, Floor: mustRelease(t, "2.12.0"), ServersExpected: 4, Snapshot: &snapshot.Snapshot{},
+		Servers: []findings.ServerReport{
 			server("n1", "2.14.0", map[string]bool{"js_ack_fc_v2": false, "js_raft_delete_range": true}),
 			server("n2", "2.15.3", map[string]bool{"js_ack_fc_v2": false, "js_api_reply_v2": false, "js_raft_delete_range": true, "js_snapshot_sources": false}),
 			server("n3", "2.15.3", map[string]bool{"js_ack_fc_v2": false, "js_api_reply_v2": false, "js_raft_delete_range": false, "js_snapshot_sources": false}),
@@ -208,7 +209,7 @@ func TestReportListsShards(t *testing.T) {
 		shard("s2", &snapshot.PullState{Policy: "overflow", Group: "g"}),
 		shard("plain", nil),
 	}}
-	r := &auditor.Report{Status: auditor.OK, Floor: version.DefaultFloor, Snapshot: snap}
+	r := &findings.Report{Status: findings.OK, Floor: version.DefaultFloor, Snapshot: snap}
 	var b strings.Builder
 	if err := WriteReport(&b, FormatText, r, nil); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
@@ -12,9 +13,9 @@ type WhatIf struct {
 	Assumptions []string                `json:"assumptions"`
 	Assumed     []auditor.AssumedServer `json:"assumed"`
 	// StatusNow is the status of the audit as it is.
-	StatusNow auditor.Severity       `json:"status_now"`
-	Appear    []auditor.Finding      `json:"appear"`
-	Gone      []auditor.Finding      `json:"gone"`
+	StatusNow findings.Severity      `json:"status_now"`
+	Appear    []findings.Finding     `json:"appear"`
+	Gone      []findings.Finding     `json:"gone"`
 	Depend    []auditor.LeaderChoice `json:"depends_on_leader"`
 }
 
@@ -63,7 +64,7 @@ func writeWhatIfText(ew *errWriter, w *auditor.WhatIf) {
 	}
 	for _, part := range []struct {
 		title string
-		fs    []auditor.Finding
+		fs    []findings.Finding
 	}{{"WOULD APPEAR", w.Appear}, {"WOULD GO", w.Gone}} {
 		ew.printf("\n%s (%d)\n", part.title, len(part.fs))
 		for _, f := range part.fs {

@@ -1,7 +1,7 @@
 package render
 
 import (
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
@@ -48,7 +48,7 @@ type Shard struct {
 }
 
 // shardsOf are the consumers of r with a priority policy.
-func shardsOf(r *auditor.Report) []Shard {
+func shardsOf(r *findings.Report) []Shard {
 	var out []Shard
 	for i := range r.Snapshot.Consumers {
 		a := &r.Snapshot.Consumers[i]
