@@ -275,7 +275,7 @@ func (c *collection) complete() bool {
 	// The servers' own counts, unless a server that just came back explains
 	// the surplus as Evaluate does (then waiting longer would only delay the
 	// same verdict); never the caller's Expect.
-	if n := len(c.seen); n < c.opts.Expect || (n < c.snap.ExpectedCount && !staleCount(c.snap.Servers)) {
+	if n := len(c.seen); n < c.opts.Expect || (n < c.snap.ExpectedCount && !snapshot.StaleCount(c.snap.Servers)) {
 		return false
 	}
 	for name := range c.snap.ExpectedNames {
@@ -289,7 +289,7 @@ func (c *collection) complete() bool {
 		}
 	}
 	for _, g := range c.merged.meta {
-		if g.Size > answeredIn(c.snap.Servers, g.Domain) {
+		if g.Size > snapshot.AnsweredIn(c.snap.Servers, g.Domain) {
 			return false
 		}
 	}

@@ -14,7 +14,8 @@
 //   - requests.go: the $SYS subjects and the requests the audit sends;
 //     replies.go and jsz.go: the projections of the replies it reads;
 //     jszdecode.go: the decoder that fills jsz.go's in one pass, JSZ's
-//     schema over the JSON scanner of auditor/internal/jsonscan.
+//     schema over the JSON scanner of auditor/internal/jsonscan;
+//     pulldecode.go: what JSZ says of who pulls a consumer.
 //   - collect.go: Collect (one STATSZ ping, then LEAFZ and JSZ to each
 //     server); summaries.go: the census's JSZ counts; inflight.go: the
 //     bound on reply bytes asked for and not yet read; permission.go: a

@@ -2,7 +2,6 @@ package auditor
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
@@ -63,7 +62,7 @@ func (e *evaluation) missing(snap *snapshot.Snapshot) int {
 	}
 
 	unnamed := snap.ExpectedCount - len(snap.Servers) - namedMissing
-	if unnamed > 0 && namedMissing == 0 && staleCount(snap.Servers) {
+	if unnamed > 0 && namedMissing == 0 && snapshot.StaleCount(snap.Servers) {
 		// Only the servers' own counts can hold a stale id; a shortfall
 		// against the caller's Expect stays.
 		unnamed -= min(unnamed, maxActive(snap.Servers)-len(snap.Servers))
@@ -74,7 +73,7 @@ func (e *evaluation) missing(snap *snapshot.Snapshot) int {
 	// it is removed: the one count that neither a clean shutdown nor the
 	// servers' forgetting a silent peer lowers.
 	for _, m := range snap.Meta {
-		short := m.Size - answeredIn(snap.Servers, m.Domain) - namedMissing
+		short := m.Size - snapshot.AnsweredIn(snap.Servers, m.Domain) - namedMissing
 		if short > unnamed {
 			unnamed = short
 			message = fmt.Sprintf("the JetStream meta group%s has %d peers and %d of its servers answered; %s",
@@ -102,50 +101,11 @@ func knownPeerIDs(snap *snapshot.Snapshot) map[string]bool {
 	return ids
 }
 
-// answeredIn counts the JetStream servers of a domain that answered: the
-// members of its meta group.
-func answeredIn(servers []snapshot.Server, domain string) int {
-	n := 0
-	for _, s := range servers {
-		if s.JetStream && s.Domain == domain {
-			n++
-		}
-	}
-	return n
-}
-
 func domainSuffix(domain string) string {
 	if domain == "" {
 		return ""
 	}
 	return " of domain " + domain
-}
-
-// StaleRegistration is how long a server that died without a clean shutdown
-// stays counted in the others' active_servers: nats-server forgets a silent
-// server after 150 s, checked every 90 s.
-const StaleRegistration = 240 * time.Second
-
-// staleCount reports whether an unnamed surplus in the active-server count is
-// what a crash-restart leaves behind: the server that came back under its
-// name (with a new server id) started within StaleRegistration, and at least
-// a second after some other server that still counts more than answered,
-// while it counts exactly the servers that answered. Servers of a system that
-// started together do not qualify: a surplus there is a server missing.
-// Without this, every crash-restart would hold the gate at UNKNOWN for four
-// minutes after the system had recovered.
-func staleCount(servers []snapshot.Server) bool {
-	for _, young := range servers {
-		if young.Uptime <= 0 || young.Uptime >= StaleRegistration || young.ActiveServers != len(servers) {
-			continue
-		}
-		for _, old := range servers {
-			if old.Uptime > young.Uptime+time.Second && old.ActiveServers > len(servers) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func maxActive(servers []snapshot.Server) int {

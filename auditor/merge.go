@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"encoding/binary"
+	"maps"
 	"math/bits"
 	"slices"
 	"time"
@@ -433,7 +434,7 @@ func (m *merger) consumers() []snapshot.Asset {
 // metaGroups lists the meta groups by domain.
 func (m *merger) metaGroups() []snapshot.MetaGroup {
 	var out []snapshot.MetaGroup
-	for _, d := range sortedKeys(m.meta) {
+	for _, d := range slices.Sorted(maps.Keys(m.meta)) {
 		g := *m.meta[d]
 		g.Peers = slices.Sorted(slices.Values(g.Peers))
 		out = append(out, g)

@@ -229,7 +229,7 @@ func TestMergeObservation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMerger()
-			for _, r := range sortedKeys(tc.pages) {
+			for _, r := range slices.Sorted(maps.Keys(tc.pages)) {
 				m.add(r, "", tc.pages[r])
 			}
 			a := m.streams()[0]

@@ -13,4 +13,6 @@
 //   - pull.go: PullState, what a consumer's leader reports of who pulls it.
 //   - accounts.go: how an account is named, by name or by public key.
 //   - peerid.go: the RAFT peer ids by which servers name each other.
+//   - expected.go: the counts by which collection waits and the rules
+//     report servers missing.
 package snapshot
