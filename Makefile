@@ -23,8 +23,8 @@ VALIDFETCH  := $(CURDIR)/.cache/bench/validfetch
 # deadline with "context deadline exceeded" and no crasher (golang/go#75804).
 FUZZTIME    ?= 50000x
 # Each target as package:name, run in the package it lives in.
-FUZZ_TARGETS := ./auditor:FuzzStatsz ./auditor:FuzzLeafz ./auditor:FuzzJSZ \
-	./auditor/internal/jsonscan:FuzzSkipMatchesValid ./auditor/version:FuzzParseVersion
+FUZZ_TARGETS := ./auditor/collect:FuzzStatsz ./auditor/collect:FuzzLeafz ./auditor/collect:FuzzJSZ \
+	./auditor/collect/internal/jsonscan:FuzzSkipMatchesValid ./auditor/version:FuzzParseVersion
 
 SOAK        ?= 10m
 
@@ -107,7 +107,7 @@ fuzz:
 
 # Re-records the fuzz seeds from real servers of every version the tests run.
 fuzz-seeds: servers
-	$(GO) run ./internal/recordseeds auditor/testdata/fuzz
+	$(GO) run ./internal/recordseeds auditor/collect/testdata/fuzz
 
 # Rewrites the generated files under deploy/ (alert rules and their copies,
 # the Grafana dashboard); the deploy tests fail when they are out of date.

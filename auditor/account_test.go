@@ -1,7 +1,6 @@
 package auditor
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -20,30 +19,22 @@ const (
 
 // twinsJSZ is one server's JSZ page: n1 hosts ORDERS > worker of each
 // account, led by n3 (2.12.15) in keyA and by n1 in keyB.
-func twinsJSZ(t *testing.T) *jszData {
-	t.Helper()
-	var js jszData
-	body := `{"account_details": [
+func twinsJSZ() []byte {
+	return []byte(`{"data": {"account_details": [
 		{"name": "APP", "id": "` + keyA + `", "stream_detail": [{"name": "ORDERS", "cluster": {"leader": "n3", "replicas": [{"name": "n3"}]},
 			"config": {"num_replicas": 2}, "consumer_detail": [{"name": "worker", "cluster": {"leader": "n3", "replicas": [{"name": "n3"}]}, "config": {"num_replicas": 2}}]}]},
 		{"name": "APP", "id": "` + keyB + `", "stream_detail": [{"name": "ORDERS", "cluster": {"leader": "n1", "replicas": [{"name": "n3"}]},
 			"config": {"num_replicas": 2}, "consumer_detail": [{"name": "worker", "cluster": {"leader": "n1", "replicas": [{"name": "n3"}]}, "config": {"num_replicas": 2}}]}]},
 		{"name": "PLAIN", "id": "PLAIN", "stream_detail": [{"name": "LOGS", "cluster": {"leader": "n1"}, "config": {"num_replicas": 1}}]}
-	], "total": 3}`
-	if err := json.Unmarshal([]byte(body), &js); err != nil {
-		t.Fatal(err)
-	}
-	return &js
+	], "total": 3}}`)
 }
 
 func twinsSnapshot(t *testing.T) *snapshot.Snapshot {
-	m := newMerger()
-	m.add("n1", "", twinsJSZ(t))
-	return &snapshot.Snapshot{
-		Servers: []snapshot.Server{{Name: "n1", Cluster: "c1", Version: "2.14.0", Parsed: version.Must("2.14.0"), JetStream: true, APILevel: 4},
-			{Name: "n3", Cluster: "c1", Version: "2.12.15", Parsed: version.Must("2.12.15"), JetStream: true, APILevel: 3}},
-		Streams: m.streams(), Consumers: m.consumers(),
-	}
+	t.Helper()
+	snap := fromPages(t, map[string][]byte{"n1": twinsJSZ()})
+	snap.Servers = []snapshot.Server{{Name: "n1", Cluster: "c1", Version: "2.14.0", Parsed: version.Must("2.14.0"), JetStream: true, APILevel: 4},
+		{Name: "n3", Cluster: "c1", Version: "2.12.15", Parsed: version.Must("2.12.15"), JetStream: true, APILevel: 3}}
+	return snap
 }
 
 func TestAccountsOfOneNameStayApart(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
@@ -27,7 +28,7 @@ func auditOf(t *testing.T, sys *natstest.System, name string) (*snapshot.Snapsho
 	t.Helper()
 	nc := sys.Connect(name, natstest.SysUser, natstest.SysPassword)
 	defer nc.Close()
-	snap, err := auditor.Collect(context.Background(), nc, auditor.Options{})
+	snap, err := collect.Collect(context.Background(), nc, collect.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

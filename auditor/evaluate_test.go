@@ -466,12 +466,9 @@ func TestEvaluateAPILevelWords(t *testing.T) {
 	}
 }
 
+// TestEvaluateUnreadableLevel: a level that is not a number
+// (TestUnreadableRequiredLevel) is judged on a peer that knows levels.
 func TestEvaluateUnreadableLevel(t *testing.T) {
-	if got := (&jszConfig{Metadata: struct {
-		RequiredLevel string `json:"_nats.req.level"`
-	}{"x"}}).requiredLevel(); got != snapshot.LevelUnreadable {
-		t.Fatalf("requiredLevel of %q = %d", "x", got)
-	}
 	s := snapshot.Asset{Kind: releases.KindStream, Account: "APP", Stream: "ODD", Leader: "new", Peers: []string{"new", "ancient"}, RequiredLevel: snapshot.LevelUnreadable}
 	snap := &snapshot.Snapshot{Servers: []snapshot.Server{srv("new", "c1", "2.15.3", 5), srv("ancient", "c1", "2.10.27", 0)}, Streams: []snapshot.Asset{s}}
 	var got []string

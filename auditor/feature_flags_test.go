@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
@@ -89,7 +90,7 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 		t.Errorf("n1 does not log the flag it was configured with:\n%s", sys.LogTail("n1", 30))
 	}
 	nc := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
-	snap, err := Collect(context.Background(), nc, Options{Expect: 4})
+	snap, err := collect.Collect(context.Background(), nc, collect.Options{Expect: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestFeatureFlagsFromStatsz(t *testing.T) {
 	}
 
 	// What the projection reads is what nats-server's own types read.
-	replies, err := natstest.Gather(nc, PingSubject, []byte("{}"), 4, 10*time.Second)
+	replies, err := natstest.Gather(nc, collect.PingSubject, []byte("{}"), 4, 10*time.Second)
 	if err != nil || len(replies) != 4 {
 		t.Fatalf("%d STATSZ replies: %v", len(replies), err)
 	}

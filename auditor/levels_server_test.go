@@ -4,9 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
-
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
@@ -19,7 +18,7 @@ func TestLevelTableAgainstRealServers(t *testing.T) {
 		sp := natstest.Spec{Name: "solo", Version: v, JetStream: true}
 		sys := natstest.Start(t, sp)
 		nc := sys.Connect(sp.Name, natstest.SysUser, natstest.SysPassword)
-		snap, err := auditor.Collect(context.Background(), nc, auditor.Options{})
+		snap, err := collect.Collect(context.Background(), nc, collect.Options{})
 		nc.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -1,11 +1,13 @@
 package auditor
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
@@ -17,66 +19,76 @@ import (
 // leaders, lists and sizes of the cases below are those the 2.14.0 and
 // 2.15.3 servers of TestServerNotMetaPeerOnRealServers sent after the
 // peer-remove.
-func metaReply(t *testing.T, leader string, size int, replicas ...string) *jszData {
+func metaReply(t *testing.T, leader string, size int, replicas ...string) []byte {
 	t.Helper()
 	var list []string
 	for _, r := range replicas {
 		list = append(list, `{"name":"`+r+`","current":true,"active":1000,"peer":"`+snapshot.PeerID(r)+`"}`)
 	}
-	r, err := decodeJSZReply([]byte(`{"data":{"server_id":"X","meta_cluster":{"name":"c1","leader":"` + leader +
-		`","peer":"` + snapshot.PeerID(leader) + `","replicas":[` + strings.Join(list, ",") + `],"cluster_size":` + strconv.Itoa(size) + `,"pending":0}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.Data
+	return []byte(`{"data":{"server_id":"X","meta_cluster":{"name":"c1","leader":"` + leader +
+		`","peer":"` + snapshot.PeerID(leader) + `","replicas":[` + strings.Join(list, ",") + `],"cluster_size":` + strconv.Itoa(size) + `,"pending":0}}}`)
 }
 
 // metaSnapshot merges the replies, by reporter, into a snapshot of a
 // cluster of three 2.14.0 servers.
-func metaSnapshot(pages map[string]*jszData) *snapshot.Snapshot {
-	m := newMerger()
-	for _, name := range sortedKeys(pages) {
-		m.add(name, "", pages[name])
+func metaSnapshot(t *testing.T, pages map[string][]byte) *snapshot.Snapshot {
+	t.Helper()
+	snap := fromPages(t, pages)
+	snap.Servers = cluster()
+	return snap
+}
+
+// fromPages folds the JSZ replies, in the order of their reporters' names,
+// into a snapshot without servers.
+func fromPages(t *testing.T, pages map[string][]byte) *snapshot.Snapshot {
+	t.Helper()
+	var replies []collect.JSZReply
+	for _, name := range slices.Sorted(maps.Keys(pages)) {
+		replies = append(replies, collect.JSZReply{Server: name, Body: pages[name]})
 	}
-	return &snapshot.Snapshot{Servers: cluster(), Meta: m.metaGroups()}
+	snap, err := collect.FromJSZ(replies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }
 
 func TestServerNotMetaPeer(t *testing.T) {
 	unknownN3 := snapshot.UnknownPeerPrefix + snapshot.PeerID("n3") + ")"
 	tests := []struct {
 		name  string
-		pages func(t *testing.T) map[string]*jszData
+		pages func(t *testing.T) map[string][]byte
 		want  []string
 	}{
-		{"2.14: the leader lists every follower", func(t *testing.T) map[string]*jszData {
-			return map[string]*jszData{"n1": metaReply(t, "n1", 3, "n2", "n3"), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)}
+		{"2.14: the leader lists every follower", func(t *testing.T) map[string][]byte {
+			return map[string][]byte{"n1": metaReply(t, "n1", 3, "n2", "n3"), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)}
 		}, nil},
-		{"2.14: n3 follows n1, which lists only n2", func(t *testing.T) map[string]*jszData {
-			return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)}
+		{"2.14: n3 follows n1, which lists only n2", func(t *testing.T) map[string][]byte {
+			return map[string][]byte{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)}
 		}, []string{"SERVER_NOT_META_PEER(n3,n1,//)"}},
-		{"2.15: n3's own view lists n1 and n2; only the leader's counts", func(t *testing.T) map[string]*jszData {
-			return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2, "n1"), "n3": metaReply(t, "n1", 2, "n1", "n2")}
+		{"2.15: n3's own view lists n1 and n2; only the leader's counts", func(t *testing.T) map[string][]byte {
+			return map[string][]byte{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2, "n1"), "n3": metaReply(t, "n1", 2, "n1", "n2")}
 		}, []string{"SERVER_NOT_META_PEER(n3,n1,//)"}},
-		{"a peer the leader cannot name yet is listed by its id", func(t *testing.T) map[string]*jszData {
-			return map[string]*jszData{"n1": metaReply(t, "n1", 3, "n2", unknownN3), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)}
+		{"a peer the leader cannot name yet is listed by its id", func(t *testing.T) map[string][]byte {
+			return map[string][]byte{"n1": metaReply(t, "n1", 3, "n2", unknownN3), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)}
 		}, nil},
-		{"without the leader's reply nothing is judged", func(t *testing.T) map[string]*jszData {
-			return map[string]*jszData{"n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)}
+		{"without the leader's reply nothing is judged", func(t *testing.T) map[string][]byte {
+			return map[string][]byte{"n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)}
 		}, nil},
-		{"a server that follows no leader yet, or another, is not judged by this one's list", func(t *testing.T) map[string]*jszData {
-			return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "", 2)}
+		{"a server that follows no leader yet, or another, is not judged by this one's list", func(t *testing.T) map[string][]byte {
+			return map[string][]byte{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "", 2)}
 		}, nil},
-		{"two meta groups in one domain (a leafnode's own JetStream): each follower by its own leader's list", func(t *testing.T) map[string]*jszData {
-			return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2),
+		{"two meta groups in one domain (a leafnode's own JetStream): each follower by its own leader's list", func(t *testing.T) map[string][]byte {
+			return map[string][]byte{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2),
 				"x1": metaReply(t, "x1", 1)}
 		}, []string{"SERVER_NOT_META_PEER(n3,n1,//)"}},
-		{"a follower still naming an old leader is not judged by the new one's list", func(t *testing.T) map[string]*jszData {
-			return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n2", 2)}
+		{"a follower still naming an old leader is not judged by the new one's list", func(t *testing.T) map[string][]byte {
+			return map[string][]byte{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n2", 2)}
 		}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Evaluate(metaSnapshot(tt.pages(t)), Policy{Floor: version.DefaultFloor})
+			r := Evaluate(metaSnapshot(t, tt.pages(t)), Policy{Floor: version.DefaultFloor})
 			var got []string
 			for _, f := range r.Findings {
 				if f.Code == findings.ServerNotMetaPeer {
@@ -105,7 +117,7 @@ func TestServerNotMetaPeer(t *testing.T) {
 // neither gone nor new; and a what-if of one leader's group (the leader
 // chooser's own evaluations) invents none.
 func TestServerNotMetaPeerWhatIf(t *testing.T) {
-	snap := metaSnapshot(map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)})
+	snap := metaSnapshot(t, map[string][]byte{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)})
 	w := assume(t, snap, Policy{Floor: version.Must("2.14.0")}, "n2=2.12.15")
 	if w.After.Snapshot.Meta[0].Leader != "n2" {
 		t.Fatalf("the what-if left the meta leader at %s; want n2, the worse", w.After.Snapshot.Meta[0].Leader)
@@ -148,7 +160,7 @@ func findingOf(r *findings.Report, c findings.Code) findings.Finding {
 // outsider touches no meta quorum. A replica the leader cannot name yet is
 // found by its RAFT peer id.
 func TestPlanCountsOnlyMetaMembers(t *testing.T) {
-	snap := metaSnapshot(map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 3)})
+	snap := metaSnapshot(t, map[string][]byte{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 3)})
 	meta := func(gs []GroupImpact) *GroupImpact {
 		for i := range gs {
 			if gs[i].Kind == "meta" {
@@ -182,7 +194,7 @@ func TestPlanCountsOnlyMetaMembers(t *testing.T) {
 		}
 	}
 
-	snap = metaSnapshot(map[string]*jszData{"n1": metaReply(t, "n1", 3, "n2", snapshot.UnknownPeerPrefix+snapshot.PeerID("n3")+")"), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)})
+	snap = metaSnapshot(t, map[string][]byte{"n1": metaReply(t, "n1", 3, "n2", snapshot.UnknownPeerPrefix+snapshot.PeerID("n3")+")"), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)})
 	if peers, size := metaPeers(snap, snap.Meta[0]); !slices.Equal(peers, []string{"n1", "n2", "n3"}) || size != 3 {
 		t.Errorf("members %v of %d; want n1, n2, n3 of 3", peers, size)
 	}
@@ -200,13 +212,13 @@ func TestPlanCountsOnlyMetaMembers(t *testing.T) {
 // other's are not.
 func TestServerNotMetaPeerVotes(t *testing.T) {
 	const cite = ", as a candidate of a release before 2.12.14, or of 2.14.0 to 2.14.3, does, or of any release while it knows fewer peers than its cluster size (nats-server #8353)"
-	twoOfThree := func(t *testing.T) map[string]*jszData {
-		return map[string]*jszData{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)}
+	twoOfThree := func(t *testing.T) map[string][]byte {
+		return map[string][]byte{"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2)}
 	}
 	for _, tt := range []struct {
 		name             string
 		versions         [3]string
-		pages            func(t *testing.T) map[string]*jszData
+		pages            func(t *testing.T) map[string][]byte
 		restart          string
 		finding, outcome string
 	}{
@@ -221,19 +233,19 @@ func TestServerNotMetaPeerVotes(t *testing.T) {
 			"1 of 2 peers up while n2 restarts, below the quorum of 2: unavailable; but n1 (2.14.0) counts the vote of n3, no member, as"},
 		{"members of 2.12.14 and 2.15.3 count only each other's", [3]string{"2.12.14", "2.15.3", "2.10.27"}, twoOfThree, "n1",
 			"", "1 of 2 peers up while n1 restarts, below the quorum of 2: unavailable"},
-		{"2.15.3 members that know fewer peers than their size count it", [3]string{"2.15.3", "2.15.3", "2.15.3"}, func(t *testing.T) map[string]*jszData {
-			return map[string]*jszData{"n1": metaReply(t, "n1", 3, "n2"), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)}
+		{"2.15.3 members that know fewer peers than their size count it", [3]string{"2.15.3", "2.15.3", "2.15.3"}, func(t *testing.T) map[string][]byte {
+			return map[string][]byte{"n1": metaReply(t, "n1", 3, "n2"), "n2": metaReply(t, "n1", 3), "n3": metaReply(t, "n1", 3)}
 		}, "n1",
 			"; n2 (2.15.3) counts its vote, as",
 			"1 of 3 peers up while n1 restarts, below the quorum of 2: unavailable; but n2 (2.15.3) counts the vote of n3, no member, as"},
-		{"one outsider's vote does not make up a quorum of three", [3]string{"2.14.0", "2.14.0", "2.14.0"}, func(t *testing.T) map[string]*jszData {
-			return map[string]*jszData{"n1": metaReply(t, "n1", 5, "n2", "x", "y", "z"), "n2": metaReply(t, "n1", 5), "n3": metaReply(t, "n1", 5)}
+		{"one outsider's vote does not make up a quorum of three", [3]string{"2.14.0", "2.14.0", "2.14.0"}, func(t *testing.T) map[string][]byte {
+			return map[string][]byte{"n1": metaReply(t, "n1", 5, "n2", "x", "y", "z"), "n2": metaReply(t, "n1", 5), "n3": metaReply(t, "n1", 5)}
 		}, "n2",
 			"; n2 (2.14.0) counts its vote, as",
 			"1 of 5 peers up while n2 restarts, below the quorum of 3: unavailable"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := metaSnapshot(tt.pages(t))
+			snap := metaSnapshot(t, tt.pages(t))
 			for i, v := range tt.versions {
 				snap.Servers[i].SetVersion(v)
 			}
@@ -261,16 +273,12 @@ func TestServerNotMetaPeerVotes(t *testing.T) {
 // either is judged against its own leader's list, and a server that
 // follows the other group's leader is no outsider of this one.
 func TestPlanJudgesEachMetaGroupOfADomain(t *testing.T) {
-	m := newMerger()
-	pages := map[string]*jszData{
+	pages := map[string][]byte{
 		"n1": metaReply(t, "n1", 2, "n2"), "n2": metaReply(t, "n1", 2), "n3": metaReply(t, "n1", 2),
 		"l1": metaReply(t, "l1", 3, "l2", "l3"), "l2": metaReply(t, "l1", 3), "l3": metaReply(t, "l1", 3),
 	}
-	for _, name := range sortedKeys(pages) {
-		m.add(name, "", pages[name])
-	}
-	snap := &snapshot.Snapshot{Servers: append(cluster(), srv("l1", "leaf", "2.14.0", 4), srv("l2", "leaf", "2.14.0", 4), srv("l3", "leaf", "2.14.0", 4)),
-		Meta: m.metaGroups()}
+	snap := fromPages(t, pages)
+	snap.Servers = append(cluster(), srv("l1", "leaf", "2.14.0", 4), srv("l2", "leaf", "2.14.0", 4), srv("l3", "leaf", "2.14.0", 4))
 	if len(snap.Meta) != 1 || len(snap.Meta[0].Groups()) != 2 {
 		t.Fatalf("meta groups %+v; want one domain of two groups", snap.Meta)
 	}

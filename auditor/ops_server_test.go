@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
@@ -20,7 +21,7 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-// The tests in this file hold rows of the op table (auditor.ReplicatedOps)
+// The tests in this file hold rows of the op table (releases.ReplicatedOps)
 // against real servers: the table judges the cluster before the trigger,
 // and the old follower's process, log and JSZ are the oracle afterwards.
 
@@ -224,7 +225,7 @@ func threeNodes(t *testing.T, specs ...natstest.Spec) (sys *natstest.System, sys
 // by name.
 func audit(t *testing.T, sysConn *nats.Conn) (*snapshot.Snapshot, map[string]snapshot.Server) {
 	t.Helper()
-	snap, err := auditor.Collect(context.Background(), sysConn, auditor.Options{Expect: 3})
+	snap, err := collect.Collect(context.Background(), sysConn, collect.Options{Expect: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 // TestKnownBadReleaseLosesAStream holds the first row of
-// auditor.BadReleases against real servers. Cluster n1, n2, n3 on 2.14.4,
+// releases.BadReleases against real servers. Cluster n1, n2, n3 on 2.14.4,
 // an R1 stream ORDERS on n3 with five messages. n3 stops; the application
 // sends ORDERS's create again, the same config, which 2.14.4 proposes with
 // a new Created (jetstream_cluster.go:8300). A new meta leader snapshots

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
@@ -232,7 +233,7 @@ func shardStage(t *testing.T, sysConn *nats.Conn, js jetstream.JetStream, policy
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		var err error
-		if snap, err = Collect(ctx, sysConn, Options{}); err != nil {
+		if snap, err = collect.Collect(ctx, sysConn, collect.Options{}); err != nil {
 			return err
 		}
 		found = map[string]findings.Finding{}

@@ -22,7 +22,7 @@ const (
 // oversized are the shipped packages not yet carved down to the measures,
 // each with the figures it may not grow past: the carving goes on from them.
 var oversized = map[string]struct{ lines, loop int }{
-	"auditor": {lines: 6850, loop: 11},
+	"auditor": {lines: maxLines, loop: 11},
 }
 
 // ownModule are the packages of this repository that are modules of their

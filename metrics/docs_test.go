@@ -79,7 +79,7 @@ func documented(t *testing.T) (labels map[string][]string, values map[string]str
 
 // TestDocsListEveryMetric holds docs/metrics.md ("every metric") to what
 // the collectors of this package can emit, the per-asset gauges of
-// auditor.Codes among them: a row for each metric and none for another,
+// findings.Codes among them: a row for each metric and none for another,
 // with its labels in order, and "counter:" exactly for the counters.
 func TestDocsListEveryMetric(t *testing.T) {
 	code := described(t)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 
 	"github.com/nats-io/nats.go"
@@ -24,14 +25,14 @@ type auditing struct {
 
 // pipeline is the one way an audit runs, whichever command asks for it
 // (check, report, check --wait, serve's scrapes, events and JSON API): the
-// policy in force, a connection, auditor.Collect, what serve remembers of
+// policy in force, a connection, collect.Collect, what serve remembers of
 // servers gone quiet, auditor.Evaluate, and serve's scope.
 type pipeline struct {
 	policy func() (auditor.Policy, error)
 	// conn returns the connection to audit on, and what to do with it once
 	// the audit is done.
 	conn    func(ctx context.Context) (nc *nats.Conn, done func(), err error)
-	options auditor.Options
+	options collect.Options
 	// memory, when set, says what the servers that stopped answering last
 	// ran (serve's).
 	memory *exporter.Memory
@@ -99,7 +100,7 @@ func (p *pipeline) run(ctx context.Context) (*findings.Report, auditor.Policy, e
 	if p.connectedOnly {
 		opts.OnlyServerID = nc.ConnectedServerId()
 	}
-	snap, err := auditor.Collect(ctx, nc, opts)
+	snap, err := collect.Collect(ctx, nc, opts)
 	if err != nil {
 		return nil, pol, collectError(err, p.who())
 	}

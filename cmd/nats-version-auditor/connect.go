@@ -14,13 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
+
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/nats-io/jsm.go/natscontext"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
-
-	"github.com/natsaudit/nats-version-auditor/auditor"
 )
 
 // connFlags are the connection flags, spelled as natscli spells them.
@@ -48,7 +48,7 @@ func addConnFlags(app *kingpin.Application) *connFlags {
 	app.Flag("no-context", "Disable the selected context").BoolVar(&c.noContext)
 	app.Flag("connection-name", "Nickname to use for the underlying NATS Connection").Default(appName).PlaceHolder("NAME").StringVar(&c.connectionName)
 	app.Flag("inbox-prefix", "Custom inbox prefix to use for inboxes").PlaceHolder("PREFIX").StringVar(&c.inboxPrefix)
-	app.Flag("timeout", "How long one audit may wait for the servers' answers").Envar("NATS_TIMEOUT").Default(auditor.DefaultTimeout.String()).DurationVar(&c.timeout)
+	app.Flag("timeout", "How long one audit may wait for the servers' answers").Envar("NATS_TIMEOUT").Default(collect.DefaultTimeout.String()).DurationVar(&c.timeout)
 	return c
 }
 
@@ -60,7 +60,7 @@ const minTimeout = 100 * time.Millisecond
 // nats.go would refuse only at connect, in words that name no flag.
 func (c *connFlags) validate() error {
 	if c.timeout < minTimeout {
-		return fmt.Errorf("--timeout %s: too short for an audit, want at least %s (default %s)", c.timeout, minTimeout, auditor.DefaultTimeout)
+		return fmt.Errorf("--timeout %s: too short for an audit, want at least %s (default %s)", c.timeout, minTimeout, collect.DefaultTimeout)
 	}
 	if p := c.inboxPrefix; p != "" && (strings.ContainsAny(p, "*> \t") || strings.HasSuffix(p, ".") || strings.HasPrefix(p, ".") || strings.Contains(p, "..")) {
 		return fmt.Errorf("--inbox-prefix %q: want subject tokens without wildcards and without a trailing dot, such as _INBOX_audit", p)
@@ -159,7 +159,7 @@ func (c *connFlags) connect(reconnect bool, logger *slog.Logger) (*nats.Conn, er
 	} else {
 		// Without a handler of its own nats.go writes every asynchronous
 		// error (a permissions violation) raw to stderr; the audit reports
-		// the ones that matter (auditor.PermissionError).
+		// the ones that matter (collect.PermissionError).
 		extra = append(extra, nats.NoReconnect(),
 			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 				logger.Debug("NATS error", "err", err)
@@ -332,12 +332,12 @@ func classify(err error) failure {
 		pathErr   *fs.PathError
 	)
 	var (
-		permErr  *auditor.PermissionError
+		permErr  *collect.PermissionError
 		netErr   net.Error
 		credsErr *credsFileError
 	)
 	switch {
-	case errors.Is(err, auditor.ErrNotSystemAccount):
+	case errors.Is(err, collect.ErrNotSystemAccount):
 		return failNotSystemAccount
 	case errors.As(err, &permErr):
 		return failPermission
@@ -396,7 +396,7 @@ func connectError(target string, timeout time.Duration, err error) error {
 	return fmt.Errorf("cannot connect to NATS at %s: %w", target, err)
 }
 
-// collectError says what a failure of auditor.Collect was; who names the
+// collectError says what a failure of collect.Collect was; who names the
 // user the audit connected as (connFlags.who).
 func collectError(err error, who string) error {
 	if classify(err) == failNotSystemAccount {

@@ -19,7 +19,7 @@ import (
 // The decode facts: what servers older than a feature do with an asset
 // whose config uses it, with no application sending anything to them. The
 // oracle is the old server itself: its log, its JSZ, whether its process is
-// still alive. auditor.Features cites these tests.
+// still alive. releases.Features cites these tests.
 
 // crashWait bounds the wait for a 2.12.15 meta snapshot: the ticker runs
 // every minute from the server's start (2.12.15 jetstream_cluster.go:1580),

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
+	"github.com/nats-io/nats.go"
 )
 
 // TestClassify holds every error the classifier names, as nats.go, crypto/tls
@@ -56,9 +56,9 @@ func TestClassify(t *testing.T) {
 
 		{"nats.ErrNoServers", nats.ErrNoServers, failUnreachable, "cannot reach NATS at " + target, true},
 
-		{"auditor.ErrNotSystemAccount", auditor.ErrNotSystemAccount, failNotSystemAccount, "cannot connect to NATS at " + target, false},
+		{"collect.ErrNotSystemAccount", collect.ErrNotSystemAccount, failNotSystemAccount, "cannot connect to NATS at " + target, false},
 
-		{"auditor.PermissionError", &auditor.PermissionError{Op: "publish", Subject: "$SYS.REQ.SERVER.NX.JSZ", Allow: "$SYS.REQ.SERVER.*.JSZ"},
+		{"collect.PermissionError", &collect.PermissionError{Op: "publish", Subject: "$SYS.REQ.SERVER.NX.JSZ", Allow: "$SYS.REQ.SERVER.*.JSZ"},
 			failPermission, "cannot connect to NATS at " + target, false},
 
 		{"nats.ErrTimeout", nats.ErrTimeout, failTimeout, "cannot connect to NATS at " + target + " within --timeout 100ms", true},

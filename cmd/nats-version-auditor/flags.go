@@ -6,6 +6,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -51,13 +52,13 @@ func addAuditFlags(app *kingpin.Application) *auditFlags {
 	app.Flag("audit.compress", compressHelp).BoolVar(&f.compress)
 	app.Flag("compress", compressHelp).Hidden().BoolVar(&f.compress)
 	// No kingpin default: it would be set after parsing, over a value given
-	// through the alias. Unset is auditor.DefaultMaxReplyBytes.
+	// through the alias. Unset is collect.DefaultMaxReplyBytes.
 	const maxReplyHelp = "Replies larger than this are dropped as AUDIT_INCOMPLETE instead of decoded (default 64MiB)"
 	app.Flag("audit.max-reply-bytes", maxReplyHelp).PlaceHolder("64MiB").BytesVar(&f.maxReplyBytes)
 	app.Flag("max-reply-bytes", maxReplyHelp).Hidden().BytesVar(&f.maxReplyBytes)
-	// Unset is auditor.DefaultMaxBytesInFlight; a bound of nothing would
+	// Unset is collect.DefaultMaxBytesInFlight; a bound of nothing would
 	// ask for nothing, so 0 and less are refused rather than taken as it.
-	inFlight := units.Base2Bytes(auditor.DefaultMaxBytesInFlight).String()
+	inFlight := units.Base2Bytes(collect.DefaultMaxBytesInFlight).String()
 	app.Flag("audit.max-bytes-in-flight", "JSZ reply bytes asked for and not yet read, as the servers' counts estimate them: pages whose replies would exceed it together are asked in turn (default "+inFlight+"). "+
 		"Keep it under the max_pending of the server the auditor connects to (64MiB by default), which drops a client that reads too slowly").
 		PlaceHolder(inFlight).Action(func(*kingpin.ParseContext) error {
@@ -69,10 +70,10 @@ func addAuditFlags(app *kingpin.Application) *auditFlags {
 	return f
 }
 
-// options are the auditor.Options the flags ask for; timeout is the
+// options are the collect.Options the flags ask for; timeout is the
 // connection flags' --timeout, which bounds an audit as it bounds a connect.
-func (f *auditFlags) options(timeout time.Duration, logger *slog.Logger) auditor.Options {
-	return auditor.Options{Timeout: timeout, Expect: f.expect, MaxReplyBytes: int(f.maxReplyBytes),
+func (f *auditFlags) options(timeout time.Duration, logger *slog.Logger) collect.Options {
+	return collect.Options{Timeout: timeout, Expect: f.expect, MaxReplyBytes: int(f.maxReplyBytes),
 		MaxBytesInFlight: int(f.maxInFlight), Compress: f.compress, Logger: logger}
 }
 

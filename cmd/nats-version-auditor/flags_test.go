@@ -20,7 +20,7 @@ func TestAuditFlagAliases(t *testing.T) {
 		compress bool
 		inFlight int
 	}{
-		{nil, 0, false, 0}, // 0: auditor.DefaultMaxReplyBytes, DefaultMaxBytesInFlight
+		{nil, 0, false, 0}, // 0: collect.DefaultMaxReplyBytes, DefaultMaxBytesInFlight
 		{[]string{"--audit.max-reply-bytes", "8KiB", "--audit.compress"}, 8 << 10, true, 0},
 		{[]string{"--max-reply-bytes", "8KiB", "--compress"}, 8 << 10, true, 0},
 		{[]string{"--audit.max-bytes-in-flight", "48MiB"}, 0, false, 48 << 20},

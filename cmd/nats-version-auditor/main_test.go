@@ -12,7 +12,7 @@ import (
 	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render/rendertest"
 )
 
-// floorMessage is the one message of a floor that is not one (auditor.ParseFloor).
+// floorMessage is the one message of a floor that is not one (version.ParseFloor).
 const floorMessage = "is not a floor: want MAJOR.MINOR or MAJOR.MINOR.PATCH, such as 2.14, 2.14.0 or v2.14.0"
 
 func TestUsageErrors(t *testing.T) {

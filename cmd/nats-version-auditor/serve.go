@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -108,7 +109,7 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (findings.Severity, 
 		// The audits running hear the servers' heartbeats and SHUTDOWNs: a
 		// server that came back (or went) while an audit waited for it
 		// ends that wait.
-		p.options.Events = &auditor.Events{}
+		p.options.Events = &collect.Events{}
 		// Each connection the LazyConn makes gets its watcher before its
 		// first audit runs on it.
 		ev := exporter.NewEventWatch(sched, c.eventMinInterval, p.options.Events, logger)

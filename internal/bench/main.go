@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -320,7 +322,7 @@ func serverIDs(h *natstest.Program, nc *nats.Conn) []string {
 		h.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	if err := nc.PublishRequest(auditor.PingSubject, inbox, nil); err != nil {
+	if err := nc.PublishRequest(collect.PingSubject, inbox, nil); err != nil {
 		h.Fatal(err)
 	}
 	var ids []string
@@ -404,7 +406,7 @@ func runCheck(h *natstest.Program, sys *natstest.System, bin string) processRun 
 func inProcessRuns(h *natstest.Program, cfg config, sys *natstest.System, nc *nats.Conn, ids []string, res *sizeResult) {
 	audit := func() {
 		c0, start := selfCPU(), time.Now()
-		snap, err := auditor.Collect(context.Background(), nc, auditor.Options{Timeout: 60 * time.Second})
+		snap, err := collect.Collect(context.Background(), nc, collect.Options{Timeout: 60 * time.Second})
 		if err != nil {
 			h.Fatal(err)
 		}
@@ -465,7 +467,7 @@ func inProcess(h *natstest.Program, sys *natstest.System, res *sizeResult) {
 		}
 	})
 	in := nc.Stats().InBytes
-	snap, err := auditor.Collect(context.Background(), nc, auditor.Options{Timeout: 30 * time.Second})
+	snap, err := collect.Collect(context.Background(), nc, collect.Options{Timeout: 30 * time.Second})
 	if err != nil {
 		h.Fatal(err)
 	}

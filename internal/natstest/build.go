@@ -45,7 +45,7 @@ var Versions = []string{NoLevels, FirstLevels, Old, Floor, Lenient, New}
 
 // The releases of one defect, each run by one test alone rather than beside
 // every other version: BadIdempotentCreate is a release the audit holds as
-// known bad (auditor.BadReleases, nats-server #8413), IdempotentCreateFixed
+// known bad (releases.BadReleases, nats-server #8413), IdempotentCreateFixed
 // the patch release that fixes it (#8449).
 const (
 	BadIdempotentCreate   = "v2.14.4"

@@ -13,10 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -27,7 +28,7 @@ import (
 func Fetch(nc *nats.Conn, ids []string, timeout time.Duration, check func([]byte) error) (uint64, error) {
 	// The bench's five accounts fit one page of the audit's page size.
 	req, err := json.Marshal(server.JszEventOptions{JSzOptions: server.JSzOptions{Accounts: true, Streams: true,
-		Consumer: true, Config: true, Limit: auditor.DefaultJSZPageSize}})
+		Consumer: true, Config: true, Limit: collect.DefaultJSZPageSize}})
 	if err != nil {
 		return 0, err
 	}
@@ -36,7 +37,7 @@ func Fetch(nc *nats.Conn, ids []string, timeout time.Duration, check func([]byte
 	errs := make(chan error, len(ids))
 	for _, id := range ids {
 		wg.Go(func() {
-			m, err := nc.Request(auditor.ServerSubject(id, "JSZ"), req, timeout)
+			m, err := nc.Request(collect.ServerSubject(id, "JSZ"), req, timeout)
 			if err == nil && check != nil {
 				err = check(m.Data)
 			}

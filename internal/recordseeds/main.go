@@ -1,6 +1,6 @@
 // Command recordseeds records real $SYS replies from servers of every
 // version the tests run and writes them as seed corpora of the auditor's
-// fuzz targets (auditor/testdata/fuzz). Run it with `make fuzz-seeds` after
+// fuzz targets (auditor/collect/testdata/fuzz). Run it with `make fuzz-seeds` after
 // a server version changes.
 package main
 
@@ -13,15 +13,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
 func main() {
-	dir := "auditor/testdata/fuzz"
+	dir := "auditor/collect/testdata/fuzz"
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
 	}
@@ -67,7 +68,7 @@ func record(p *natstest.Program, dir string) {
 				Accounts: true, Streams: true, Consumer: true, Config: true, Limit: 1024}}},
 		} {
 			body, _ := json.Marshal(ask.body)
-			msg, err := nc.Request(auditor.ServerSubject(id, ask.endpoint), body, 5*time.Second)
+			msg, err := nc.Request(collect.ServerSubject(id, ask.endpoint), body, 5*time.Second)
 			if err != nil {
 				p.Fatal(err)
 			}
@@ -77,7 +78,7 @@ func record(p *natstest.Program, dir string) {
 }
 
 func serverID(p *natstest.Program, nc *nats.Conn, name string) string {
-	msg, err := nc.Request(auditor.PingSubject, []byte(fmt.Sprintf(`{"server_name":%q,"exact_match":true}`, name)), 5*time.Second)
+	msg, err := nc.Request(collect.PingSubject, []byte(fmt.Sprintf(`{"server_name":%q,"exact_match":true}`, name)), 5*time.Second)
 	if err != nil {
 		p.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // own PrometheusRule (a chart cannot read files outside its directory), and the PrometheusRule
 // entry that ends the extraResources of deploy/helm/nats-sidecar-values.yaml (everything after
 // its marker line). It also writes, into each runbook section of an alert on finding codes,
-// the list of the codes it reports, from the registry auditor.Codes; and, from
+// the list of the codes it reports, from the registry findings.Codes; and, from
 // deploy/prometheus/alertmanager-inhibit.yml, the inhibitRules of the chart's AlertmanagerConfig
 // and the kustomize base's AlertmanagerConfig.
 //

@@ -49,7 +49,7 @@ const FindingsMetric = "nats_version_auditor_findings"
 // are those whose FindingsMetric series a selector of expr matches (by its
 // code and severity matchers); excluded are those only a negative code
 // matcher keeps out, the codes with alerts of their own. Both come in the
-// order of auditor.Codes.
+// order of findings.Codes.
 func FindingCodes(expr string) (selected, excluded []findings.CodeInfo, err error) {
 	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {

@@ -9,12 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/metrics"
 )
 
@@ -30,9 +30,9 @@ type eventWatcher struct {
 	nc      *nats.Conn
 	trigger func(reason string)
 	// heartbeats tells which events ask for an audit.
-	heartbeats *auditor.Heartbeats
+	heartbeats *collect.Heartbeats
 	// audits hears every heartbeat and SHUTDOWN, for the audits running.
-	audits *auditor.Events
+	audits *collect.Events
 	log    *slog.Logger
 
 	subs     []*nats.Subscription
@@ -54,8 +54,8 @@ type eventWatcher struct {
 // for an audit, since anything may have changed meanwhile. A subscription
 // the user may not make does not stop serve: the watcher logs it as an error
 // and reports itself down (Stats) until a reconnect succeeds.
-func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *snapshot.Snapshot, audits *auditor.Events, logger *slog.Logger) (*eventWatcher, error) {
-	w := &eventWatcher{nc: nc, trigger: trigger, heartbeats: auditor.NewHeartbeats(seen), audits: audits, log: logger, done: make(chan struct{}),
+func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *snapshot.Snapshot, audits *collect.Events, logger *slog.Logger) (*eventWatcher, error) {
+	w := &eventWatcher{nc: nc, trigger: trigger, heartbeats: collect.NewHeartbeats(seen), audits: audits, log: logger, done: make(chan struct{}),
 		denied: map[string]error{}, received: map[string]uint64{}}
 	prev := nc.ErrorHandler()
 	nc.SetErrorHandler(func(c *nats.Conn, sub *nats.Subscription, err error) {
@@ -67,10 +67,10 @@ func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *snapsh
 	// Registered before the subscriptions so that no change is missed.
 	w.statusCh = nc.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	handlers := map[string]nats.MsgHandler{
-		auditor.StatszEventSubject: w.onStatsz, auditor.ShutdownEventSubject: w.onShutdown, auditor.LameDuckEventSubject: w.onLameDuck,
-		auditor.ConnectEventSubject: w.onLeafEvent, auditor.DisconnectEventSubject: w.onLeafEvent,
+		collect.StatszEventSubject: w.onStatsz, collect.ShutdownEventSubject: w.onShutdown, collect.LameDuckEventSubject: w.onLameDuck,
+		collect.ConnectEventSubject: w.onLeafEvent, collect.DisconnectEventSubject: w.onLeafEvent,
 	}
-	for _, subj := range auditor.EventSubjects {
+	for _, subj := range collect.EventSubjects {
 		sub, err := nc.Subscribe(subj, handlers[subj])
 		if err != nil {
 			w.Stop()
@@ -81,7 +81,7 @@ func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *snapsh
 	go w.follow()
 	if nc.IsConnected() {
 		// A refused subscription comes back as an asynchronous error that an
-		// audit running meanwhile would take for its own (auditor.Collect
+		// audit running meanwhile would take for its own (collect.Collect
 		// names any new permissions violation): have it arrive first.
 		if err := nc.FlushTimeout(flushTimeout); err != nil {
 			logger.Warn("could not confirm the event subscriptions", "err", err)
@@ -140,7 +140,7 @@ func (w *eventWatcher) follow() {
 // "No reply is a signal that we should use our normal broadcast subject").
 // The first heartbeats prove the subscription.
 func (w *eventWatcher) ping() {
-	if err := w.nc.Publish(auditor.PingSubject, nil); err != nil {
+	if err := w.nc.Publish(collect.PingSubject, nil); err != nil {
 		w.log.Warn("could not ask the servers for their heartbeats", "err", err)
 	}
 }
@@ -150,7 +150,7 @@ func (w *eventWatcher) permissionError(err error) {
 	if !errors.Is(err, nats.ErrPermissionViolation) {
 		return
 	}
-	for _, subj := range auditor.EventSubjects {
+	for _, subj := range collect.EventSubjects {
 		if !strings.Contains(err.Error(), fmt.Sprintf("Subscription to %q", subj)) {
 			continue
 		}
@@ -175,7 +175,7 @@ func (w *eventWatcher) Stats() metrics.EventStats {
 
 func (w *eventWatcher) onStatsz(m *nats.Msg) {
 	// Read once, for the tracker and for every audit running.
-	hb, err := auditor.ParseHeartbeat(m.Data)
+	hb, err := collect.ParseHeartbeat(m.Data)
 	if err != nil {
 		w.log.Debug("unreadable STATSZ event", "subject", m.Subject, "err", err)
 		return
@@ -203,7 +203,7 @@ func (w *eventWatcher) onLameDuck(m *nats.Msg) {
 // onLeafEvent reacts to leafnode connections coming and going; connect and
 // disconnect events of clients are dropped unread.
 func (w *eventWatcher) onLeafEvent(m *nats.Msg) {
-	reason, connected, ok := auditor.LeafEvent(m.Subject, m.Data)
+	reason, connected, ok := collect.LeafEvent(m.Subject, m.Data)
 	if !ok {
 		return
 	}
@@ -228,7 +228,7 @@ func (w *eventWatcher) count(kind string, heard bool) {
 // watcher for each connection LazyConn makes, and one collector for all.
 type EventWatch struct {
 	sched  *Scheduler
-	audits *auditor.Events
+	audits *collect.Events
 	logger *slog.Logger
 
 	mu sync.Mutex
@@ -238,7 +238,7 @@ type EventWatch struct {
 // NewEventWatch makes the event watching of serve: an audit an event asks
 // for starts no sooner than minInterval after the last one started, and
 // the audits running hear the events through audits.
-func NewEventWatch(sched *Scheduler, minInterval time.Duration, audits *auditor.Events, logger *slog.Logger) *EventWatch {
+func NewEventWatch(sched *Scheduler, minInterval time.Duration, audits *collect.Events, logger *slog.Logger) *EventWatch {
 	sched.SetRequestInterval(minInterval)
 	return &EventWatch{sched: sched, audits: audits, logger: logger}
 }

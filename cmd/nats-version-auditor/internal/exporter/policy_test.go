@@ -10,7 +10,7 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
-// floorMessage is what auditor.ParseFloor says of a floor that is not one.
+// floorMessage is what version.ParseFloor says of a floor that is not one.
 var floorMessage = func() string {
 	_, err := version.ParseFloor("14")
 	return strings.TrimPrefix(err.Error(), `"14" `)

@@ -11,7 +11,7 @@ import (
 )
 
 // AuditFunc runs one audit and always returns a report: an audit that could
-// not run is a report of why (auditor.Failed).
+// not run is a report of why (findings.Failed).
 type AuditFunc func(ctx context.Context) *findings.Report
 
 // Scheduler runs audits on demand, at most one per MinInterval: callers that

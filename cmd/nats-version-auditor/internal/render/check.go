@@ -49,7 +49,7 @@ func WriteCheck(out io.Writer, format string, r *findings.Report, w *auditor.Wha
 }
 
 // WriteCheckFailed writes check's document of an audit that could not run:
-// failed is its report (auditor.Failed), err what ended it. The text form
+// failed is its report (findings.Failed), err what ended it. The text form
 // is empty: the one line of the error on stderr says it all.
 func WriteCheckFailed(out io.Writer, format string, err error, failed *findings.Report) error {
 	switch format {

@@ -59,7 +59,7 @@ func writeFindingsByHand(w io.Writer, doc any, field *[]findings.Finding) error 
 	return err
 }
 
-// appendFindingJSON appends f as encoding/json writes an auditor.Finding.
+// appendFindingJSON appends f as encoding/json writes an findings.Finding.
 func appendFindingJSON(buf []byte, f *findings.Finding) []byte {
 	buf = append(buf, `{"code":`...)
 	buf = appendJSONString(buf, string(f.Code))

@@ -36,7 +36,7 @@ func WritePlan(out io.Writer, format string, p *auditor.Plan, r *findings.Report
 }
 
 // WritePlanFailed writes plan's document when no plan could be made: r is
-// the audit it was to be made of (auditor.Failed when none ran), to is --to
+// the audit it was to be made of (findings.Failed when none ran), to is --to
 // as given and err what ended it. The text form is empty: the one line of
 // the error on stderr says it all.
 func WritePlanFailed(out io.Writer, format string, err error, to string, r *findings.Report) error {

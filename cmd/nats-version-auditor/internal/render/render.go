@@ -2,7 +2,7 @@
 // and plan's, with the what-if and capability blocks they carry, each in its
 // JSON, text and (check) Nagios forms. A document of an audit that could not
 // run, or of a plan that could not be made, is the document of its report
-// (auditor.Failed when no audit ran) with the error beside it, so that every
+// (findings.Failed when no audit ran) with the error beside it, so that every
 // list it holds is one (`[]`, never null).
 //
 // Files: render.go, the writers every document shares; one per document,

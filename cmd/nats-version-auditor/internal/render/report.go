@@ -41,7 +41,7 @@ type Leafnode struct {
 	Peer    string `json:"peer"`
 	Account string `json:"account"`
 	// AccountName is the account's name where the audit knows one and it
-	// is not Account (operator mode; see auditor.AccountNames).
+	// is not Account (operator mode; see snapshot.AccountNames).
 	AccountName string `json:"account_name,omitempty"`
 	Audited     bool   `json:"audited"`
 }
@@ -74,7 +74,7 @@ func WriteReport(out io.Writer, format string, r *findings.Report, w *auditor.Wh
 }
 
 // WriteReportFailed writes report's document of an audit that could not
-// run: failed is its report (auditor.Failed), err what ended it. The text
+// run: failed is its report (findings.Failed), err what ended it. The text
 // form is empty: the one line of the error on stderr says it all.
 func WriteReportFailed(out io.Writer, format string, err error, failed *findings.Report) error {
 	if format != FormatJSON {

@@ -1,4 +1,4 @@
-package auditor_test
+package collect_test
 
 import (
 	"context"
@@ -6,9 +6,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
+
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -75,7 +76,7 @@ func TestCollectPagesOverAccounts(t *testing.T) {
 				slices.Sort(want)
 
 				nc := sys.Connect("solo", natstest.SysUser, natstest.SysPassword)
-				snap, err := auditor.Collect(context.Background(), nc, auditor.Options{JSZPageSize: tt.pageSize})
+				snap, err := collect.Collect(context.Background(), nc, collect.Options{JSZPageSize: tt.pageSize})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package auditor
+package collect
 
 import (
 	"bytes"
@@ -411,29 +411,6 @@ func (c *collection) shutdown(serverID string) {
 	}
 }
 
-// parseStatsz decodes a STATSZ reply into the server it describes.
-func parseStatsz(data []byte) (*statszReply, snapshot.Server, error) {
-	var msg statszReply
-	if err := json.Unmarshal(data, &msg); err != nil {
-		return nil, snapshot.Server{}, fmt.Errorf("malformed reply: %w", err)
-	}
-	si := msg.Server
-	srv := snapshot.Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain,
-		Tags: si.Tags, JetStream: si.jetStreamEnabled(), ActiveServers: msg.Stats.ActiveServers,
-		FeatureFlags: si.FeatureFlags}
-	srv.SetVersion(si.Version)
-	if si.ID == "" || si.Name == "" {
-		return nil, srv, errors.New("reply names no server")
-	}
-	if js := msg.Stats.JetStream; js != nil && js.Stats != nil {
-		srv.APILevel = js.Stats.API.Level
-	}
-	if !msg.Stats.Start.IsZero() && !si.Time.IsZero() {
-		srv.Uptime = si.Time.Sub(msg.Stats.Start)
-	}
-	return &msg, srv, nil
-}
-
 // register records a server that answered STATSZ and what it says about
 // whom to expect. It reports whether the server is new to this audit and is
 // to be asked for LEAFZ and JSZ; the caller then runs askServer. pinged is
@@ -715,21 +692,6 @@ func (c *collection) replyData(msg *nats.Msg) ([]byte, error) {
 		return nil, err
 	}
 	return data, nil
-}
-
-// parseJSZ decodes one JSZ page.
-func parseJSZ(data []byte) (*jszData, error) {
-	resp, err := decodeJSZReply(data)
-	if err != nil {
-		return nil, fmt.Errorf("malformed reply: %w", err)
-	}
-	if resp.Error != nil {
-		return nil, resp.Error
-	}
-	if resp.Data == nil {
-		return nil, errors.New("reply carries no data")
-	}
-	return resp.Data, nil
 }
 
 // errReplyTooLarge marks a reply dropped for exceeding Options.MaxReplyBytes.

@@ -1,8 +1,12 @@
-package auditor
+package collect
 
 import (
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+	json "github.com/segmentio/encoding/json"
 )
 
 // The $SYS replies an audit reads, projected onto the fields it uses. The
@@ -128,4 +132,27 @@ type clientInfo struct {
 	Account string `json:"acc,omitempty"`
 	// Kind is "Client", "Leafnode", ... (kindStringMap in client.go).
 	Kind string `json:"kind,omitempty"`
+}
+
+// parseStatsz decodes a STATSZ reply into the server it describes.
+func parseStatsz(data []byte) (*statszReply, snapshot.Server, error) {
+	var msg statszReply
+	if err := json.Unmarshal(data, &msg); err != nil {
+		return nil, snapshot.Server{}, fmt.Errorf("malformed reply: %w", err)
+	}
+	si := msg.Server
+	srv := snapshot.Server{ID: si.ID, Name: si.Name, Host: si.Host, Cluster: si.Cluster, Domain: si.Domain,
+		Tags: si.Tags, JetStream: si.jetStreamEnabled(), ActiveServers: msg.Stats.ActiveServers,
+		FeatureFlags: si.FeatureFlags}
+	srv.SetVersion(si.Version)
+	if si.ID == "" || si.Name == "" {
+		return nil, srv, errors.New("reply names no server")
+	}
+	if js := msg.Stats.JetStream; js != nil && js.Stats != nil {
+		srv.APILevel = js.Stats.API.Level
+	}
+	if !msg.Stats.Start.IsZero() && !si.Time.IsZero() {
+		srv.Uptime = si.Time.Sub(msg.Stats.Start)
+	}
+	return &msg, srv, nil
 }

@@ -1,4 +1,4 @@
-package auditor_test
+package collect_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -48,9 +49,9 @@ func TestCollectHearsARestartedServerByItsHeartbeat(t *testing.T) {
 				t.Fatal(err)
 			}
 			nc := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
-			var events auditor.Events
-			sub, err := nc.Subscribe(auditor.StatszEventSubject, func(m *nats.Msg) {
-				if hb, err := auditor.ParseHeartbeat(m.Data); err == nil {
+			var events collect.Events
+			sub, err := nc.Subscribe(collect.StatszEventSubject, func(m *nats.Msg) {
+				if hb, err := collect.ParseHeartbeat(m.Data); err == nil {
 					events.Heartbeat(hb)
 				}
 			})
@@ -77,7 +78,7 @@ func TestCollectHearsARestartedServerByItsHeartbeat(t *testing.T) {
 			done := make(chan result, 1)
 			start := time.Now()
 			go func() {
-				snap, err := auditor.Collect(context.Background(), nc, auditor.Options{Timeout: timeout, Events: &events})
+				snap, err := collect.Collect(context.Background(), nc, collect.Options{Timeout: timeout, Events: &events})
 				done <- result{snap, err}
 			}()
 			// The audit waits for n3 (its routes' peers and the meta group name
@@ -129,7 +130,7 @@ func TestCollectStopsWaitingForAServerThatShutDown(t *testing.T) {
 	sys := natstest.Start(t, natstest.Node("n1", natstest.Floor, "c1"), natstest.Node("n2", natstest.Floor, "c1"),
 		natstest.Node("n3", natstest.Floor, "c1"))
 	nc := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
-	replies, err := natstest.Gather(nc, auditor.PingSubject, nil, 3, 10*time.Second)
+	replies, err := natstest.Gather(nc, collect.PingSubject, nil, 3, 10*time.Second)
 	if err != nil || len(replies) != 3 {
 		t.Fatalf("%d STATSZ replies: %v", len(replies), err)
 	}
@@ -147,12 +148,12 @@ func TestCollectStopsWaitingForAServerThatShutDown(t *testing.T) {
 	sys.Pause("n3")
 	defer sys.Resume("n3")
 
-	var events auditor.Events
+	var events collect.Events
 	const timeout = 60 * time.Second
 	done := make(chan *snapshot.Snapshot, 1)
 	start := time.Now()
 	go func() {
-		snap, err := auditor.Collect(context.Background(), nc, auditor.Options{Timeout: timeout, Events: &events})
+		snap, err := collect.Collect(context.Background(), nc, collect.Options{Timeout: timeout, Events: &events})
 		if err != nil {
 			t.Error(err)
 		}
@@ -161,7 +162,7 @@ func TestCollectStopsWaitingForAServerThatShutDown(t *testing.T) {
 	// n3 cannot answer the ping; its heartbeat (as it was) has the audit ask
 	// it for LEAFZ and JSZ, which it cannot answer either.
 	time.Sleep(time.Second)
-	hb, err := auditor.ParseHeartbeat(heartbeat)
+	hb, err := collect.ParseHeartbeat(heartbeat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestCollectStopsWaitingForAServerThatShutDown(t *testing.T) {
 		t.Fatalf("the audit ended before n3's SHUTDOWN, after %s: %+v", time.Since(start), snap.Problems)
 	case <-time.After(time.Second):
 	}
-	events.Shutdown(strings.Replace(auditor.ShutdownEventSubject, "*", id, 1))
+	events.Shutdown(strings.Replace(collect.ShutdownEventSubject, "*", id, 1))
 	snap := <-done
 	if took := time.Since(start); took > timeout/2 {
 		t.Errorf("the audit took %s of its %s timeout after n3's SHUTDOWN", took, timeout)

@@ -1,4 +1,4 @@
-package auditor_test
+package collect_test
 
 import (
 	"encoding/json"
@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
+
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -57,7 +58,7 @@ func testJSZProjectionMatchesServerTypes(t *testing.T, mode natstest.Mode) {
 		}
 	}
 
-	snap, err := auditor.Collect(t.Context(), sysConn, auditor.Options{})
+	snap, err := collect.Collect(t.Context(), sysConn, collect.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func testJSZProjectionMatchesServerTypes(t *testing.T, mode natstest.Mode) {
 	}
 	want := map[string]view{}
 	for _, s := range snap.Servers {
-		msg, err := sysConn.Request(auditor.ServerSubject(s.ID, "JSZ"), req, 5*time.Second)
+		msg, err := sysConn.Request(collect.ServerSubject(s.ID, "JSZ"), req, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,8 @@
-package auditor
+package collect
 
 import (
 	"encoding/binary"
+	"fmt"
 	"maps"
 	"math/bits"
 	"slices"
@@ -440,4 +441,29 @@ func (m *merger) metaGroups() []snapshot.MetaGroup {
 		out = append(out, g)
 	}
 	return out
+}
+
+// JSZReply is one server's reply to a JSZ request, as it came: Body is the
+// whole reply, {"data": ...} or {"error": ...}.
+type JSZReply struct {
+	// Server and Domain are the replying server's name and JetStream domain.
+	Server, Domain string
+	Body           []byte
+}
+
+// FromJSZ folds JSZ replies, in the order given, into the streams,
+// consumers and meta groups of a snapshot, as Collect folds the replies it
+// reads: replies recorded once can be judged again without the servers.
+// The snapshot holds no servers; a reply that does not decode is an error
+// naming its server.
+func FromJSZ(replies ...JSZReply) (*snapshot.Snapshot, error) {
+	m := newMerger()
+	for _, r := range replies {
+		js, err := parseJSZ(r.Body)
+		if err != nil {
+			return nil, fmt.Errorf("JSZ of %s: %w", r.Server, err)
+		}
+		m.add(r.Server, r.Domain, js)
+	}
+	return &snapshot.Snapshot{Streams: m.streams(), Consumers: m.consumers(), Meta: m.metaGroups()}, nil
 }

@@ -1,4 +1,4 @@
-package auditor
+package collect
 
 import (
 	"bytes"
@@ -16,7 +16,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	segjson "github.com/segmentio/encoding/json"
 
-	"github.com/natsaudit/nats-version-auditor/auditor/internal/jsonscan"
+	"github.com/natsaudit/nats-version-auditor/auditor/collect/internal/jsonscan"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // fuzzSeed reads the reply a committed fuzz seed holds.
@@ -312,7 +313,7 @@ func BenchmarkDecodeJSZ(b *testing.B) {
 		{"decodeJSZReply", decodeJSZReply},
 		// The floor under any decoder that fails on a malformed reply: only
 		// checking the bytes, with no field read. skip is the check of a
-		// value this decoder's scanner (auditor/internal/jsonscan) runs; sonic-valid
+		// value this decoder's scanner (auditor/collect/internal/jsonscan) runs; sonic-valid
 		// is the fastest validator we found for Go (JIT-compiled, SIMD).
 		{"skip", func(data []byte) (*jszReply, error) {
 			s := jsonscan.New(data)
@@ -376,4 +377,14 @@ func BenchmarkMerge(b *testing.B) {
 		_, _ = m.streams(), m.consumers()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/30_000, "ns/report")
+}
+
+// TestUnreadableRequiredLevel: a _nats.req.level that is not a number is
+// LevelUnreadable, not 0.
+func TestUnreadableRequiredLevel(t *testing.T) {
+	if got := (&jszConfig{Metadata: struct {
+		RequiredLevel string `json:"_nats.req.level"`
+	}{"x"}}).requiredLevel(); got != snapshot.LevelUnreadable {
+		t.Fatalf("requiredLevel of %q = %d", "x", got)
+	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/natsaudit/nats-version-auditor/auditor/internal/jsonscan"
+	"github.com/natsaudit/nats-version-auditor/auditor/collect/internal/jsonscan"
 )
 
 // skipAll steps over one value and checks that nothing follows it.

@@ -1,4 +1,4 @@
-package auditor
+package collect
 
 import (
 	"fmt"

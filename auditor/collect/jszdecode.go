@@ -1,6 +1,7 @@
-package auditor
+package collect
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,7 +12,7 @@ import (
 
 	json "github.com/segmentio/encoding/json"
 
-	"github.com/natsaudit/nats-version-auditor/auditor/internal/jsonscan"
+	"github.com/natsaudit/nats-version-auditor/auditor/collect/internal/jsonscan"
 )
 
 // decodeJSZReply decodes a JSZ reply into the audit's projection (jszReply)
@@ -521,4 +522,19 @@ func (d *jszDecoder) apiError(e *apiError) error {
 		}
 		return d.Skip()
 	})
+}
+
+// parseJSZ decodes one JSZ page.
+func parseJSZ(data []byte) (*jszData, error) {
+	resp, err := decodeJSZReply(data)
+	if err != nil {
+		return nil, fmt.Errorf("malformed reply: %w", err)
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	if resp.Data == nil {
+		return nil, errors.New("reply carries no data")
+	}
+	return resp.Data, nil
 }
