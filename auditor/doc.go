@@ -7,10 +7,14 @@
 //
 // Its files:
 //
-//   - evaluate.go: Policy, Evaluate and its rules on servers, clusters, the
-//     meta group, asset leaders and followers, API levels and leafnodes;
-//     narrow.go: the policy's asset patterns; expected.go: the servers the
-//     audit waited for in vain.
+//   - evaluate.go: Evaluate and rules, the ordered list of its rules it
+//     walks; evaluation.go: one evaluation's state, adding and sorting
+//     findings, the keys and wording the rules share; policy.go: Policy.
+//   - servers.go: the rules on servers, clusters, the meta group and
+//     leafnode links; assets.go: on each asset's leader, followers and API
+//     levels; peerlevels.go: what a peer's release does with an asset's
+//     level and features; narrow.go: a pattern that selects nothing;
+//     expected.go: the servers the audit waited for in vain.
 //   - hazards.go: the crashes and stalls no application asks for (an asset
 //     a server cannot decode, the RESETs durable sourcing sends);
 //     op_hazards.go: the replicated operations a follower cannot apply;

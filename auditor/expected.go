@@ -2,8 +2,11 @@ package auditor
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
@@ -101,13 +104,6 @@ func knownPeerIDs(snap *snapshot.Snapshot) map[string]bool {
 	return ids
 }
 
-func domainSuffix(domain string) string {
-	if domain == "" {
-		return ""
-	}
-	return " of domain " + domain
-}
-
 func maxActive(servers []snapshot.Server) int {
 	n := 0
 	for _, s := range servers {
@@ -122,4 +118,38 @@ func neverNamed(n int) string {
 		return "1 missing server was never named"
 	}
 	return fmt.Sprintf("%d missing servers were never named", n)
+}
+
+// missingAfterReset says what a missing server, last seen below
+// ResetVersion, does when it comes back if it crashed on a replicated
+// RESET: the words SERVER_MISSING adds, or "".
+func missingAfterReset(name string, last snapshot.Server, snap *snapshot.Snapshot, sourcers map[ConsumerKey][]Sourcer, byName map[string]snapshot.Server) string {
+	if answersReset(last.Parsed) {
+		return ""
+	}
+	var reset, sourced []string
+	for i := range snap.Consumers {
+		a := &snap.Consumers[i]
+		if !slices.Contains(a.Peers, name) || a.Leader == name {
+			continue
+		}
+		if ls, ok := byName[a.Leader]; !ok || !answersReset(ls.Parsed) {
+			continue
+		}
+		k := ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}
+		if ss := sourcers[k]; len(ss) > 0 {
+			sourced = append(sourced, a.Label()+" (RESET by "+sourcerNames(ss)+")")
+		} else {
+			reset = append(reset, a.Label())
+		}
+	}
+	switch {
+	case len(sourced) > 0:
+		return fmt.Sprintf("; it follows %s, whose leader answers RESET and which durable sourcing RESETs by itself: a server below %s that crashed on a replicated RESET crashes again on every restart until it is upgraded",
+			strings.Join(sourced, ", "), releases.ResetVersion)
+	case len(reset) > 0:
+		return fmt.Sprintf("; it follows consumers whose leader answers RESET (%s): if it crashed on a replicated RESET, it crashes again on every restart until it is upgraded",
+			strings.Join(reset, ", "))
+	}
+	return ""
 }

@@ -74,29 +74,6 @@ func domainDecodes(a *snapshot.Asset, servers []snapshot.Server, lastSeen map[st
 	return out
 }
 
-// Sourcer is a mirror or source that reads an origin consumer through
-// durable sourcing: while a server at ResetVersion or later leads it, it
-// sends that consumer $JS.API.CONSUMER.RESET by itself at setup, after each
-// of its leader changes and on retries (2.14.0 stream.go:3564-3590), whether
-// or not any application does.
-type Sourcer struct {
-	Account, Stream string
-	Mirror          bool
-	// Leader leads the mirror or source stream ("" for none).
-	Leader string
-}
-
-// Name is the stream as findings write it.
-func (s Sourcer) Name() string { return s.Account + " > " + s.Stream }
-
-// Kind is "mirror" or "source".
-func (s Sourcer) Kind() string {
-	if s.Mirror {
-		return "mirror"
-	}
-	return "source"
-}
-
 // Sourcers maps every origin consumer some stream of snap reads through
 // durable sourcing to those streams, sorted by name. An origin named through
 // an external API prefix "$JS.<domain>.API" is looked for in that domain,
@@ -138,16 +115,6 @@ func apiPrefixDomain(prefix string) (string, bool) {
 		return "", false
 	}
 	return d, true
-}
-
-// sourcerNames writes the sourcers as findings name them: "mirror APP >
-// MIRROR, source APP > AGG".
-func sourcerNames(ss []Sourcer) string {
-	parts := make([]string, len(ss))
-	for i, s := range ss {
-		parts[i] = s.Kind() + " " + s.Name()
-	}
-	return strings.Join(parts, ", ")
 }
 
 // crashFindings are the ASSET_CRASHES_SERVER and ASSET_HALTS_META findings
@@ -241,40 +208,6 @@ func sourcingFindings(a *snapshot.Asset, sourcers []Sourcer, byName map[string]s
 		out = append(out, f)
 	}
 	return out
-}
-
-// missingAfterReset says what a missing server, last seen below
-// ResetVersion, does when it comes back if it crashed on a replicated
-// RESET: the words SERVER_MISSING adds, or "".
-func missingAfterReset(name string, last snapshot.Server, snap *snapshot.Snapshot, sourcers map[ConsumerKey][]Sourcer, byName map[string]snapshot.Server) string {
-	if answersReset(last.Parsed) {
-		return ""
-	}
-	var reset, sourced []string
-	for i := range snap.Consumers {
-		a := &snap.Consumers[i]
-		if !slices.Contains(a.Peers, name) || a.Leader == name {
-			continue
-		}
-		if ls, ok := byName[a.Leader]; !ok || !answersReset(ls.Parsed) {
-			continue
-		}
-		k := ConsumerKey{a.Domain, a.Account, a.Stream, a.Consumer}
-		if ss := sourcers[k]; len(ss) > 0 {
-			sourced = append(sourced, a.Label()+" (RESET by "+sourcerNames(ss)+")")
-		} else {
-			reset = append(reset, a.Label())
-		}
-	}
-	switch {
-	case len(sourced) > 0:
-		return fmt.Sprintf("; it follows %s, whose leader answers RESET and which durable sourcing RESETs by itself: a server below %s that crashed on a replicated RESET crashes again on every restart until it is upgraded",
-			strings.Join(sourced, ", "), releases.ResetVersion)
-	case len(reset) > 0:
-		return fmt.Sprintf("; it follows consumers whose leader answers RESET (%s): if it crashed on a replicated RESET, it crashes again on every restart until it is upgraded",
-			strings.Join(reset, ", "))
-	}
-	return ""
 }
 
 // hazards adds the findings of crashes and stalls no application asks for:

@@ -8,12 +8,6 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
-// ConsumerKey names a consumer: a JetStream domain ("" for none), an
-// account by its id (see Asset.Account), a stream and the consumer.
-type ConsumerKey struct {
-	Domain, Account, Stream, Consumer string
-}
-
 // ConsumerView is what the audit knows of one consumer, with the RESET verdict.
 type ConsumerView struct {
 	ConsumerKey
@@ -48,12 +42,6 @@ type Crash struct {
 	Feature string `json:"feature"`
 	// Answered is false for a server only an earlier audit saw.
 	Answered bool `json:"answered"`
-}
-
-// StreamKey names a stream: a JetStream domain ("" for none), an account
-// and the stream.
-type StreamKey struct {
-	Domain, Account, Stream string
 }
 
 type nameKey struct {

@@ -69,22 +69,3 @@ func unmatched(snap *snapshot.Snapshot, p Policy) []findings.Finding {
 	report("consumer", p.Consumers, within)
 	return out
 }
-
-// accountSelected reports whether a's account matches one of patterns, by
-// its id or (operator mode) its JWT name.
-func accountSelected(patterns []string, a snapshot.Asset) bool {
-	return matchAny(patterns, a.Account) || (a.AccountName != "" && matchAny(patterns, a.AccountName))
-}
-
-// matchAny reports whether v matches one of patterns; no patterns match all.
-func matchAny(patterns []string, v string) bool {
-	if len(patterns) == 0 {
-		return true
-	}
-	for _, p := range patterns {
-		if ok, _ := path.Match(p, v); ok {
-			return true
-		}
-	}
-	return false
-}

@@ -3,7 +3,6 @@ package auditor
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -97,24 +96,6 @@ func (e *evaluation) observed(a *snapshot.Asset) {
 			a.Kind, a.Label(), s.Name, s.Version, a.Leader, b.Active.Round(time.Second), quorumNote(n, current))
 		e.add(f)
 	}
-}
-
-// runsOn writes how many of an asset's n peers run it, and what one more
-// loss does; atMost when that many is only a bound, as some peers that may
-// not run it did not answer.
-func runsOn(running, n int, atMost bool) string {
-	out := fmt.Sprintf("runs on %d of its %d peers", running, n)
-	if atMost {
-		out = fmt.Sprintf("runs on at most %d of its %d peers", running, n)
-	}
-	quorum := n/2 + 1
-	switch {
-	case running < quorum:
-		out += ", fewer than its quorum of " + strconv.Itoa(quorum) + ": it stops"
-	case running == quorum && n > 1:
-		out += "; one more peer down and it stops"
-	}
-	return out
 }
 
 // quorumNote says what a group of n peers with current ones current has

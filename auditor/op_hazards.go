@@ -8,7 +8,6 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
-	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
 // The findings both axes of the table give an asset's peers: what a peer
@@ -138,32 +137,12 @@ func opProposedBy(o releases.ReplicatedOp, leader snapshot.Server, sourced bool)
 	return fmt.Sprintf("%s, whose version %q is not a version, may %s as its leader", leader.Name, leader.Version, strings.TrimSuffix(o.Verb(), "s"))
 }
 
-// orList writes names as "n1", "n1 or n2", "n1, n2 or n3".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
 // peerOutcome is what one peer does with an asset's config: the worst
 // outcome of the features it uses, and that feature.
 type peerOutcome struct {
 	server  snapshot.Server
 	outcome releases.Outcome
 	feature releases.Feature
-}
-
-// worstFeature is the worst first-axis outcome of a server of version v
-// for the features, with its feature; Supported when there is none.
-func worstFeature(features releases.FeatureSet, v version.Version) (releases.Outcome, releases.Feature) {
-	worst, which := releases.Supported, releases.Feature{}
-	for _, ft := range features.Features() {
-		if h := ft.HandlingBy(v); h.Asset.Rank() > worst.Rank() {
-			worst, which = h.Asset, ft
-		}
-	}
-	return worst, which
 }
 
 // peerFindings are the findings of the peers that do not run the asset as

@@ -15,32 +15,6 @@ import (
 // the consumer's leader holds its backlog, the pulls waiting on it and its
 // pin. This file judges it; pulldecode.go reads it from JSZ.
 
-// ShardPolicy holds what judges who pulls the consumers with a priority
-// policy.
-type ShardPolicy struct {
-	// UnpulledAfter is how long a consumer with a priority policy may go
-	// with a backlog, no pull waiting on its leader and no delivery or ack
-	// before it is CONSUMER_PULLED_BY_NOBODY. Zero is
-	// DefaultUnpulledAfter; a negative value turns the finding off.
-	UnpulledAfter time.Duration
-}
-
-// DefaultUnpulledAfter is the servers' own default priority_timeout
-// (JsDefaultPinnedTTL, 2.15.3 consumer.go:612): the grace a pinned_client
-// consumer's leader gives its holder to pull again before it gives the pin
-// to another. A live owner on nats.go's jetstream package keeps a pull
-// waiting at all times (Consume and Messages ask again before the last
-// pull expires, DefaultExpires 30s), so an empty queue with a backlog for
-// this long is not a pause between two pulls.
-const DefaultUnpulledAfter = 2 * time.Minute
-
-func (p ShardPolicy) unpulledAfter() time.Duration {
-	if p.UnpulledAfter == 0 {
-		return DefaultUnpulledAfter
-	}
-	return p.UnpulledAfter
-}
-
 // shards judges who pulls each consumer with a priority policy, on its
 // leader's record.
 func (e *evaluation) shards(snap *snapshot.Snapshot, p ShardPolicy) {
