@@ -118,20 +118,20 @@ type WhatIf struct {
 	Depend []LeaderChoice     `json:"depends_on_leader"`
 }
 
-// Assume evaluates snap as Evaluate does, then again as if the servers the
-// assumptions name ran their versions (a later assumption wins over an
-// earlier one for the same server), with the API levels LevelFor gives. The
-// placement stays as the audit saw it; in every RAFT group with a changed
-// server among its peers, the leader may move, and the would-be report
-// assumes the peer whose leadership gives the worst findings (Depend says
-// which groups that decides). A server whose new level is unknown turns
-// every level finding about it into API_LEVEL_UNKNOWN. It fails when an
-// assumption names no server that answered the audit.
-func Assume(snap *snapshot.Snapshot, p Policy, as []Assumption) (*WhatIf, error) {
-	return assumeFrom(Evaluate(snap, p), snap, p, as)
-}
-
-func assumeFrom(before *findings.Report, snap *snapshot.Snapshot, p Policy, as []Assumption) (*WhatIf, error) {
+// Assume holds the report of an audit, before (Evaluate's report of its
+// snapshot under p, as the caller has it), beside an evaluation of the
+// same snapshot as if the servers the assumptions name ran their versions
+// (a later assumption wins over an earlier one for the same server), with
+// the API levels LevelFor gives: the snapshot is judged once as it is and
+// once as assumed. The placement stays as the audit saw it; in every RAFT
+// group with a changed server among its peers, the leader may move, and
+// the would-be report assumes the peer whose leadership gives the worst
+// findings (Depend says which groups that decides). A server whose new
+// level is unknown turns every level finding about it into
+// API_LEVEL_UNKNOWN. It fails when an assumption names no server that
+// answered the audit.
+func Assume(before *findings.Report, p Policy, as []Assumption) (*WhatIf, error) {
+	snap := before.Snapshot
 	want, err := resolve(snap, as)
 	if err != nil {
 		return nil, err
@@ -180,7 +180,15 @@ func assumeFrom(before *findings.Report, snap *snapshot.Snapshot, p Policy, as [
 	for _, s := range after.Servers {
 		byName[s.Name] = s
 	}
-	lc := leaderChooser{p: Policy{Floor: p.Floor}, servers: byName, memo: map[string][]candidate{}}
+	// The chooser judges each group under the whole policy but its asset
+	// patterns: it evaluates a group on its own, renamed (A > S > C) so
+	// that groups of one shape share an evaluation, and a pattern would
+	// deselect the renamed asset and leave no finding to choose by. The
+	// patterns still narrow the report after the change, which evaluates
+	// the real assets (TestAssumeChoosesUnderTheWholePolicy).
+	chooser := p
+	chooser.Accounts, chooser.Streams, chooser.Consumers = nil, nil, nil
+	lc := leaderChooser{p: chooser, servers: byName, memo: map[string][]candidate{}}
 	touches := func(peers []string) bool {
 		return slices.ContainsFunc(peers, func(n string) bool { return changed[n] })
 	}

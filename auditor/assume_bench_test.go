@@ -13,7 +13,7 @@ func BenchmarkAssume100kConsumers(b *testing.B) {
 	p := Policy{Floor: version.DefaultFloor}
 	as := []Assumption{{Target: "cluster/c0", Version: version.Must("2.14.3")}}
 	for b.Loop() {
-		if _, err := Assume(snap, p, as); err != nil {
+		if _, err := Assume(Evaluate(snap, p), p, as); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -25,7 +25,7 @@ func BenchmarkPlan100kConsumers(b *testing.B) {
 	snap := syntheticSnapshot(100_000)
 	p := Policy{Floor: version.DefaultFloor}
 	for b.Loop() {
-		if _, err := MakePlan(snap, p, version.Must("2.14.3"), PlanScope{}); err != nil {
+		if _, err := MakePlan(Evaluate(snap, p), p, version.Must("2.14.3"), PlanScope{}); err != nil {
 			b.Fatal(err)
 		}
 	}

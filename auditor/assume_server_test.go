@@ -105,7 +105,7 @@ func mustAssume(t *testing.T, snap *snapshot.Snapshot, as ...string) *auditor.Wh
 		}
 		parsed = append(parsed, a)
 	}
-	w, err := auditor.Assume(snap, auditor.Policy{Floor: version.DefaultFloor}, parsed)
+	w, err := auditor.Assume(auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor}), auditor.Policy{Floor: version.DefaultFloor}, parsed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
@@ -56,7 +57,7 @@ func assume(t *testing.T, snap *snapshot.Snapshot, p Policy, as ...string) *What
 	if p.Floor.IsZero() {
 		p.Floor = version.DefaultFloor
 	}
-	w, err := Assume(snap, p, parsed)
+	w, err := Assume(Evaluate(snap, p), p, parsed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestAssumeLeaderDependence(t *testing.T) {
 func TestAssumeFailsClosed(t *testing.T) {
 	snap := snapshot.Snapshot{Servers: cluster(), ExpectedNames: map[string][]string{"n9": {"n1"}}}
 	for _, a := range []Assumption{{"n9", version.Must("2.14.0")}, {"cluster/west", version.Must("2.14.0")}, {"typo", version.Must("2.14.0")}} {
-		if _, err := Assume(&snap, Policy{Floor: version.DefaultFloor}, []Assumption{a}); err == nil || !strings.Contains(err.Error(), "answered the audit") {
+		if _, err := Assume(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, []Assumption{a}); err == nil || !strings.Contains(err.Error(), "answered the audit") {
 			t.Errorf("%s: err %v", a, err)
 		}
 	}
@@ -360,5 +361,28 @@ func TestLevelForPrefersWhatServersReport(t *testing.T) {
 	snap.Servers = append(snap.Servers, srv("n4", "c1", "2.16.0", 7))
 	if got, _ := LevelFor(snap, version.Must("2.16.0")); got != releases.LevelUnknown {
 		t.Errorf("LevelFor with disagreeing servers = %d, want unknown", got)
+	}
+}
+
+// TestAssumeChoosesUnderTheWholePolicy: the leader chooser judges each
+// group renamed, so the policy's asset patterns are left out of its
+// evaluations; a pattern that selects the real stream must not hide what
+// its leadership decides. n2, led by n1, goes below the floor: led by n2
+// it is STREAM_LEADER_BELOW_FLOOR, the worse. With the patterns kept, the
+// renamed stream was deselected and no leader was worse than another.
+func TestAssumeChoosesUnderTheWholePolicy(t *testing.T) {
+	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3,
+		Streams: []snapshot.Asset{stream("ORDERS", "n1", "n1", "n2", "n3")}}
+	for _, p := range []Policy{
+		{Floor: version.DefaultFloor},
+		{Floor: version.DefaultFloor, Streams: []string{"ORD*"}, ShardPolicy: ShardPolicy{UnpulledAfter: time.Hour}},
+	} {
+		w := assume(t, &snap, p, "n2=2.12.15")
+		if len(w.Depend) != 1 || w.Depend[0].Leader != "n2" {
+			t.Errorf("policy %+v: depends %+v; want n2 assumed, the worse leader", p, w.Depend)
+		}
+		if got := briefs(w.After.Findings); !slices.ContainsFunc(got, func(b string) bool { return strings.HasPrefix(b, "STREAM_LEADER_BELOW_FLOOR(n2") }) {
+			t.Errorf("policy %+v: after %q", p, got)
+		}
 	}
 }

@@ -192,7 +192,7 @@ func TestAssumeCarriesFeatureFlags(t *testing.T) {
 		server("n2", "2.14.0", map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: false}),
 	}}
 	pol := Policy{Floor: parsed("2.12.0")}
-	up, err := Assume(snap, pol, []Assumption{{Target: "*", Version: parsed("2.15.3")}})
+	up, err := Assume(Evaluate(snap, pol), pol, []Assumption{{Target: "*", Version: parsed("2.15.3")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestAssumeCarriesFeatureFlags(t *testing.T) {
 	if got := briefs(up.Appear); !slices.Equal(got, []string{"UPGRADE_PATH_UNSUPPORTED(n1,,//)", "UPGRADE_PATH_UNSUPPORTED(n2,,//)"}) {
 		t.Errorf("upgrading finds %s", got)
 	}
-	down, err := Assume(snap, pol, []Assumption{{Target: "*", Version: parsed("2.12.15")}})
+	down, err := Assume(Evaluate(snap, pol), pol, []Assumption{{Target: "*", Version: parsed("2.12.15")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestAssumeUpgradeTurnsOnDeleteRange(t *testing.T) {
 	n2.FeatureFlags = n1.FeatureFlags
 	snap := &snapshot.Snapshot{Servers: []snapshot.Server{n1, n2, srv("n3", "c1", "2.12.15", 3)},
 		Streams: []snapshot.Asset{withConfig(stream("M", "n1", "n1", "n2", "n3"), releases.AssetConfig{Mirror: &releases.StreamSource{Name: "O"}})}}
-	w, err := Assume(snap, Policy{Floor: parsed("2.12.0")}, []Assumption{{Target: "n1", Version: parsed("2.15.3")}})
+	w, err := Assume(Evaluate(snap, Policy{Floor: parsed("2.12.0")}), Policy{Floor: parsed("2.12.0")}, []Assumption{{Target: "n1", Version: parsed("2.15.3")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,7 +173,7 @@ func TestServerNotMetaPeerOnRealServers(t *testing.T) {
 			// one of two up, below the quorum; where the other member counts
 			// n3's vote, the reason says so.
 			to := map[string]string{natstest.Floor: natstest.New, natstest.New: natstest.Floor}[version]
-			plan, err := auditor.MakePlan(r.Snapshot, auditor.Policy{Floor: mustParse(t, "2.12.0")}, mustParse(t, strings.TrimPrefix(to, "v")), auditor.PlanScope{})
+			plan, err := auditor.MakePlan(auditor.Evaluate(r.Snapshot, auditor.Policy{Floor: mustParse(t, "2.12.0")}), auditor.Policy{Floor: mustParse(t, "2.12.0")}, mustParse(t, strings.TrimPrefix(to, "v")), auditor.PlanScope{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -182,7 +182,7 @@ func TestPlanCountsOnlyMetaMembers(t *testing.T) {
 	// n2, once it runs 2.11.12, below the floor: the worse leader); the
 	// group's members stay the two.
 	for _, to := range []string{"2.15.3", "2.11.12"} {
-		plan, err := MakePlan(snap, Policy{Floor: version.Must("2.12.0")}, version.Must(to), PlanScope{})
+		plan, err := MakePlan(Evaluate(snap, Policy{Floor: version.Must("2.12.0")}), Policy{Floor: version.Must("2.12.0")}, version.Must(to), PlanScope{})
 		if err != nil {
 			t.Fatal(err)
 		}

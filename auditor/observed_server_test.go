@@ -48,14 +48,14 @@ func TestPeerThatCannotLoadAStreamOnRealServers(t *testing.T) {
 	if before.Status != findings.OK {
 		t.Fatalf("before the rollback: %s %+v", before.Status, before.Findings)
 	}
-	w, err := auditor.Assume(snap, policy, []auditor.Assumption{{Target: "n3", Version: mustParse(t, "2.11.12")}})
+	w, err := auditor.Assume(auditor.Evaluate(snap, policy), policy, []auditor.Assumption{{Target: "n3", Version: mustParse(t, "2.11.12")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantOnlyCritical(t, "the what-if", w.After, findings.AssetPeerNotRunning, findings.AssetAPILevelUnsupported)
 	wantFinding(t, w.After, streamFindings(w.After, "T"), "n3", "", "", "T")
 	// And as a plan of the rollback of n3: its step is CRITICAL for T.
-	plan, err := auditor.MakePlan(snap, policy, mustParse(t, "2.11.12"), auditor.PlanScope{Servers: []string{"n3"}})
+	plan, err := auditor.MakePlan(auditor.Evaluate(snap, policy), policy, mustParse(t, "2.11.12"), auditor.PlanScope{Servers: []string{"n3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestPeerThatCannotLoadAStreamOnRealServers(t *testing.T) {
 	// what n3 showed, and nothing is CRITICAL. (That audit may also count
 	// n3's id from before its restart among the servers that should
 	// answer, SERVER_MISSING: the servers' count, not the what-if's.)
-	w, err = auditor.Assume(withoutFeatures(after, "T"), policy, []auditor.Assumption{{Target: "n3", Version: mustParse(t, natstest.Floor)}})
+	w, err = auditor.Assume(auditor.Evaluate(withoutFeatures(after, "T"), policy), policy, []auditor.Assumption{{Target: "n3", Version: mustParse(t, natstest.Floor)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func TestObservedUnderAssume(t *testing.T) {
 		keeps  bool
 	}{{"n3", false}, {"n2", true}} {
 		snap := observedSnapshot(t, &snapshot.Observation{Absent: []string{"n3"}})
-		w, err := auditor.Assume(snap, auditor.Policy{Floor: mustParse(t, "2.10.0")},
+		w, err := auditor.Assume(auditor.Evaluate(snap, auditor.Policy{Floor: mustParse(t, "2.10.0")}), auditor.Policy{Floor: mustParse(t, "2.10.0")},
 			[]auditor.Assumption{{Target: tc.target, Version: mustParse(t, "2.14.10")}})
 		if err != nil {
 			t.Fatal(err)

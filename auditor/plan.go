@@ -120,14 +120,17 @@ type ResetRisk struct {
 // JetStream meta leader of each domain last. Each step is Assume of every
 // step so far. It fails when the scope names a server or cluster or domain
 // that did not answer.
-func MakePlan(snap *snapshot.Snapshot, p Policy, v version.Version, scope PlanScope) (*Plan, error) {
+//
+// before is Evaluate's report of the audit's snapshot under p, as the
+// caller has it.
+func MakePlan(before *findings.Report, p Policy, v version.Version, scope PlanScope) (*Plan, error) {
+	snap := before.Snapshot
 	if v.IsZero() {
 		return nil, errors.New("no version to plan to")
 	}
 	if err := scope.check(snap); err != nil {
 		return nil, err
 	}
-	before := Evaluate(snap, p)
 	level, source := LevelFor(snap, v)
 	plan := &Plan{To: v, ToLevel: level, LevelSource: source, Floor: before.Floor, Before: before,
 		Steps: []PlanStep{}, Unchanged: []string{}}
@@ -165,7 +168,7 @@ func MakePlan(snap *snapshot.Snapshot, p Policy, v version.Version, scope PlanSc
 	prev, state := before, snap
 	for i, s := range order {
 		assumed = append(assumed, Assumption{Target: s.Name, Version: v})
-		w, err := assumeFrom(before, snap, p, assumed)
+		w, err := Assume(before, p, assumed)
 		if err != nil {
 			return nil, err
 		}

@@ -54,7 +54,7 @@ func TestPlanFollowedOnRealServers(t *testing.T) {
 	}
 
 	snap, _ := auditOf(t, sys, "n1")
-	plan, err := auditor.MakePlan(snap, auditor.Policy{Floor: version.DefaultFloor}, version.DefaultFloor, auditor.PlanScope{})
+	plan, err := auditor.MakePlan(auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor}), auditor.Policy{Floor: version.DefaultFloor}, version.DefaultFloor, auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}

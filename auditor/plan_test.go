@@ -42,7 +42,7 @@ func oldCluster() snapshot.Snapshot {
 
 func TestPlanRollingUpgrade(t *testing.T) {
 	snap := oldCluster()
-	plan, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.14.0"), PlanScope{})
+	plan, err := MakePlan(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, version.Must("2.14.0"), PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestPlanDowngrade(t *testing.T) {
 		Streams:   []snapshot.Asset{levelAsset(stream("FAST", "n1", "n1", "n2", "n3"), 4), levelAsset(stream("TTL", "n1", "n1", "n2", "n3"), 1)},
 		Consumers: []snapshot.Asset{consumer("FAST", "C", "n1", "n1", "n2", "n3")},
 		Meta:      []snapshot.MetaGroup{{Cluster: "c1", Leader: "n1", Peers: []string{"n1", "n2", "n3"}, Size: 3}}}
-	plan, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.12.15"), PlanScope{Servers: []string{"n3"}})
+	plan, err := MakePlan(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, version.Must("2.12.15"), PlanScope{Servers: []string{"n3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestPlanDowngrade(t *testing.T) {
 	}
 
 	// To 2.10: the TTL stream runs online on n3 and diverges.
-	plan, err = MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.10.27"), PlanScope{Servers: []string{"n3"}})
+	plan, err = MakePlan(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, version.Must("2.10.27"), PlanScope{Servers: []string{"n3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestPlanScopeAndUnknownVersion(t *testing.T) {
 	snap := oldCluster()
 	snap.Servers = append(snap.Servers, srv("w1", "c2", "2.12.15", 3), srv("w2", "c2", "2.14.0", 4))
 	snap.Streams = append(snap.Streams, levelAsset(stream("W", "w2", "w1", "w2"), 3))
-	plan, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.16.0"), PlanScope{Clusters: []string{"c2"}})
+	plan, err := MakePlan(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, version.Must("2.16.0"), PlanScope{Clusters: []string{"c2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,18 +168,18 @@ func TestPlanScopeAndUnknownVersion(t *testing.T) {
 		{PlanScope{Servers: []string{"typo"}}, `no server named "typo" answered the audit`},
 		{PlanScope{Domains: []string{"hub"}}, `no server of domain "hub" answered the audit`},
 	} {
-		if _, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.14.0"), tt.scope); err == nil || err.Error() != tt.want {
+		if _, err := MakePlan(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, version.Must("2.14.0"), tt.scope); err == nil || err.Error() != tt.want {
 			t.Errorf("%+v: err %v, want %q", tt.scope, err, tt.want)
 		}
 	}
-	if _, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Version{}, PlanScope{}); err == nil {
+	if _, err := MakePlan(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, version.Version{}, PlanScope{}); err == nil {
 		t.Error("a plan to no version was made")
 	}
 }
 
 func TestPlanNothingToDo(t *testing.T) {
 	snap := snapshot.Snapshot{Servers: cluster(), ExpectedCount: 3}
-	plan, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.14.0"), PlanScope{})
+	plan, err := MakePlan(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, version.Must("2.14.0"), PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestPlanNamesOperatorAccounts(t *testing.T) {
 			as[i].Account, as[i].AccountName = "ACZK", "APP"
 		}
 	}
-	plan, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.14.0"), PlanScope{})
+	plan, err := MakePlan(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, version.Must("2.14.0"), PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestUpgradePathOnRealServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := auditor.MakePlan(snap, auditor.Policy{Floor: version.DefaultFloor}, to, auditor.PlanScope{})
+	plan, err := auditor.MakePlan(auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor}), auditor.Policy{Floor: version.DefaultFloor}, to, auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}

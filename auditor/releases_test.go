@@ -179,7 +179,7 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 		t.Errorf("--assume n1=2.14.4: %s", w.After.Status)
 	}
 
-	plan, err := MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.15.3"), PlanScope{})
+	plan, err := MakePlan(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, version.Must("2.15.3"), PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestAssumeAndPlanHoldPaths(t *testing.T) {
 	for i := range snap.Servers {
 		snap.Servers[i].SetVersion("2.14.10")
 	}
-	plan, err = MakePlan(&snap, Policy{Floor: version.DefaultFloor}, version.Must("2.15.3"), PlanScope{})
+	plan, err = MakePlan(Evaluate(&snap, Policy{Floor: version.DefaultFloor}), Policy{Floor: version.DefaultFloor}, version.Must("2.15.3"), PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}

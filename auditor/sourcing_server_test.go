@@ -39,7 +39,7 @@ func TestSourcingConsumerStopsItsStream(t *testing.T) {
 	if r := auditor.Evaluate(snap, policy); r.Status != findings.OK {
 		t.Fatalf("before: %s %+v", r.Status, r.Findings)
 	}
-	w, err := auditor.Assume(snap, policy, []auditor.Assumption{{Target: "n3", Version: mustParse(t, "2.12.15")}})
+	w, err := auditor.Assume(auditor.Evaluate(snap, policy), policy, []auditor.Assumption{{Target: "n3", Version: mustParse(t, "2.12.15")}})
 	if err != nil {
 		t.Fatal(err)
 	}

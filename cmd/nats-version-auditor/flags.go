@@ -189,7 +189,7 @@ func (f *assumeFlags) apply(r *findings.Report, pol auditor.Policy) (*findings.R
 	if len(f.parsed) == 0 {
 		return r, nil, nil
 	}
-	w, err := auditor.Assume(r.Snapshot, pol, f.parsed)
+	w, err := auditor.Assume(r, pol, f.parsed)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--assume: %w", err)
 	}

@@ -82,7 +82,7 @@ func (c *planCommand) plan(ctx context.Context, a auditing) (*auditor.Plan, *fin
 	if err != nil {
 		return nil, nil, err
 	}
-	plan, err := auditor.MakePlan(r.Snapshot, pol, to, c.scope)
+	plan, err := auditor.MakePlan(r, pol, to, c.scope)
 	return plan, r, err
 }
 

@@ -46,7 +46,7 @@ func TestFindingsJSONMatchesEncodingJSON(t *testing.T) {
 	}
 
 	r := fixture.Report()
-	what, err := auditor.Assume(r.Snapshot, auditor.Policy{Floor: version.DefaultFloor}, []auditor.Assumption{{Target: "n2", Version: mustRelease(t, "2.12.15")}})
+	what, err := auditor.Assume(auditor.Evaluate(r.Snapshot, auditor.Policy{Floor: version.DefaultFloor}), auditor.Policy{Floor: version.DefaultFloor}, []auditor.Assumption{{Target: "n2", Version: mustRelease(t, "2.12.15")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,21 +36,21 @@ func TestOutputsAreGolden(t *testing.T) {
 	r := fixture.Report()
 	pol := auditor.Policy{Floor: version.DefaultFloor}
 	// --assume n2=2.12.15 on the fixture: a downgrade.
-	what, err := auditor.Assume(r.Snapshot, pol, []auditor.Assumption{{Target: "n2", Version: mustRelease(t, "2.12.15")}})
+	what, err := auditor.Assume(auditor.Evaluate(r.Snapshot, pol), pol, []auditor.Assumption{{Target: "n2", Version: mustRelease(t, "2.12.15")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := auditor.MakePlan(r.Snapshot, pol, mustRelease(t, "2.14.0"), auditor.PlanScope{})
+	up, err := auditor.MakePlan(auditor.Evaluate(r.Snapshot, pol), pol, mustRelease(t, "2.14.0"), auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	down, err := auditor.MakePlan(r.Snapshot, pol, mustRelease(t, "2.12.15"), auditor.PlanScope{})
+	down, err := auditor.MakePlan(auditor.Evaluate(r.Snapshot, pol), pol, mustRelease(t, "2.12.15"), auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// To 2.15.3 from 2.14.0 and 2.12.15: a path the docs do not support,
 	// through 2.14.7 or later first.
-	through, err := auditor.MakePlan(r.Snapshot, pol, mustRelease(t, "2.15.3"), auditor.PlanScope{})
+	through, err := auditor.MakePlan(auditor.Evaluate(r.Snapshot, pol), pol, mustRelease(t, "2.15.3"), auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestOutputsAreGolden(t *testing.T) {
 		opSnap.Leafnodes[i].Account = operatorKey
 	}
 	op := auditor.Evaluate(opSnap, pol)
-	opPlan, err := auditor.MakePlan(opSnap, pol, mustRelease(t, "2.14.0"), auditor.PlanScope{})
+	opPlan, err := auditor.MakePlan(auditor.Evaluate(opSnap, pol), pol, mustRelease(t, "2.14.0"), auditor.PlanScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
