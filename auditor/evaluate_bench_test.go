@@ -40,6 +40,7 @@ func syntheticSnapshot(consumers int) *snapshot.Snapshot {
 }
 
 func BenchmarkEvaluate100kConsumers(b *testing.B) {
+	asShipped(b)
 	snap := syntheticSnapshot(100_000)
 	p := Policy{Floor: version.DefaultFloor}
 	var r *findings.Report

@@ -8,6 +8,7 @@ import (
 // BenchmarkIndex100kConsumers is what indexing one audit costs, once per
 // audit, before the first lookup.
 func BenchmarkIndex100kConsumers(b *testing.B) {
+	asShipped(b)
 	snap := syntheticSnapshot(100_000)
 	for b.Loop() {
 		NewIndex(snap)
@@ -16,6 +17,7 @@ func BenchmarkIndex100kConsumers(b *testing.B) {
 
 // BenchmarkLookup100kConsumers is one consumer lookup with its RESET verdict.
 func BenchmarkLookup100kConsumers(b *testing.B) {
+	asShipped(b)
 	snap := syntheticSnapshot(100_000)
 	x := NewIndex(snap)
 	keys := make([]ConsumerKey, 1024)

@@ -11,6 +11,13 @@ import (
 // its rule names: a rule that adds a code it does not name panics there.
 func init() { checkRuleCodes = true }
 
+// asShipped turns the check off for a benchmark, which measures the code
+// as it ships.
+func asShipped(b *testing.B) {
+	checkRuleCodes = false
+	b.Cleanup(func() { checkRuleCodes = true })
+}
+
 // TestRulesNameRegisteredCodes: each rule has a name, a judge and codes
 // registered in findings.Codes, and every code Evaluate can find is some
 // rule's: the codes of the what-ifs alone are found by Assume.
