@@ -195,9 +195,22 @@ func (h *Heartbeats) going(subject string, data []byte, gone bool) string {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if k, ok := h.known[si.Name]; ok && gone {
-		k.gone = true
+	if !gone || si.Name == "" {
+		return name
 	}
+	k, ok := h.known[si.Name]
+	if !ok {
+		// A server that shut down before its first heartbeat came is gone
+		// all the same: the routes its peers lose to it were asked for by
+		// this audit, and a heartbeat it sent before is stale.
+		id := si.ID
+		if id == "" {
+			id = serverIDOf(subject)
+		}
+		k = &heardServer{id: id}
+		h.known[si.Name] = k
+	}
+	k.gone = true
 	return name
 }
 

@@ -101,6 +101,13 @@ func TestHeartbeats(t *testing.T) {
 			{name: "n2 back, a new process", statsz: beat(t, "n2", "B2", "2.14.0", []string{"n1"}), want: "server n2 is back (2.14.0, id B2)"},
 			{name: "n1 regains the route", statsz: beat(t, "n1", "A", "2.14.0", []string{"n2"}), want: "server n1's routes or gateways changed: gained route n2"},
 		}},
+		{"a server that shut down before its first heartbeat came", &snapshot.Snapshot{}, []step{
+			{name: "n1", statsz: beat(t, "n1", "A", "2.14.0", n23), want: "server n1 (2.14.0) was not in the last audit"},
+			{name: "n3 shuts down, never heard", shutdown: goingEvent(t, "n3"), want: "server n3 shut down"},
+			{name: "n1 loses the route to n3, already asked for", statsz: beat(t, "n1", "A", "2.14.0", []string{"n2"})},
+			{name: "n3's heartbeat from before its SHUTDOWN, handled after it", statsz: beat(t, "n3", "NID", "2.14.0", []string{"n1"})},
+			{name: "n3 back, a new process", statsz: beat(t, "n3", "C2", "2.14.0", []string{"n1"}), want: "server n3 is back (2.14.0, id C2)"},
+		}},
 		{"lame duck is not gone", &snapshot.Snapshot{}, []step{
 			{name: "n1", statsz: beat(t, "n1", "A", "2.14.0", []string{"n2"}), want: "server n1 (2.14.0) was not in the last audit"},
 			{name: "n2", statsz: beat(t, "n2", "B", "2.14.0", []string{"n1"}), want: "server n2 (2.14.0) was not in the last audit"},
