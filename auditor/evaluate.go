@@ -20,7 +20,6 @@ func Evaluate(snap *snapshot.Snapshot, p Policy) *findings.Report {
 		e.rule = &rules[i]
 		rules[i].judge(e, r)
 	}
-	e.rule = nil
 	r.Findings = sortedFindings(e.findings)
 	r.Status = findings.StatusOf(r.Findings)
 	return r

@@ -453,9 +453,9 @@ type JSZReply struct {
 
 // FromJSZ folds JSZ replies, in the order given, into the streams,
 // consumers and meta groups of a snapshot, as Collect folds the replies it
-// reads: replies recorded once can be judged again without the servers.
-// The snapshot holds no servers; a reply that does not decode is an error
-// naming its server.
+// reads. The rules' tests judge recorded pages through it. The snapshot
+// holds no servers; a reply that does not decode is an error naming its
+// server.
 func FromJSZ(replies ...JSZReply) (*snapshot.Snapshot, error) {
 	m := newMerger()
 	for _, r := range replies {

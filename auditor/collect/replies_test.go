@@ -74,7 +74,7 @@ func TestReplyProjectionsMatchServerTypes(t *testing.T) {
 			want.APILevel = js.Stats.API.Level
 		}
 		if srv.Name != want.Name || srv.ID != want.ID || srv.Host != want.Host || srv.Cluster != want.Cluster || srv.Domain != want.Domain ||
-			srv.Version != want.Version || srv.Parsed.IsZero() || srv.Parsed != mustParse(t, si.Version) || !slices.Equal(srv.Tags, want.Tags) || srv.JetStream != want.JetStream ||
+			srv.Version != want.Version || srv.Parsed.IsZero() || srv.Parsed != version.Must(si.Version) || !slices.Equal(srv.Tags, want.Tags) || srv.JetStream != want.JetStream ||
 			srv.ActiveServers != want.ActiveServers || srv.Uptime != want.Uptime || srv.APILevel != want.APILevel ||
 			!maps.Equal(srv.FeatureFlags, want.FeatureFlags) {
 			t.Errorf("STATSZ of %s: projection %+v, server types %+v", si.Name, srv, want)
@@ -128,15 +128,4 @@ func TestReplyProjectionsMatchServerTypes(t *testing.T) {
 	if json.Unmarshal(data, &full) != nil || json.Unmarshal(data, &proj) != nil || proj.Error.Error() != full.Error.Error() {
 		t.Errorf("error %q, server's %q", proj.Error, full.Error)
 	}
-}
-
-// mustParse is s as a Version; a version the server reports that does not
-// parse fails the test.
-func mustParse(t *testing.T, s string) version.Version {
-	t.Helper()
-	v, err := version.ParseVersion(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }

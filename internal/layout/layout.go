@@ -3,7 +3,7 @@
 // (with go/types, as the compiler resolves them), the loops those uses
 // make, and which packages of the module each imports. The layout test in
 // docs/ holds the code to docs/layout.md with it, and `go run
-// ./internal/layout` prints the figures.
+// ./internal/layout/figures` prints them.
 package layout
 
 import (

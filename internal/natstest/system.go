@@ -245,7 +245,12 @@ func (sys *System) leaderHeardStats(leader string, names []string) error {
 	sub, err := nc.Subscribe("$SYS.SERVER.*.STATSZ", func(m *nats.Msg) {
 		var msg server.ServerStatsMsg
 		if json.Unmarshal(m.Data, &msg) == nil && msg.Stats.JetStream != nil {
-			heard <- msg.Server.Name
+			// Never block the connection's delivery: a broadcast past what
+			// the wait reads (a timer's, after it returned) is dropped.
+			select {
+			case heard <- msg.Server.Name:
+			default:
+			}
 		}
 	})
 	if err != nil {
