@@ -169,9 +169,6 @@ func Assume(before *findings.Report, p Policy, as []Assumption) (*WhatIf, error)
 		s.Version, s.Parsed, s.APILevel = v.String(), v, level
 		if level == releases.LevelUnknown {
 			unknownLevel[s.Name] = true
-			// Evaluate sees no level finding about it; unknownLevelFindings
-			// says what cannot be told.
-			s.APILevel = snapshot.LevelUnreadable
 		}
 	}
 	slices.SortFunc(w.Assumed, func(a, b AssumedServer) int { return cmp.Compare(a.Name, b.Name) })
@@ -229,22 +226,7 @@ func Assume(before *findings.Report, p Policy, as []Assumption) (*WhatIf, error)
 	}
 
 	r := Evaluate(&after, p)
-	// What the report and its snapshot say of an unknown level is -1.
-	shown := after
-	shown.Servers = slices.Clone(after.Servers)
-	for i := range shown.Servers {
-		if unknownLevel[shown.Servers[i].Name] {
-			shown.Servers[i].APILevel = releases.LevelUnknown
-		}
-	}
-	for i := range r.Servers {
-		if unknownLevel[r.Servers[i].Name] {
-			r.Servers[i].APILevel = releases.LevelUnknown
-		}
-	}
-	setClusterLevels(r.Clusters, r.Servers)
-	r.Snapshot = &shown
-	r.Findings = append(r.Findings, unknownLevelFindings(&shown, p, unknownLevel)...)
+	r.Findings = append(r.Findings, unknownLevelFindings(&after, p, unknownLevel)...)
 	r.Findings = append(r.Findings, refusedFlagFindings(after.Servers, refused)...)
 	was := make(map[string]snapshot.Server, len(snap.Servers))
 	for _, s := range snap.Servers {

@@ -40,9 +40,11 @@ func stopsItsStream(a *snapshot.Asset, s snapshot.Server) string {
 // levelSpeaks reports whether a peer of API level level falls short of an
 // asset's required level: an ASSET_API_LEVEL_UNSUPPORTED finding.
 func levelSpeaks(required, level int) bool {
-	// A 2.10 server knows no API levels and no level metadata: an
+	// A level nothing can tell (a what-if's release the table does not
+	// list) says nothing here: unknownLevelFindings says what cannot be
+	// told. A 2.10 server knows no API levels and no level metadata: an
 	// unreadable level means nothing to it.
-	return required > level && (required != snapshot.LevelUnreadable || level > 0)
+	return level != releases.LevelUnknown && required > level && (required != snapshot.LevelUnreadable || level > 0)
 }
 
 // worstFeature is the worst first-axis outcome of a server of version v
