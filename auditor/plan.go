@@ -42,6 +42,9 @@ type Plan struct {
 	// before 2.14.7, the newest 2.14 release the level table knows. Zero
 	// when no step needs one.
 	First version.Version `json:"first,omitzero"`
+	// StatefulSets say how each StatefulSet whose pods the steps name can
+	// follow the plan's order (placePods).
+	StatefulSets []StatefulSetRollout `json:"statefulsets,omitempty"`
 	// Before is the audit as it is.
 	Before *findings.Report `json:"-"`
 }
@@ -52,6 +55,9 @@ type PlanStep struct {
 	Server  string `json:"server"`
 	Cluster string `json:"cluster,omitempty"`
 	Domain  string `json:"domain,omitempty"`
+	// Pod is the StatefulSet pod the server runs in, where its cluster's
+	// server names say so (placePods).
+	Pod *Pod `json:"pod,omitempty"`
 	// From is the version as the server reported it.
 	From      string          `json:"from"`
 	To        version.Version `json:"to"`
@@ -214,6 +220,11 @@ func MakePlan(before *findings.Report, p Policy, v version.Version, scope PlanSc
 		plan.Steps = append(plan.Steps, st)
 		prev, state = w.After, w.After.Snapshot
 	}
+	clusterOf := make(map[string]string, len(snap.Servers))
+	for _, s := range snap.Servers {
+		clusterOf[s.Name] = s.Cluster
+	}
+	placePods(plan, clusterOf)
 	if len(plan.Steps) == 0 {
 		plan.Status = before.Status
 	} else if !plan.Steps[len(plan.Steps)-1].FloorMet {
