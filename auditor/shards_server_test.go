@@ -54,7 +54,7 @@ func TestShardOwnershipMove(t *testing.T) {
 	}
 	publish := func(shard, n int) {
 		for range n {
-			if _, err := js.Publish(ctx, "work."+strconv.Itoa(shard), []byte("job")); err != nil {
+			if _, err := natstest.Publish(app, "work."+strconv.Itoa(shard), []byte("job"), 10*time.Second); err != nil {
 				t.Fatal(err)
 			}
 		}
