@@ -28,8 +28,8 @@
 //     domain and asset group and the features it allows; assume.go: a
 //     snapshot evaluated as if servers ran other versions, and an audit
 //     after the change held to that prediction; plan.go: the restart order
-//     of a rollout, each step a what-if; plan_pods.go: the StatefulSet pods
-//     the steps restart, and how a StatefulSet follows the order.
+//     of a rollout, each step a what-if; the StatefulSet pods its
+//     steps restart are auditor/statefulset's.
 //
 // When audits run, and what earlier ones saw, is the exporter's
 // (cmd/nats-version-auditor/internal/exporter).

@@ -10,6 +10,7 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+	"github.com/natsaudit/nats-version-auditor/auditor/statefulset"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -43,8 +44,8 @@ type Plan struct {
 	// when no step needs one.
 	First version.Version `json:"first,omitzero"`
 	// StatefulSets say how each StatefulSet whose pods the steps name can
-	// follow the plan's order (placePods).
-	StatefulSets []StatefulSetRollout `json:"statefulsets,omitempty"`
+	// follow the plan's order.
+	StatefulSets []statefulset.Rollout `json:"statefulsets,omitempty"`
 	// Before is the audit as it is.
 	Before *findings.Report `json:"-"`
 }
@@ -56,8 +57,8 @@ type PlanStep struct {
 	Cluster string `json:"cluster,omitempty"`
 	Domain  string `json:"domain,omitempty"`
 	// Pod is the StatefulSet pod the server runs in, where its cluster's
-	// server names say so (placePods).
-	Pod *Pod `json:"pod,omitempty"`
+	// server names say so.
+	Pod *statefulset.Pod `json:"pod,omitempty"`
 	// From is the version as the server reported it.
 	From      string          `json:"from"`
 	To        version.Version `json:"to"`
@@ -224,7 +225,17 @@ func MakePlan(before *findings.Report, p Policy, v version.Version, scope PlanSc
 	for _, s := range snap.Servers {
 		clusterOf[s.Name] = s.Cluster
 	}
-	placePods(plan, clusterOf)
+	restarted := make([]string, len(plan.Steps))
+	for i, st := range plan.Steps {
+		restarted[i] = st.Server
+	}
+	pods, rollouts := statefulset.Place(restarted, clusterOf)
+	for i := range plan.Steps {
+		if pod, ok := pods[plan.Steps[i].Server]; ok {
+			plan.Steps[i].Pod = &pod
+		}
+	}
+	plan.StatefulSets = rollouts
 	if len(plan.Steps) == 0 {
 		plan.Status = before.Status
 	} else if !plan.Steps[len(plan.Steps)-1].FloorMet {

@@ -8,31 +8,6 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
-func TestPodOf(t *testing.T) {
-	for name, want := range map[string]string{
-		"nats-0":      "nats/0",
-		"nats-12":     "nats/12",
-		"my-nats-2":   "my-nats/2",
-		"nats-01":     "",
-		"nats--1":     "nats-/1",
-		"nats":        "",
-		"nats-":       "",
-		"-3":          "",
-		"n1":          "",
-		"nats-2a":     "",
-		"nats-+2":     "",
-		"east-nats-0": "east-nats/0",
-	} {
-		got := ""
-		if p, ok := podOf(name); ok {
-			got = fmt.Sprintf("%s/%d", p.StatefulSet, p.Ordinal)
-		}
-		if got != want {
-			t.Errorf("podOf(%q) = %q, want %q", name, got, want)
-		}
-	}
-}
-
 // podCluster is oldCluster with the official chart's pod names: nats-0 the
 // meta leader, nats-1 leading the R3 stream and its consumer, nats-2
 // hosting an R1 stream.
