@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
@@ -40,11 +41,19 @@ type APILevels struct {
 	Domains  []auditor.LevelGroup `json:"domains"`
 }
 
-// capabilityOf is the api_levels and features blocks of r.
+// IsZero reports whether l has no cluster and no domain: the audit saw no
+// JetStream server, and the documents leave the block out.
+func (l APILevels) IsZero() bool { return len(l.Clusters) == 0 && len(l.Domains) == 0 }
+
+// capabilityOf is the api_levels and features blocks of r: both empty when
+// r saw no JetStream server (every feature's support would be empty).
 func capabilityOf(r *findings.Report) (APILevels, []Feature) {
 	features := releases.FeatureLevels()
 	c := auditor.CapabilitiesOf(r, features)
 	levels := APILevels{Clusters: c.Clusters, Domains: c.Domains}
+	if levels.IsZero() {
+		return APILevels{}, nil
+	}
 	out := []Feature{}
 	for _, f := range features {
 		out = append(out, Feature{Feature: f.Name, Title: f.Title, APILevel: f.Level, Since: f.Since.String(),
@@ -66,34 +75,89 @@ func supportOf(gs []auditor.LevelGroup, name string) []Support {
 	return out
 }
 
-// writeCapabilityText prints the levels, features and limited assets of
-// report's text. It takes the blocks rather than report's document so that
-// the capability block stays below the documents that carry it.
-func writeCapabilityText(ew *errWriter, levels APILevels, features []Feature, assets []auditor.AssetLevel) {
-	ew.printf("\nJETSTREAM API LEVELS\tSERVERS\tMIN API LEVEL\tHELD BACK BY\n")
-	for _, l := range levels.Clusters {
-		ew.printf("cluster %s\t%d\t%s\t%s\n", l.Name, l.Servers, levelCell(l), dashList(l.HeldBy))
+// sameServers maps each cluster whose JetStream servers are exactly those
+// of a domain to that domain: report's text shows a level or a feature
+// once for the two where they agree. It reads the servers as
+// auditor.CapabilitiesOf groups them.
+func sameServers(r *findings.Report) map[string]string {
+	servers := make([]snapshot.Server, 0, len(r.Servers))
+	if r.Snapshot != nil && len(r.Snapshot.Servers) > 0 {
+		servers = append(servers, r.Snapshot.Servers...)
+	} else {
+		for _, s := range r.Servers {
+			servers = append(servers, s.Server)
+		}
 	}
-	for _, l := range levels.Domains {
-		ew.printf("domain %s\t%d\t%s\t%s\n", domainName(l.Name), l.Servers, levelCell(l), dashList(l.HeldBy))
+	clusters, domains := map[string][]string{}, map[string][]string{}
+	for _, s := range servers {
+		if !s.JetStream {
+			continue
+		}
+		if s.Cluster != "" {
+			clusters[s.Cluster] = append(clusters[s.Cluster], s.Name)
+		}
+		domains[s.Domain] = append(domains[s.Domain], s.Name)
+	}
+	same := map[string]string{}
+	for c, names := range clusters {
+		for d, in := range domains {
+			if len(in) == len(names) && slices.Equal(slices.Sorted(slices.Values(in)), slices.Sorted(slices.Values(names))) {
+				same[c] = d
+			}
+		}
+	}
+	return same
+}
+
+// writeCapabilityText prints the levels, features and limited assets of
+// report's text; a cluster that same maps to a domain shares a row with it
+// where the two say the same. It takes the blocks rather than report's
+// document so that the capability block stays below the documents that
+// carry it.
+func writeCapabilityText(ew *errWriter, levels APILevels, features []Feature, assets []auditor.AssetLevel, same map[string]string) {
+	if !levels.IsZero() {
+		ew.printf("\nJETSTREAM API LEVELS\tSERVERS\tMIN API LEVEL\tHELD BACK BY\n")
+		shared := map[string]bool{}
+		for _, l := range levels.Clusters {
+			where := "cluster " + l.Name
+			if d, ok := same[l.Name]; ok {
+				if i := slices.IndexFunc(levels.Domains, func(g auditor.LevelGroup) bool { return g.Name == d }); i >= 0 && sameLevel(l, levels.Domains[i]) {
+					where += ", domain " + domainName(d)
+					shared[d] = true
+				}
+			}
+			ew.printf("%s\t%d\t%s\t%s\n", where, l.Servers, levelCell(l), dashList(l.HeldBy))
+		}
+		for _, l := range levels.Domains {
+			if !shared[l.Name] {
+				ew.printf("domain %s\t%d\t%s\t%s\n", domainName(l.Name), l.Servers, levelCell(l), dashList(l.HeldBy))
+			}
+		}
 	}
 	if len(features) > 0 {
 		ew.printf("\nFEATURE\tAPI LEVEL\tSINCE\tWHERE\tSUPPORTED\tHELD BACK BY\n")
 		for _, f := range features {
-			for _, where := range []struct {
-				kind string
-				s    []Support
-			}{{"cluster", f.Clusters}, {"domain", f.Domains}} {
-				for _, s := range where.s {
-					name := s.Name
-					if where.kind == "domain" {
-						name = domainName(name)
+			row := func(where string, s Support) {
+				held := dashList(s.HeldBackBy)
+				if len(s.Unknown) > 0 {
+					held += " (unknown: " + strings.Join(s.Unknown, ", ") + ")"
+				}
+				ew.printf("%s\t%d\t%s\t%s\t%s\t%s\n", f.Feature, f.APILevel, f.Since, where, yesNo(s.Supported), held)
+			}
+			shared := map[string]bool{}
+			for _, c := range f.Clusters {
+				where := "cluster " + c.Name
+				if d, ok := same[c.Name]; ok {
+					if i := slices.IndexFunc(f.Domains, func(s Support) bool { return s.Name == d }); i >= 0 && sameSupport(c, f.Domains[i]) {
+						where += ", domain " + domainName(d)
+						shared[d] = true
 					}
-					held := dashList(s.HeldBackBy)
-					if len(s.Unknown) > 0 {
-						held += " (unknown: " + strings.Join(s.Unknown, ", ") + ")"
-					}
-					ew.printf("%s\t%d\t%s\t%s %s\t%s\t%s\n", f.Feature, f.APILevel, f.Since, where.kind, name, yesNo(s.Supported), held)
+				}
+				row(where, c)
+			}
+			for _, d := range f.Domains {
+				if !shared[d.Name] {
+					row("domain "+domainName(d.Name), d)
 				}
 			}
 		}
@@ -118,6 +182,17 @@ func writeCapabilityText(ew *errWriter, levels APILevels, features []Feature, as
 			ew.printf("%s\t%s\t%s\t%s\n", name, levelText(a.MinLevel), dashList(a.HeldBy), strings.Join(a.Forbidden, ", "))
 		}
 	}
+}
+
+// sameLevel reports whether two groups' rows of the levels table say the
+// same.
+func sameLevel(a, b auditor.LevelGroup) bool {
+	return a.Servers == b.Servers && a.MinLevel == b.MinLevel && a.Complete == b.Complete && slices.Equal(a.HeldBy, b.HeldBy)
+}
+
+// sameSupport reports whether a feature's rows of two groups say the same.
+func sameSupport(a, b Support) bool {
+	return a.Supported == b.Supported && slices.Equal(a.HeldBackBy, b.HeldBackBy) && slices.Equal(a.Unknown, b.Unknown)
 }
 
 func levelCell(l auditor.LevelGroup) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
@@ -16,34 +17,98 @@ type Check struct {
 	Floor    string                  `json:"floor"`
 	Findings []findings.Finding      `json:"findings"`
 	Servers  []findings.ServerReport `json:"servers"`
-	// APILevels and Features say what the system can use now.
-	APILevels APILevels `json:"api_levels"`
-	Features  []Feature `json:"features"`
+	// APILevels and Features say what the system can use now; both are
+	// left out when the audit saw no JetStream server (one that could not
+	// run saw none).
+	APILevels APILevels `json:"api_levels,omitzero"`
+	Features  []Feature `json:"features,omitempty"`
 	// WhatIf is set under --assume: the report is the would-be one.
 	WhatIf *WhatIf `json:"what_if,omitempty"`
-	Audit  Audit   `json:"audit"`
+	// Notes are the citations the messages of Findings and WhatIf refer to
+	// as [ID], each written once.
+	Notes []Note `json:"notes,omitempty"`
+	// Waited and Interrupted say how `check --wait` ended: how long it
+	// waited and how many audits it ran, and whether SIGINT or SIGTERM
+	// ended it (the document is then of the last audit it saw). Both are
+	// left out of a check that did not wait.
+	Waited      *Waited `json:"waited,omitempty"`
+	Interrupted bool    `json:"interrupted,omitempty"`
+	Audit       Audit   `json:"audit"`
 	// Error is set when the audit could not run at all (status UNKNOWN).
 	Error string `json:"error,omitempty"`
 }
 
+// Waited is how long `check --wait` waited, and how many audits it ran.
+type Waited struct {
+	Seconds float64 `json:"seconds"`
+	Audits  int     `json:"audits"`
+}
+
+// Wait is how a `check --wait` ended, as its document says: how long it
+// waited from its start to its end, how many audits it ran (those that
+// could not run included), and whether SIGINT or SIGTERM ended it. The
+// zero Wait is a check that did not wait.
+type Wait struct {
+	Took        time.Duration
+	Audits      int
+	Interrupted bool
+}
+
+// waited is w's block of check's JSON: nil for a check that did not wait.
+func (w Wait) waited() *Waited {
+	if w.Took <= 0 && w.Audits == 0 {
+		return nil
+	}
+	return &Waited{Seconds: w.Took.Seconds(), Audits: w.Audits}
+}
+
+// said is how the text and the Nagios line say w: empty for a check that
+// did not wait.
+func (w Wait) said() string {
+	var parts []string
+	if ww := w.waited(); ww != nil {
+		parts = append(parts, fmt.Sprintf("waited %s, %d %s", w.Took.Round(100*time.Millisecond), ww.Audits, plural(ww.Audits, "audit")))
+	}
+	if w.Interrupted {
+		parts = append(parts, "interrupted")
+	}
+	return strings.Join(parts, ", ")
+}
+
 // CheckOf is check's document of r, the would-be report of w under --assume.
 func CheckOf(r *findings.Report, w *auditor.WhatIf) Check {
+	return CheckWaitedOf(r, w, Wait{})
+}
+
+// CheckWaitedOf is check's document of r, the last audit of a `check
+// --wait` that ended as wait says (the would-be report of w under
+// --assume).
+func CheckWaitedOf(r *findings.Report, w *auditor.WhatIf, wait Wait) Check {
 	levels, features := capabilityOf(r)
-	return Check{Status: r.Status, Floor: r.FloorShown(), Findings: NonNil(r.Findings), Servers: NonNil(r.Servers),
-		APILevels: levels, Features: features, WhatIf: whatIfOf(w), Audit: AuditOf(r)}
+	n := &notes{}
+	return Check{Status: r.Status, Floor: r.FloorShown(), Findings: NonNil(n.cite(r.Findings)), Servers: NonNil(r.Servers),
+		APILevels: levels, Features: features, WhatIf: whatIfOf(w, n), Notes: n.list,
+		Waited: wait.waited(), Interrupted: wait.Interrupted, Audit: AuditOf(r)}
 }
 
 // WriteCheck writes check's document of r (the would-be report of w under
 // --assume) in format.
 func WriteCheck(out io.Writer, format string, r *findings.Report, w *auditor.WhatIf) error {
+	return WriteCheckWaited(out, format, r, w, Wait{})
+}
+
+// WriteCheckWaited writes check's document of r, the last audit of a
+// `check --wait` that ended as wait says (the would-be report of w under
+// --assume), in format.
+func WriteCheckWaited(out io.Writer, format string, r *findings.Report, w *auditor.WhatIf, wait Wait) error {
 	var err error
 	switch format {
 	case FormatJSON:
-		err = writeCheckJSON(out, CheckOf(r, w))
+		err = writeCheckJSON(out, CheckWaitedOf(r, w, wait))
 	case FormatNagios:
-		err = writeCheckNagios(out, r, w)
+		err = writeCheckNagios(out, r, w, wait)
 	default:
-		err = writeCheckText(out, r, w)
+		err = writeCheckText(out, r, w, wait)
 	}
 	return writeError(err)
 }
@@ -52,12 +117,25 @@ func WriteCheck(out io.Writer, format string, r *findings.Report, w *auditor.Wha
 // failed is its report (findings.Failed), err what ended it. The text form
 // is empty: the one line of the error on stderr says it all.
 func WriteCheckFailed(out io.Writer, format string, err error, failed *findings.Report) error {
+	return WriteCheckFailedWaited(out, format, err, failed, Wait{})
+}
+
+// WriteCheckFailedWaited writes check's document of a `check --wait` that
+// ended as wait says with an audit that could not run, or before any audit
+// ran: failed is that audit's report (findings.Failed), err what ended it.
+// The text form is empty, as WriteCheckFailed's.
+func WriteCheckFailedWaited(out io.Writer, format string, err error, failed *findings.Report, wait Wait) error {
 	switch format {
 	case FormatNagios:
-		_, werr := fmt.Fprintf(out, "NATS VERSIONS UNKNOWN - %v\n", err)
+		// The error whole, however long: it is all the line has to say.
+		said := err.Error()
+		if w := wait.said(); w != "" {
+			said += "; " + w
+		}
+		_, werr := fmt.Fprintf(out, "NATS VERSIONS %s - %s\n", findings.Unknown, said)
 		return writeError(werr)
 	case FormatJSON:
-		doc := CheckOf(failed, nil)
+		doc := CheckWaitedOf(failed, nil, wait)
 		doc.Error = err.Error()
 		return writeError(WriteJSON(out, doc))
 	}
@@ -68,28 +146,63 @@ func writeCheckJSON(w io.Writer, doc Check) error {
 	return writeFindingsByHand(w, &doc, &doc.Findings)
 }
 
-func writeCheckText(w io.Writer, r *findings.Report, what *auditor.WhatIf) error {
+// writeCheckText writes what was checked (the first line, then each
+// cluster's versions), then the findings: under --assume only what would
+// change, the would-be report's first line counting them all.
+func writeCheckText(w io.Writer, r *findings.Report, what *auditor.WhatIf, wait Wait) error {
 	ew := &errWriter{w: w}
-	ew.printf("%s%s: %s\n", r.Status, assuming(what), summary(r))
-	writeFindings(ew, r.Findings)
-	writeWhatIfText(ew, what)
+	ew.printf("%s\n", firstLine(r, what))
+	lines := clusterVersions(r.Servers)
+	for i, l := range lines {
+		if i == listed {
+			ew.printf("... and %d more clusters (report lists them)\n", len(lines)-listed)
+			break
+		}
+		ew.printf("%s\n", l)
+	}
+	if s := wait.said(); s != "" {
+		ew.printf("%s\n", s)
+	}
+	n := &notes{}
+	writeFindingsOrWhatIf(ew, n, r.Findings, what)
+	writeNotes(ew, n)
 	return ew.err
 }
 
-func writeCheckNagios(w io.Writer, r *findings.Report, what *auditor.WhatIf) error {
-	counts := map[findings.Severity]int{}
-	for _, f := range r.Findings {
-		counts[f.Severity]++
+// writeFindingsOrWhatIf lists the findings, or under --assume what would
+// change: check's and report's text end the same way.
+func writeFindingsOrWhatIf(ew *errWriter, n *notes, fs []findings.Finding, what *auditor.WhatIf) {
+	if what == nil {
+		writeFindings(ew, n, fs)
+		return
 	}
-	msg := fmt.Sprintf("%d %s", len(r.Findings), plural(len(r.Findings), "finding"))
+	writeWhatIfText(ew, n, what)
+}
+
+// nagiosLine is check's Nagios status text, between its status and its
+// perfdata: what was checked and what was found (under --assume, what
+// would change), and how a wait ended.
+func nagiosLine(r *findings.Report, what *auditor.WhatIf, wait Wait) string {
+	said := "no findings"
+	if n := len(r.Findings); n > 0 {
+		said = fmt.Sprintf("%d %s, worst %s", n, plural(n, "finding"), r.Findings[0].Code)
+	}
+	head := ""
 	if what != nil {
-		msg = fmt.Sprintf("%s: %s, %d would appear and %d would go", strings.TrimSpace(assuming(what)), msg, len(what.Appear), len(what.Gone))
+		head = strings.TrimSpace(assuming(what)) + ": "
+		said = fmt.Sprintf("%d %s, %d would appear, %d would go", len(r.Findings), plural(len(r.Findings), "finding"), len(what.Appear), len(what.Gone))
 	}
-	if len(r.Findings) > 0 {
-		msg += ": " + r.Findings[0].Message
+	if w := wait.said(); w != "" {
+		said += "; " + w
 	}
-	_, err := fmt.Fprintf(w, "NATS VERSIONS %s - %s | servers=%d;;;0 servers_expected=%d;;;0 critical=%d;;;0 unknown=%d;;;0 warning=%d;;;0 duration=%.3fs;;;0 requests=%d;;;0\n",
-		r.Status, msg, len(r.Servers), r.ServersExpected,
+	return head + checked(r) + "; " + said
+}
+
+func writeCheckNagios(w io.Writer, r *findings.Report, what *auditor.WhatIf, wait Wait) error {
+	counts := severityCounts(r.Findings)
+	head := "NATS VERSIONS " + r.Status.String() + " - "
+	_, err := fmt.Fprintf(w, "%s%s | servers=%d;;;0 servers_expected=%d;;;0 critical=%d;;;0 unknown=%d;;;0 warning=%d;;;0 duration=%.3fs;;;0 requests=%d;;;0\n",
+		head, shortened(nagiosLine(r, what, wait), firstLineMax-1-len(head)), len(r.Servers), r.ServersExpected,
 		counts[findings.Critical], counts[findings.Unknown], counts[findings.Warning], r.Snapshot.Duration.Seconds(), r.Snapshot.Requests)
 	return err
 }

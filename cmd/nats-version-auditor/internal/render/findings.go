@@ -3,10 +3,14 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 )
 
 // A check of a large system has thousands of findings, and encoding/json
@@ -160,8 +164,9 @@ var jsonPlain = func() (t [256]bool) {
 // Check's and report's text list the findings the same way, so the text
 // form lives beside the JSON one.
 
-// writeFindings lists findings grouped by code, worst first.
-func writeFindings(ew *errWriter, findings []findings.Finding) {
+// writeFindings lists findings grouped by code, worst first, their
+// citations as references to n's notes.
+func writeFindings(ew *errWriter, n *notes, findings []findings.Finding) {
 	for i := 0; i < len(findings); {
 		code := findings[i].Code
 		j := i
@@ -170,8 +175,156 @@ func writeFindings(ew *errWriter, findings []findings.Finding) {
 		}
 		ew.printf("\n%s (%s, %d)\n", code, findings[i].Severity, j-i)
 		for _, f := range findings[i:j] {
-			ew.printf("  %s\n", f.Message)
+			ew.printf("  %s\n", n.message(f))
 		}
 		i = j
+	}
+}
+
+// Some findings quote where the rule they break comes from: a release
+// note, the NATS docs, a pull request. A plan or a what-if gives the same
+// finding for server after server, so each document writes each such
+// citation once, in a numbered note, and the messages refer to it ("[1]").
+
+// Note is one citation a document's findings refer to as [ID]: the rule or
+// the release it stands for, with its source.
+type Note struct {
+	ID   int    `json:"id"`
+	Text string `json:"text"`
+}
+
+// citation is a text findings' messages carry in full, and the note that
+// stands for it.
+type citation struct {
+	quoted, note string
+}
+
+// citations are the texts of the release tables that findings quote: each
+// path rule's source and reason (releases.PathRule.BrokenBy, and
+// UPGRADE_PATH_MIXED), each bad release's defect and source. A reason
+// refers to what goes before it in the message ("releases before it"), so a
+// note says that too.
+var citations = func() []citation {
+	var out []citation
+	for _, r := range releases.PathRules {
+		var rule string
+		switch {
+		case r.OnePatch:
+			rule = "a downgrade more than one patch release back is outside what the NATS docs support"
+		case r.Downgrade:
+			rule = fmt.Sprintf("a downgrade from %s goes no lower than %s", r.Line.Minor(), r.Floor)
+		default:
+			rule = fmt.Sprintf("%s wants %s or later first", r.Line.Minor(), r.Floor)
+		}
+		out = append(out, citation{quoted: " (" + r.Cite + "): " + r.Why, note: rule + " (" + r.Cite + "): " + r.Why})
+	}
+	for _, b := range releases.BadReleases {
+		c := citation{quoted: ": " + b.Defect + " (" + b.Cite + ")", note: b.Defect + " (" + b.Cite + ")"}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}()
+
+// citing are the codes whose messages quote a citation. Only their
+// messages are searched: a check of a large system has thousands of
+// findings of other codes.
+var citing = map[findings.Code]bool{findings.UpgradePathUnsupported: true, findings.DowngradeBelowFloor: true,
+	findings.UpgradePathMixed: true, findings.KnownBadRelease: true}
+
+// notes are one document's notes, numbered in the order the document first
+// cites them.
+type notes struct {
+	list []Note
+	// ids are the IDs of citations' entries cited so far.
+	ids map[int]int
+}
+
+// message is f's message with each citation it quotes replaced by a
+// reference to its note, the note added when it is the first reference.
+func (n *notes) message(f findings.Finding) string {
+	if !citing[f.Code] {
+		return f.Message
+	}
+	msg := f.Message
+	for i, c := range citations {
+		if !strings.Contains(msg, c.quoted) {
+			continue
+		}
+		id, ok := n.ids[i]
+		if !ok {
+			if n.ids == nil {
+				n.ids = map[int]int{}
+			}
+			id = len(n.list) + 1
+			n.ids[i] = id
+			n.list = append(n.list, Note{ID: id, Text: c.note})
+		}
+		msg = strings.ReplaceAll(msg, c.quoted, fmt.Sprintf(" [%d]", id))
+	}
+	return msg
+}
+
+// cite is fs with each message's citations replaced by references to n's
+// notes: fs itself when no message quotes one, else a copy (fs may be a
+// report's that other readers share).
+func (n *notes) cite(fs []findings.Finding) []findings.Finding {
+	var out []findings.Finding
+	for i := range fs {
+		msg := n.message(fs[i])
+		if msg == fs[i].Message {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(fs)
+		}
+		out[i].Message = msg
+	}
+	if out == nil {
+		return fs
+	}
+	return out
+}
+
+// Uncited is fs, findings of a document whose notes are notes, with each
+// reference to a note written out as the message first quoted it: a report
+// made again of a document (check --exporter reads serve's) prints its
+// own notes. A note these tables do not know (a serve of another release)
+// is written out as its text, in parentheses.
+func Uncited(fs []findings.Finding, notes []Note) []findings.Finding {
+	if len(notes) == 0 {
+		return fs
+	}
+	quoted := make(map[int]string, len(notes))
+	for _, note := range notes {
+		quoted[note.ID] = " (" + note.Text + ")"
+		for _, c := range citations {
+			if c.note == note.Text {
+				quoted[note.ID] = c.quoted
+			}
+		}
+	}
+	out := slices.Clone(fs)
+	for i := range out {
+		if !strings.Contains(out[i].Message, " [") {
+			continue
+		}
+		for id, q := range quoted {
+			out[i].Message = strings.ReplaceAll(out[i].Message, fmt.Sprintf(" [%d]", id), q)
+		}
+	}
+	return out
+}
+
+// writeNotes prints the notes n's references point to, once, at the end
+// of a text document.
+func writeNotes(ew *errWriter, n *notes) {
+	if len(n.list) == 0 {
+		return
+	}
+	ew.printf("\nNOTES\n")
+	for _, note := range n.list {
+		ew.printf("  [%d] %s\n", note.ID, note.Text)
 	}
 }

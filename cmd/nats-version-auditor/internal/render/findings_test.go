@@ -3,11 +3,15 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/auditor/releases"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 	"github.com/natsaudit/nats-version-auditor/internal/fixture"
 )
@@ -94,5 +98,67 @@ func fill(v reflect.Value, s string) {
 		}
 	default:
 		panic("fill: a field of kind " + v.Kind().String())
+	}
+}
+
+// TestCitationsAreNotes: a citation the release tables give a finding is
+// written once per document, as a note its messages refer to: every path
+// rule's, as BrokenBy says it, and a bad release's, for two servers of two
+// bad releases with one defect, in text and JSON, without changing the
+// report the document is made of.
+func TestCitationsAreNotes(t *testing.T) {
+	for _, r := range releases.PathRules {
+		n := &notes{}
+		msg := n.message(findings.Finding{Code: findings.UpgradePathUnsupported, Message: "server n1 would go from a to b: " + r.BrokenBy()})
+		if strings.Contains(msg, r.Cite) || strings.Contains(msg, r.Why) || !strings.Contains(msg, " [1]") || len(n.list) != 1 ||
+			!strings.Contains(n.list[0].Text, r.Cite) || !strings.Contains(n.list[0].Text, r.Why) {
+			t.Errorf("%s: message %q, notes %+v", r.BrokenBy(), msg, n.list)
+		}
+	}
+
+	snap := &snapshot.Snapshot{}
+	for i, v := range []string{"2.14.4", "2.12.14"} {
+		s := snapshot.Server{ID: fmt.Sprint("ID", i), Name: fmt.Sprint("n", i+1), Cluster: "c1"}
+		s.SetVersion(v)
+		snap.Servers = append(snap.Servers, s)
+	}
+	r := auditor.Evaluate(snap, auditor.Policy{Floor: version.DefaultFloor})
+	bad, _ := releases.BadReleaseOf(mustRelease(t, "2.14.4"))
+	var quoted int
+	for _, f := range r.Findings {
+		if f.Code == findings.KnownBadRelease && strings.Contains(f.Message, bad.Defect) {
+			quoted++
+		}
+	}
+	if quoted != 2 {
+		t.Fatalf("want two KNOWN_BAD_RELEASE findings quoting the defect, got %d: %+v", quoted, r.Findings)
+	}
+	var text bytes.Buffer
+	if err := WriteCheck(&text, FormatText, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, refs := strings.Count(text.String(), bad.Defect), strings.Count(text.String(), "a release known to lose data [1]; upgrade it to"); n != 1 || refs != 2 {
+		t.Errorf("text quotes the defect %d times and refers to it %d times, want 1 and 2:\n%s", n, refs, text.String())
+	}
+	doc := CheckOf(r, nil)
+	if len(doc.Notes) != 1 || !strings.Contains(doc.Notes[0].Text, bad.Cite) {
+		t.Errorf("JSON notes %+v, want one with %q", doc.Notes, bad.Cite)
+	}
+	for _, f := range doc.Findings {
+		if strings.Contains(f.Message, bad.Defect) {
+			t.Errorf("JSON finding still quotes the defect: %s", f.Message)
+		}
+	}
+	if quoted := strings.Count(fmt.Sprint(r.Findings), bad.Defect); quoted != 2 {
+		t.Errorf("the report's own findings changed: the defect %d times, want 2", quoted)
+	}
+	// Made again of the document (check --exporter), the findings say
+	// what the audit's said; a note of another release's tables is kept
+	// as its text.
+	if got := Uncited(doc.Findings, doc.Notes); !reflect.DeepEqual(got, r.Findings) {
+		t.Errorf("uncited:\n%+v\nwant the audit's:\n%+v", got, r.Findings)
+	}
+	if got := Uncited([]findings.Finding{{Message: "x [1]; y [10]"}}, []Note{{ID: 1, Text: "a rule of another release"}}); got[0].Message != "x (a rule of another release); y [10]" {
+		t.Errorf("unknown note written out as %q", got[0].Message)
 	}
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
@@ -20,7 +21,10 @@ type Plan struct {
 	LevelSource string `json:"level_source"`
 	Floor       string `json:"floor"`
 	*auditor.Plan
-	Audit Audit `json:"audit"`
+	// Notes are the citations the messages of the steps' findings refer to
+	// as [ID], each written once.
+	Notes []Note `json:"notes,omitempty"`
+	Audit Audit  `json:"audit"`
 	// Error is set when no plan could be made (status UNKNOWN).
 	Error string `json:"error,omitempty"`
 }
@@ -29,10 +33,28 @@ type Plan struct {
 // text or JSON.
 func WritePlan(out io.Writer, format string, p *auditor.Plan, r *findings.Report) error {
 	if format == FormatJSON {
+		n := &notes{}
+		cited := citePlan(p, n)
 		return writeError(WriteJSON(out, Plan{To: p.To.String(), ToLevel: p.ToLevel, LevelSource: p.LevelSource, Floor: p.Floor.String(),
-			Plan: p, Audit: AuditOf(r)}))
+			Plan: cited, Notes: n.list, Audit: AuditOf(r)}))
 	}
 	return writeError(writePlanText(out, p))
+}
+
+// citePlan is p with its steps' findings citing n's notes, in the order of
+// the JSON: p itself when none quotes a citation, else a copy (p is the
+// caller's).
+func citePlan(p *auditor.Plan, n *notes) *auditor.Plan {
+	steps := slices.Clone(p.Steps)
+	for i, st := range steps {
+		steps[i].Path, steps[i].LevelFindings, steps[i].Appear, steps[i].Gone = n.cite(st.Path), n.cite(st.LevelFindings), n.cite(st.Appear), n.cite(st.Gone)
+	}
+	if len(n.list) == 0 {
+		return p
+	}
+	out := *p
+	out.Steps = steps
+	return &out
 }
 
 // WritePlanFailed writes plan's document when no plan could be made: r is
@@ -50,6 +72,7 @@ func WritePlanFailed(out io.Writer, format string, err error, to string, r *find
 
 func writePlanText(w io.Writer, p *auditor.Plan) error {
 	ew := &errWriter{w: w}
+	n := &notes{}
 	level := fmt.Sprint(p.ToLevel)
 	if p.ToLevel == releases.LevelUnknown {
 		level = "unknown: " + p.LevelSource
@@ -111,7 +134,7 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 					ew.printf("    ... and %d more\n", len(fs)-listed)
 					break
 				}
-				ew.printf("    %s %s\n", f.Code, f.Message)
+				ew.printf("    %s %s\n", f.Code, n.message(f))
 			}
 		}
 		// The step's path findings are among those that appear, below.
@@ -125,6 +148,7 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 			ew.printf("  depends on the leader: %s\n", d.Message)
 		}
 	}
+	writeNotes(ew, n)
 	return ew.err
 }
 

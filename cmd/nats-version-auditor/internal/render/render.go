@@ -3,13 +3,16 @@
 // JSON, text and (check) Nagios forms. A document of an audit that could not
 // run, or of a plan that could not be made, is the document of its report
 // (findings.Failed when no audit ran) with the error beside it, so that every
-// list it holds is one (`[]`, never null).
+// list it holds is one (`[]`, never null); the blocks of what no audit saw
+// (api_levels, features) are left out. A citation the findings share is
+// written once per document, as a note their messages refer to.
 //
 // Files: render.go, the writers every document shares; one per document,
 // check.go, report.go and plan.go, with whatif.go (the --assume block) and
-// capability.go; findings.go, the findings' JSON by hand and their text;
-// summary.go, the first line of check's and report's text; featureflags.go,
-// a server's flags in text; pull.go, who pulls a consumer.
+// capability.go; findings.go, the findings' JSON by hand, their text and
+// their notes; summary.go, the first line of check's and report's text (what
+// check's Nagios line says was checked too); featureflags.go, a server's flags in text; pull.go,
+// who pulls a consumer.
 package render
 
 import (

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
@@ -71,9 +72,29 @@ func TestOutputsAreGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// An audit that could not run: every list of its documents is one.
+	// An audit that could not run: every list of its documents is one, and
+	// it has no blocks of what it did not see.
 	unreachable := errors.New("cannot reach NATS at nats://127.0.0.1:1: nats: no servers available for connection")
 	failed := findings.Failed(unreachable, version.DefaultFloor, "", r.Snapshot.Started, time.Millisecond)
+	// The fixture with a server without JetStream (no API level; it reports
+	// flags all the same, as a real 2.15.3 does) and one that reports no
+	// flags, beside 2.14 servers that report them and a 2.12 one that
+	// cannot; and a second cluster in the domain, so that no cluster has
+	// the domain's servers.
+	mixedSnap := fixture.Snapshot()
+	for _, i := range []int{0, 1} {
+		mixedSnap.Servers[i].FeatureFlags = map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: false}
+	}
+	noJS := snapshot.Server{ID: "ID5", Name: "n5", Cluster: "c1", FeatureFlags: map[string]bool{releases.FlagAckFormatV2: false, releases.FlagRaftDeleteRange: true}}
+	noJS.SetVersion("2.15.3")
+	other := snapshot.Server{ID: "ID6", Name: "n6", Cluster: "c2", JetStream: true, APILevel: 4}
+	other.SetVersion("2.14.0")
+	mixedSnap.Servers = append(mixedSnap.Servers, noJS, other)
+	mixed := auditor.Evaluate(mixedSnap, pol)
+	// How a check --wait ended: after 4 audits in 12.3 s, or interrupted
+	// before any audit ended.
+	waited := Wait{Took: 12345 * time.Millisecond, Audits: 4}
+	interrupted, stopped := Wait{Took: 400 * time.Millisecond, Interrupted: true}, errors.New("wait interrupted")
 	for _, tt := range []struct {
 		file  string
 		write func(io.Writer) error
@@ -98,6 +119,14 @@ func TestOutputsAreGolden(t *testing.T) {
 		{"report-operator.json", func(w io.Writer) error { return WriteJSON(w, ReportOf(op, nil)) }},
 		{"plan-operator.txt", func(w io.Writer) error { return WritePlan(w, FormatText, opPlan, op) }},
 		{"check-failed.json", func(w io.Writer) error { return WriteCheckFailed(w, FormatJSON, unreachable, failed) }},
+		{"check-failed.nagios", func(w io.Writer) error { return WriteCheckFailed(w, FormatNagios, unreachable, failed) }},
+		{"report-mixed.txt", func(w io.Writer) error { return WriteReport(w, FormatText, mixed, nil) }},
+		{"check-waited.json", func(w io.Writer) error { return WriteCheckWaited(w, FormatJSON, r, nil, waited) }},
+		{"check-waited.txt", func(w io.Writer) error { return WriteCheckWaited(w, FormatText, r, nil, waited) }},
+		{"check-waited.nagios", func(w io.Writer) error { return WriteCheckWaited(w, FormatNagios, r, nil, waited) }},
+		{"check-interrupted.json", func(w io.Writer) error {
+			return WriteCheckFailedWaited(w, FormatJSON, stopped, findings.Failed(stopped, version.DefaultFloor, "", r.Snapshot.Started, 0), interrupted)
+		}},
 		{"report-failed.json", func(w io.Writer) error { return WriteReportFailed(w, FormatJSON, unreachable, failed) }},
 		{"plan-failed.json", func(w io.Writer) error { return WritePlanFailed(w, FormatJSON, unreachable, "2.14.0", failed) }},
 	} {
@@ -126,6 +155,14 @@ func TestOutputsAreGolden(t *testing.T) {
 					t.Errorf("%s: the account key %d times, %d of them as APP (key)", tt.file, n, named)
 				}
 			}
+			// The first line is read in one glance (a Nagios status, a
+			// console): what was checked and found, short. A Nagios line's
+			// perfdata, after " | ", is for graphs, not for reading.
+			first, _, _ := strings.Cut(b.String(), "\n")
+			first, _, _ = strings.Cut(first, " | ")
+			if filepath.Ext(tt.file) != ".json" && utf8.RuneCountInString(first) >= firstLineMax {
+				t.Errorf("%s: first line of %d characters, want under %d: %s", tt.file, utf8.RuneCountInString(first), firstLineMax, first)
+			}
 			if filepath.Ext(tt.file) == ".json" {
 				if !json.Valid(b.Bytes()) {
 					t.Errorf("%s is not JSON", tt.file)
@@ -140,12 +177,72 @@ func TestOutputsAreGolden(t *testing.T) {
 func TestSummaryCountsInWords(t *testing.T) {
 	r := &findings.Report{Status: findings.Unknown, Floor: version.DefaultFloor, ServersExpected: 1, Snapshot: &snapshot.Snapshot{},
 		Findings: []findings.Finding{{Code: findings.AuditIncomplete, Severity: findings.Unknown, Message: "m"}}}
-	if got, want := summary(r), "0 of 1 expected servers answered, floor 2.14.0; 1 finding (0 critical, 1 unknown, 0 warning)"; got != want {
+	if got, want := summary(r), "0 of 1 expected servers answered, floor 2.14.0, 0 streams, 0 consumers; 1 finding (1 unknown)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
 	var b strings.Builder
-	if err := writeCheckNagios(&b, r, nil); err != nil || !strings.HasPrefix(b.String(), "NATS VERSIONS UNKNOWN - 1 finding: m | ") {
+	if err := writeCheckNagios(&b, r, nil, Wait{}); err != nil ||
+		!strings.HasPrefix(b.String(), "NATS VERSIONS UNKNOWN - 0 of 1 expected servers answered, floor 2.14.0, 0 streams, 0 consumers; 1 finding, worst AUDIT_INCOMPLETE | ") {
 		t.Errorf("nagios %q, %v", b.String(), err)
+	}
+	// What was checked: the versions from oldest to newest, those that are
+	// none counted; the streams and consumers seen.
+	server := func(name, v string) findings.ServerReport {
+		s := findings.ServerReport{Server: snapshot.Server{Name: name, Cluster: "c1"}}
+		s.SetVersion(v)
+		return s
+	}
+	r = &findings.Report{Status: findings.OK, Floor: version.DefaultFloor, ServersExpected: 4,
+		Servers:  []findings.ServerReport{server("a", "2.15.3"), server("b", "2.14.0"), server("c", "banana"), server("d", "2.14.10")},
+		Snapshot: &snapshot.Snapshot{Streams: make([]snapshot.Asset, 12), Consumers: make([]snapshot.Asset, 1)}}
+	if got, want := summary(r), "4 of 4 expected servers answered, 2.14.0 to 2.15.3, 1 unparseable, floor 2.14.0, 12 streams, 1 consumer; no findings"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	// A report made again of a document has no assets: what its servers
+	// lead is what it knows.
+	led := &findings.Report{Floor: version.DefaultFloor, ServersExpected: 1, Snapshot: &snapshot.Snapshot{},
+		Servers: []findings.ServerReport{{Server: snapshot.Server{Name: "a"}, StreamsLed: 2, ConsumersLed: 5}}}
+	if got, want := checked(led), "1 of 1 expected servers answered, 1 unparseable, floor 2.14.0, 2 streams, 5 consumers"; got != want {
+		t.Errorf("checked %q, want %q", got, want)
+	}
+	if got, want := clusterVersions(r.Servers), []string{"cluster c1: 2.14.0 on 1 server, 2.14.10 on 1 server, 2.15.3 on 1 server, banana on 1 server"}; !slices.Equal(got, want) {
+		t.Errorf("versions %q, want %q", got, want)
+	}
+}
+
+// TestFirstLinesStayShort: however many assumptions, however long the
+// wait, the first line of check's and report's text and check's Nagios
+// status stay under firstLineMax characters, and still say the status. (A
+// failure's Nagios line is its error, whole.)
+func TestFirstLinesStayShort(t *testing.T) {
+	r := fixture.Report()
+	pol := auditor.Policy{Floor: version.DefaultFloor}
+	var as []auditor.Assumption
+	for range 20 {
+		as = append(as, auditor.Assumption{Target: "cluster/c1", Version: mustRelease(t, "2.15.3")},
+			auditor.Assumption{Target: "n2", Version: mustRelease(t, "2.12.15")}, auditor.Assumption{Target: "n1", Version: mustRelease(t, "2.14.10")})
+	}
+	what, err := auditor.Assume(auditor.Evaluate(r.Snapshot, pol), pol, as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, write := range map[string]func(io.Writer) error{
+		"text":   func(w io.Writer) error { return WriteCheck(w, FormatText, what.After, what) },
+		"nagios": func(w io.Writer) error { return WriteCheck(w, FormatNagios, what.After, what) },
+		"waited nagios": func(w io.Writer) error {
+			return WriteCheckWaited(w, FormatNagios, r, nil, Wait{Took: time.Hour, Audits: 1000, Interrupted: true})
+		},
+		"report --assume": func(w io.Writer) error { return WriteReport(w, FormatText, what.After, what) },
+	} {
+		var b strings.Builder
+		if err := write(&b); err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(b.String(), "\n")
+		first, _, _ = strings.Cut(first, " | ")
+		if n := utf8.RuneCountInString(first); n >= firstLineMax || !strings.Contains(first, "CRITICAL") && !strings.Contains(first, "UNKNOWN") {
+			t.Errorf("%s: first line of %d characters: %s", name, n, first)
+		}
 	}
 }
 
@@ -162,7 +259,7 @@ func mustRelease(t testing.TB, s string) version.Version {
 // TestReportListsFeatureFlags: the report's text lists each server's flags
 // that are on, and those its config sets, as the feature-flag table tells
 // them from its release's defaults; a server before 2.14.0 reports none and
-// is left out.
+// says why.
 func TestReportListsFeatureFlags(t *testing.T) {
 	server := func(name, version string, flags map[string]bool) findings.ServerReport {
 		s := findings.ServerReport{Server: snapshot.Server{Name: name, Cluster: "c1", FeatureFlags: flags}}
@@ -185,9 +282,11 @@ func TestReportListsFeatureFlags(t *testing.T) {
 		t.Fatalf("no feature flags section:\n%s", b.String())
 	}
 	section, _, _ = strings.Cut(section, "\n\n")
+	section = strings.TrimSuffix(section, "\n")
 	want := "n1      js_raft_delete_range (its config)\n" +
 		"n2      js_raft_delete_range\n" +
-		"n3      js_raft_delete_range off (its config)"
+		"n3      js_raft_delete_range off (its config)\n" +
+		"n4      none: before 2.14.0"
 	if section != want {
 		t.Errorf("feature flags section:\n%s\nwant:\n%s", section, want)
 	}
@@ -216,6 +315,7 @@ func TestReportListsShards(t *testing.T) {
 	}
 	_, section, ok := strings.Cut(b.String(), "\nSHARD ")
 	section, _, _ = strings.Cut(section, "\n\n")
+	section = strings.TrimSuffix(section, "\n")
 	want := []string{"APP > WORK > s0  pinned_client  n1      0        0        1        2s    pin-a      90s",
 		"APP > WORK > s1  pinned_client  n1      5        1        0        200s  -          -",
 		"APP > WORK > s2  overflow       n1      -        -        -        -     -          -"}

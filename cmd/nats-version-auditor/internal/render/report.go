@@ -23,14 +23,18 @@ type Report struct {
 	Leafnodes []Leafnode               `json:"leafnodes"`
 	// Findings are check's: what makes the status what it is.
 	Findings []findings.Finding `json:"findings"`
-	// APILevels, Features and AssetLevels say what the system can use now.
-	APILevels   APILevels            `json:"api_levels"`
-	Features    []Feature            `json:"features"`
+	// APILevels, Features and AssetLevels say what the system can use now;
+	// the first two are left out when the audit saw no JetStream server.
+	APILevels   APILevels            `json:"api_levels,omitzero"`
+	Features    []Feature            `json:"features,omitempty"`
 	AssetLevels []auditor.AssetLevel `json:"asset_levels"`
 	// Shards are the consumers with a priority policy and who pulls them.
 	Shards []Shard `json:"shards,omitempty"`
 	WhatIf *WhatIf `json:"what_if,omitempty"`
-	Audit  Audit   `json:"audit"`
+	// Notes are the citations the messages of Findings and WhatIf refer to
+	// as [ID], each written once.
+	Notes []Note `json:"notes,omitempty"`
+	Audit Audit  `json:"audit"`
 	// Error is set when the audit could not run at all (status UNKNOWN).
 	Error string `json:"error,omitempty"`
 }
@@ -53,9 +57,11 @@ func ReportOf(r *findings.Report, w *auditor.WhatIf) Report {
 		audited[s.Name] = true
 	}
 	levels, features := capabilityOf(r)
+	n := &notes{}
 	out := Report{Status: r.Status, Floor: r.FloorShown(), Servers: NonNil(r.Servers), Clusters: NonNil(r.Clusters),
-		Leafnodes: []Leafnode{}, Findings: NonNil(r.Findings), APILevels: levels, Features: features,
-		AssetLevels: auditor.AssetLevels(r, releases.FeatureLevels()), Shards: shardsOf(r), WhatIf: whatIfOf(w), Audit: AuditOf(r)}
+		Leafnodes: []Leafnode{}, Findings: NonNil(n.cite(r.Findings)), APILevels: levels, Features: features,
+		AssetLevels: auditor.AssetLevels(r, releases.FeatureLevels()), Shards: shardsOf(r), WhatIf: whatIfOf(w, n), Audit: AuditOf(r)}
+	out.Notes = n.list
 	names := snapshot.AccountNames(r.Snapshot)
 	for _, l := range r.Leafnodes {
 		out.Leafnodes = append(out.Leafnodes, Leafnode{Server: l.Server, Peer: l.Peer, Account: l.Account, AccountName: names[l.Account], Audited: audited[l.Peer]})
@@ -88,10 +94,15 @@ func WriteReportFailed(out io.Writer, format string, err error, failed *findings
 func writeReportText(w io.Writer, out Report, r *findings.Report, what *auditor.WhatIf) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	ew := &errWriter{w: tw}
-	ew.printf("%s%s: %s\n\n", out.Status, assuming(what), summary(r))
+	ew.printf("%s\n\n", firstLine(r, what))
 	ew.printf("SERVER\tCLUSTER\tDOMAIN\tVERSION\tAPI LEVEL\tVERDICT\tSTREAMS LED\tCONSUMERS LED\n")
 	for _, s := range out.Servers {
-		ew.printf("%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", s.Name, dash(s.Cluster), dash(s.Domain), s.Version, levelText(s.APILevel), s.Verdict, s.StreamsLed, s.ConsumersLed)
+		// A server without JetStream reports no level (its 0 is no level).
+		level := "-"
+		if s.JetStream {
+			level = levelText(s.APILevel)
+		}
+		ew.printf("%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", s.Name, dash(s.Cluster), dash(s.Domain), s.Version, level, s.Verdict, s.StreamsLed, s.ConsumersLed)
 	}
 	writeFeatureFlagsText(ew, out.Servers)
 	if len(out.Clusters) > 0 {
@@ -107,7 +118,7 @@ func writeReportText(w io.Writer, out Report, r *findings.Report, what *auditor.
 		}
 	}
 	writeShardsText(ew, out.Shards)
-	writeCapabilityText(ew, out.APILevels, out.Features, out.AssetLevels)
+	writeCapabilityText(ew, out.APILevels, out.Features, out.AssetLevels, sameServers(r))
 	if ew.err != nil {
 		return ew.err
 	}
@@ -117,15 +128,17 @@ func writeReportText(w io.Writer, out Report, r *findings.Report, what *auditor.
 	// What makes the status what it is, as check lists it: a report that
 	// says UNKNOWN names the servers missing, the replies not read.
 	ew = &errWriter{w: w}
-	writeFindings(ew, out.Findings)
-	writeWhatIfText(ew, what)
+	n := &notes{}
+	writeFindingsOrWhatIf(ew, n, r.Findings, what)
+	writeNotes(ew, n)
 	return ew.err
 }
 
 // writeFeatureFlagsText lists, for each server that reports feature flags
-// (2.14.0 on), the flags it has on and those its config turns off, marking
-// what its config sets rather than its release's default. A system with no
-// such server has no section.
+// (releases.FeatureFlagsSince on), the flags it has on and those its config
+// turns off, marking what its config sets rather than its release's
+// default; a server of an earlier release has none, and says so. A system
+// with no server that reports flags has no section.
 func writeFeatureFlagsText(ew *errWriter, servers []findings.ServerReport) {
 	reported := false
 	for _, s := range servers {
@@ -136,10 +149,14 @@ func writeFeatureFlagsText(ew *errWriter, servers []findings.ServerReport) {
 	}
 	ew.printf("\nSERVER\tFEATURE FLAGS\n")
 	for _, s := range servers {
-		if len(s.FeatureFlags) == 0 {
-			continue
+		switch {
+		case len(s.FeatureFlags) > 0:
+			ew.printf("%s\t%s\n", s.Name, dashList(flagsShown(s.Server)))
+		case !s.Parsed.IsZero() && s.Parsed.Before(releases.FeatureFlagsSince):
+			ew.printf("%s\tnone: before %s\n", s.Name, releases.FeatureFlagsSince)
+		default:
+			ew.printf("%s\tnone reported\n", s.Name)
 		}
-		ew.printf("%s\t%s\n", s.Name, dashList(flagsShown(s.Server)))
 	}
 }
 
