@@ -11,6 +11,7 @@
 package statefulset
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,7 +111,7 @@ func Place(order []string, clusterOf map[string]string) (pods map[string]Pod, ro
 		switch {
 		case slices.Equal(planned, all):
 			r.Strategy = Partition
-			r.Why = "every pod of the set, highest ordinal first: lower the partition to each step's ordinal in turn"
+			r.Why = fmt.Sprintf("every pod of the set, highest ordinal first: apply the new release with the partition at %d, so that no pod restarts, then lower it to each step's ordinal in turn", len(all))
 		case len(planned) < len(all):
 			r.Strategy = OnDelete
 			r.Why = "some of the set's pods: a partition would restart the others too; delete each pod in turn"

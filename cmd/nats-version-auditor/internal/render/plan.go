@@ -10,6 +10,7 @@ import (
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/releases"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
+	"github.com/natsaudit/nats-version-auditor/auditor/statefulset"
 )
 
 // Plan is the documented JSON of `plan --format json`. Its head is the
@@ -101,8 +102,21 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 			"`nats-version-auditor check --wait 10m --wait-for warning --floor %s`, not /healthz alone:\n"+
 			"it passes while a server holds assets offline as unsupported.\n", p.GateFloor())
 	}
+	strategy := map[string]statefulset.Strategy{}
+	for _, r := range p.StatefulSets {
+		strategy[r.StatefulSet] = r.Strategy
+		ew.printf("StatefulSet %s: %s, as the plan restarts %s\n", r.StatefulSet, r.Strategy, r.Why)
+	}
 	for _, st := range p.Steps {
 		ew.printf("\n%s: %s\n", st, st.Status)
+		if pod := st.Pod; pod != nil {
+			switch strategy[pod.StatefulSet] {
+			case statefulset.Partition:
+				ew.printf("  pod %s: kubectl patch statefulset %s -p '{\"spec\":{\"updateStrategy\":{\"rollingUpdate\":{\"partition\":%d}}}}'\n", pod.Name, pod.StatefulSet, pod.Ordinal)
+			default:
+				ew.printf("  pod %s: kubectl delete pod %s (updateStrategy OnDelete)\n", pod.Name, pod.Name)
+			}
+		}
 		ew.printf("  still not on %s: %s\n", p.To, orNone(st.StillOld))
 		groups := func(title string, gs []auditor.GroupImpact) {
 			ew.printf("  %s: %d\n", title, len(gs))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -91,6 +92,21 @@ func TestOutputsAreGolden(t *testing.T) {
 	other.SetVersion("2.14.0")
 	mixedSnap.Servers = append(mixedSnap.Servers, noJS, other)
 	mixed := auditor.Evaluate(mixedSnap, pol)
+	// The official chart's names: the plan names each step's pod; the meta
+	// leader, nats-0, goes last, so a partition follows the order.
+	podSnap := &snapshot.Snapshot{ExpectedCount: 3,
+		Streams: []snapshot.Asset{{Kind: releases.KindStream, Account: "APP", Stream: "ORDERS", Leader: "nats-1", Peers: []string{"nats-0", "nats-1", "nats-2"}, Replicas: 3}},
+		Meta:    []snapshot.MetaGroup{{Cluster: "nats", Leader: "nats-0", Peers: []string{"nats-0", "nats-1", "nats-2"}, Size: 3}}}
+	for i := range 3 {
+		s := snapshot.Server{ID: fmt.Sprint("ID", i), Name: fmt.Sprint("nats-", i), Cluster: "nats", JetStream: true, APILevel: 3}
+		s.SetVersion("2.12.15")
+		podSnap.Servers = append(podSnap.Servers, s)
+	}
+	podBefore := auditor.Evaluate(podSnap, pol)
+	podPlan, err := auditor.MakePlan(podBefore, pol, mustRelease(t, "2.14.0"), auditor.PlanScope{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// How a check --wait ended: after 4 audits in 12.3 s, or interrupted
 	// before any audit ended.
 	waited := Wait{Took: 12345 * time.Millisecond, Audits: 4}
@@ -114,6 +130,8 @@ func TestOutputsAreGolden(t *testing.T) {
 		{"plan-downgrade.txt", func(w io.Writer) error { return WritePlan(w, FormatText, down, r) }},
 		{"plan-path.txt", func(w io.Writer) error { return WritePlan(w, FormatText, through, r) }},
 		{"plan-path.json", func(w io.Writer) error { return WritePlan(w, FormatJSON, through, r) }},
+		{"plan-statefulset.txt", func(w io.Writer) error { return WritePlan(w, FormatText, podPlan, podBefore) }},
+		{"plan-statefulset.json", func(w io.Writer) error { return WritePlan(w, FormatJSON, podPlan, podBefore) }},
 		{"check-operator.txt", func(w io.Writer) error { return WriteCheck(w, FormatText, op, nil) }},
 		{"report-operator.txt", func(w io.Writer) error { return WriteReport(w, FormatText, op, nil) }},
 		{"report-operator.json", func(w io.Writer) error { return WriteJSON(w, ReportOf(op, nil)) }},
