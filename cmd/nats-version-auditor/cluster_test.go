@@ -418,8 +418,14 @@ func TestGateNarrowedToNothing(t *testing.T) {
 				}
 				said = codes(withCode(out.Findings, findings.AuditIncomplete))
 			}
-			if res.code != exitUnknown || !strings.Contains(said, tt.want) {
-				t.Errorf("%v --format %s: exit %d, want 3 and stdout saying %q:\n%s", tt.args, format, res.code, tt.want, res.stdout)
+			want := tt.want
+			if format == "nagios" {
+				// The line has room for the message's start, which names
+				// the pattern.
+				want = want[:40]
+			}
+			if res.code != exitUnknown || !strings.Contains(said, want) {
+				t.Errorf("%v --format %s: exit %d, want 3 and stdout saying %q:\n%s", tt.args, format, res.code, want, res.stdout)
 			}
 		}
 	}

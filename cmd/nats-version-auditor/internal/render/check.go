@@ -181,11 +181,12 @@ func writeFindingsOrWhatIf(ew *errWriter, n *notes, fs []findings.Finding, what 
 
 // nagiosLine is check's Nagios status text, between its status and its
 // perfdata: what was checked and what was found (under --assume, what
-// would change), and how a wait ended.
+// would change), and how a wait ended. The worst finding is said in its own
+// words, as far as the line has room: on-call reads this line alone.
 func nagiosLine(r *findings.Report, what *auditor.WhatIf, wait Wait) string {
 	said := "no findings"
 	if n := len(r.Findings); n > 0 {
-		said = fmt.Sprintf("%d %s, worst %s", n, plural(n, "finding"), r.Findings[0].Code)
+		said = fmt.Sprintf("%d %s, worst: %s", n, plural(n, "finding"), uncited(r.Findings[0]))
 	}
 	head := ""
 	if what != nil {
@@ -193,7 +194,8 @@ func nagiosLine(r *findings.Report, what *auditor.WhatIf, wait Wait) string {
 		said = fmt.Sprintf("%d %s, %d would appear, %d would go", len(r.Findings), plural(len(r.Findings), "finding"), len(what.Appear), len(what.Gone))
 	}
 	if w := wait.said(); w != "" {
-		said += "; " + w
+		// Before the worst finding, which the line's end may cut.
+		return head + checked(r) + "; " + w + "; " + said
 	}
 	return head + checked(r) + "; " + said
 }

@@ -266,6 +266,19 @@ func (n *notes) message(f findings.Finding) string {
 	return msg
 }
 
+// uncited is f's message without the citations it quotes: for a line that
+// has no room for notes.
+func uncited(f findings.Finding) string {
+	if !citing[f.Code] {
+		return f.Message
+	}
+	msg := f.Message
+	for _, c := range citations {
+		msg = strings.ReplaceAll(msg, c.quoted, "")
+	}
+	return msg
+}
+
 // cite is fs with each message's citations replaced by references to n's
 // notes: fs itself when no message quotes one, else a copy (fs may be a
 // report's that other readers share).

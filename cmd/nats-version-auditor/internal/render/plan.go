@@ -99,7 +99,7 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 		// (2.12.15 monitor.go:4050-4053, 2.15.3 :4148-4151): it says 200
 		// while the server runs less than its peers think it does.
 		ew.printf("Restart one server at a time: lame duck mode first; before the next, wait for\n"+
-			"`nats-version-auditor check --wait 10m --wait-for warning --floor %s`, not /healthz alone:\n"+
+			"`nats-version-auditor check --wait 10m --accept warning --floor %s`, not /healthz alone:\n"+
 			"it passes while a server holds assets offline as unsupported.\n", p.GateFloor())
 	}
 	strategy := map[string]statefulset.Strategy{}
@@ -112,7 +112,7 @@ func writePlanText(w io.Writer, p *auditor.Plan) error {
 		if pod := st.Pod; pod != nil {
 			switch strategy[pod.StatefulSet] {
 			case statefulset.Partition:
-				ew.printf("  pod %s: kubectl patch statefulset %s -p '{\"spec\":{\"updateStrategy\":{\"rollingUpdate\":{\"partition\":%d}}}}'\n", pod.Name, pod.StatefulSet, pod.Ordinal)
+				ew.printf("  pod %s: kubectl patch statefulset %s -p '{\"spec\":{\"updateStrategy\":{\"rollingUpdate\":{\"partition\":%d}}}}', then kubectl rollout status statefulset %s\n", pod.Name, pod.StatefulSet, pod.Ordinal, pod.StatefulSet)
 			default:
 				ew.printf("  pod %s: kubectl delete pod %s (updateStrategy OnDelete)\n", pod.Name, pod.Name)
 			}
