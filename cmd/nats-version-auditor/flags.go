@@ -26,7 +26,7 @@ const appName = "nats-version-auditor"
 //     --server, --user, --creds, --tlsca, --context, --timeout... (connect.go).
 //   - What a command checks or prints is said with flat words, as natscli's
 //     commands do: --floor, --expect, --format, --account, --stream,
-//     --consumer, --wait, --wait-for, --scope.
+//     --consumer, --wait, --accept, --exporter, --max-age, --scope.
 //   - How the process runs, and how it audits, go in dotted groups, as
 //     exporter-toolkit's --web.* and Prometheus exporters' flags do:
 //     --web.*, --log.*, --metrics.*, --policy.file, and --audit.* for the
@@ -34,8 +34,9 @@ const appName = "nats-version-auditor"
 //     --audit.event-min-interval, --audit.max-reply-bytes,
 //     --audit.max-bytes-in-flight, --audit.compress).
 //
-// A flag renamed to follow these rules keeps its old spelling as a hidden
-// alias, so that nothing deployed breaks.
+// A flag renamed to follow these rules, or to say what it now means
+// (--wait-for, now --accept), keeps its old spelling as a hidden alias, so
+// that nothing deployed breaks.
 
 // auditFlags tune every audit, whichever command runs it.
 type auditFlags struct {

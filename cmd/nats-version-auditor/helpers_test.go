@@ -281,6 +281,44 @@ func startServe(t *testing.T, args ...string) *daemon {
 }
 
 // stop sends the equivalent of SIGTERM and returns the exit code.
+// waitReady waits until serve's /readyz answers 200: its first audit is done.
+func (d *daemon) waitReady(t *testing.T, within time.Duration) {
+	t.Helper()
+	err := natstest.Eventually(within, func() error {
+		if code, body := d.Get(t, "/readyz"); code != http.StatusOK {
+			return fmt.Errorf("/readyz %d %s", code, body)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("never ready after the first audit: %v", err)
+	}
+}
+
+// waitEventsDenied waits until serve has logged, for each subject, that
+// its user may not subscribe to it, and checks that audits go on while
+// event watching is down.
+func (d *daemon) waitEventsDenied(t *testing.T, subjects ...string) {
+	t.Helper()
+	err := natstest.Eventually(30*time.Second, func() error {
+		for _, subj := range subjects {
+			if want := "allow the user to subscribe to " + subj; !strings.Contains(d.stderr.String(), want) {
+				return fmt.Errorf("no log line says %q", want)
+			}
+		}
+		if v := value(d.scrape(t), "nats_version_auditor_up"); v != 1 {
+			return fmt.Errorf("up = %v: a missing event permission must not stop audits", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, d.stderr)
+	}
+	if v := value(d.scrape(t), "nats_version_auditor_events_up"); v != 0 {
+		t.Errorf("events_up = %v without the permission to subscribe to %v, want 0", v, subjects)
+	}
+}
+
 func (d *daemon) stop(t *testing.T) int {
 	d.cancel()
 	select {

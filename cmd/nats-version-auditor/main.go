@@ -3,8 +3,9 @@
 // JetStream asset, against a version floor.
 //
 // Files: main.go, main and run, which alone turns an outcome into an exit
-// code; one file per command, check.go (with --wait), report.go, plan.go and
-// serve.go; audit.go, the audit pipeline every command runs; connect.go, the
+// code; one file per command, check.go, report.go, plan.go and serve.go, with
+// check_wait.go (--accept and --wait) and check_exporter.go (--exporter: a
+// gate that asks a running serve); audit.go, the audit pipeline every command runs; connect.go, the
 // connection flags, the natscli context and the classifier of failures;
 // flags.go, the audit's own flags, the floor, the asset filters and
 // --assume; typed.go, what a failed run prints of the flags as typed;

@@ -111,15 +111,7 @@ func TestServeEndpointsAndShutdown(t *testing.T) {
 	if code, body := d.Get(t, "/"); code != http.StatusOK || !strings.Contains(body, `href="/metrics"`) {
 		t.Errorf("landing page: %d %q", code, body)
 	}
-	err := natstest.Eventually(10*time.Second, func() error {
-		if code, body := d.Get(t, "/readyz"); code != http.StatusOK {
-			return fmt.Errorf("/readyz %d %s", code, body)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("never ready after the first audit: %v", err)
-	}
+	d.waitReady(t, 10*time.Second)
 
 	// However many scrapes arrive within the interval, one audit serves them.
 	for range 5 {
@@ -210,14 +202,7 @@ func TestServeStaysReadyDuringOutage(t *testing.T) {
 func TestServeReadyzWaitsForAnAudit(t *testing.T) {
 	t.Parallel()
 	d := startServe(t, "-s", "nats://"+natstest.FreeAddr(t), "--audit.min-interval", "1h")
-	if err := natstest.Eventually(10*time.Second, func() error {
-		if code, body := d.Get(t, "/readyz"); code != http.StatusOK {
-			return fmt.Errorf("/readyz %d %s", code, body)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	d.waitReady(t, 10*time.Second)
 	if code, _ := d.Get(t, "/completez"); code != http.StatusServiceUnavailable {
 		t.Errorf("/completez %d with NATS unreachable, want 503", code)
 	}

@@ -68,10 +68,13 @@ func TestWaitAcrossRollingUpgrade(t *testing.T) {
 	})
 
 	t.Run("warning is not waited for when warning is wanted", func(t *testing.T) {
-		// CRITICAL is worse than WARNING too: a warning gate still waits.
-		res := runCmd(t, append([]string{"check", "--wait", "300ms", "--wait-for", "warning", "--audit.min-interval", "100ms", "--format", "nagios"}, sys.SysArgs("n1")...)...)
-		if res.code != 2 || !strings.HasPrefix(res.stdout, "NATS VERSIONS CRITICAL") || !strings.Contains(res.stderr, "wanted WARNING") {
-			t.Errorf("exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
+		// CRITICAL is worse than WARNING too: a warning gate still waits,
+		// under the old name --wait-for as under --accept.
+		for _, accept := range []string{"--wait-for", "--accept"} {
+			res := runCmd(t, append([]string{"check", "--wait", "300ms", accept, "warning", "--audit.min-interval", "100ms", "--format", "nagios"}, sys.SysArgs("n1")...)...)
+			if res.code != 2 || !strings.HasPrefix(res.stdout, "NATS VERSIONS CRITICAL") || !strings.Contains(res.stderr, "wanted WARNING") {
+				t.Errorf("%s warning: exit %d, stdout %q, stderr %q", accept, res.code, res.stdout, res.stderr)
+			}
 		}
 	})
 
@@ -182,10 +185,12 @@ func TestWaitUnreachableAndUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--wait-for", "ok"}, "--wait-for needs --wait"},
 		{[]string{"--wait=-1s"}, "--wait -1s: must not be negative"},
 		{[]string{"--wait", "1s", "--audit.min-interval", "0s"}, "--audit.min-interval 0s: must be positive"},
-		{[]string{"--wait", "1s", "--wait-for", "critical"}, "enum value must be one of"},
+		{[]string{"--wait", "1s", "--wait-for", "critical"}, "--wait-for critical: enum value must be one of ok,warning, got 'critical'"},
+		{[]string{"--accept", "critical"}, "--accept critical: enum value must be one of ok,warning, got 'critical'"},
+		{[]string{"--accept", "unknown", "--wait", "1s"}, "--accept unknown: enum value must be one of ok,warning, got 'unknown'"},
+		{[]string{"--accept", "warning", "--wait-for", "ok"}, "--accept warning and --wait-for ok disagree: give --accept alone (--wait-for is its old name)"},
 	} {
 		res := runCmd(t, append([]string{"check", "-s", "nats://127.0.0.1:1"}, tt.args...)...)
 		if res.code != exitUnknown || !strings.Contains(res.stderr, tt.want) {
@@ -231,7 +236,7 @@ func TestWaitUntilEveryShardIsPulled(t *testing.T) {
 	// starts on a system it must wait for.
 	args := append([]string{"--unpulled-after", "1s", "--format", "nagios"}, sys.SysArgs("n2")...)
 	err = natstest.Eventually(30*time.Second, func() error {
-		if res := runCmd(t, append([]string{"check"}, args...)...); res.code != int(findings.Warning) || !strings.Contains(res.stdout, "pulled by nobody") {
+		if res := runCmd(t, append([]string{"check"}, args...)...); res.code != int(findings.Warning) || !strings.Contains(res.stdout, "(pinned_client, group g) is pulled by") {
 			return fmt.Errorf("check exited %d: %s%s", res.code, res.stdout, res.stderr)
 		}
 		return nil

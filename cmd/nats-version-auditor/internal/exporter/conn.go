@@ -79,11 +79,16 @@ func (l *LazyConn) ForAudit(ctx context.Context) (*nats.Conn, func(), error) {
 	return nc, func() {}, nil
 }
 
-// Close closes the connection, if one was made.
+// Close closes the connection, if one was made. Its disconnect and close
+// handlers are dropped first: they report what befalls the connection, and
+// its last error (a refused event subscription, say, logged once already)
+// is not why serve closes it.
 func (l *LazyConn) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.nc != nil {
+		l.nc.SetDisconnectErrHandler(nil)
+		l.nc.SetClosedHandler(nil)
 		l.nc.Close()
 	}
 }

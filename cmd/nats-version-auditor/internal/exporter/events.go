@@ -33,7 +33,10 @@ type eventWatcher struct {
 	heartbeats *collect.Heartbeats
 	// audits hears every heartbeat and SHUTDOWN, for the audits running.
 	audits *collect.Events
-	log    *slog.Logger
+	// user names the user the connection logs in as, for the log line of
+	// a refused subscription.
+	user string
+	log  *slog.Logger
 
 	subs     []*nats.Subscription
 	statusCh chan nats.Status
@@ -53,13 +56,20 @@ type eventWatcher struct {
 // reconnects (nats.go resubscribes); after each reconnect the watcher asks
 // for an audit, since anything may have changed meanwhile. A subscription
 // the user may not make does not stop serve: the watcher logs it as an error
-// and reports itself down (Stats) until a reconnect succeeds.
-func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *snapshot.Snapshot, audits *collect.Events, logger *slog.Logger) (*eventWatcher, error) {
-	w := &eventWatcher{nc: nc, trigger: trigger, heartbeats: collect.NewHeartbeats(seen), audits: audits, log: logger, done: make(chan struct{}),
+// and reports itself down (Stats) until a reconnect succeeds; user names
+// the user in that line.
+func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *snapshot.Snapshot, audits *collect.Events, user string, logger *slog.Logger) (*eventWatcher, error) {
+	w := &eventWatcher{nc: nc, trigger: trigger, heartbeats: collect.NewHeartbeats(seen), audits: audits, user: user, log: logger, done: make(chan struct{}),
 		denied: map[string]error{}, received: map[string]uint64{}}
 	prev := nc.ErrorHandler()
 	nc.SetErrorHandler(func(c *nats.Conn, sub *nats.Subscription, err error) {
-		w.permissionError(err)
+		// A refusal of the watcher's own subscriptions is logged once, by
+		// it, with what to grant; the handler before it (serve's, or
+		// nats.go's default, which writes to stderr) would say it again
+		// without.
+		if w.permissionError(err) {
+			return
+		}
 		if prev != nil {
 			prev(c, sub, err)
 		}
@@ -145,10 +155,13 @@ func (w *eventWatcher) ping() {
 	}
 }
 
-// permissionError records a subscription of the watcher the server refused.
-func (w *eventWatcher) permissionError(err error) {
+// permissionError records a subscription of the watcher the server
+// refused, and reports whether err was one: it is then logged, once per
+// subject and connection, and said nowhere else. A watcher stopped says
+// nothing and lets err pass on.
+func (w *eventWatcher) permissionError(err error) bool {
 	if !errors.Is(err, nats.ErrPermissionViolation) {
-		return
+		return false
 	}
 	for _, subj := range collect.EventSubjects {
 		if !strings.Contains(err.Error(), fmt.Sprintf("Subscription to %q", subj)) {
@@ -156,14 +169,21 @@ func (w *eventWatcher) permissionError(err error) {
 		}
 		w.mu.Lock()
 		_, already := w.denied[subj]
-		w.denied[subj] = err
 		stopped := w.stopped
-		w.mu.Unlock()
-		if !already && !stopped {
-			w.log.Error("server events unavailable: verdicts follow scrapes only, at most once per --audit.min-interval; allow the user to subscribe to "+subj,
-				"subject", subj, "err", err)
+		if !stopped {
+			w.denied[subj] = err
 		}
+		w.mu.Unlock()
+		if stopped {
+			return false
+		}
+		if !already {
+			w.log.Error("server events unavailable: verdicts follow scrapes only, at most once per --audit.min-interval; allow the user to subscribe to "+subj,
+				"subject", subj, "user", w.user, "server", w.nc.ConnectedServerName(), "err", err)
+		}
+		return true
 	}
+	return false
 }
 
 // Stats reports whether events arrive, and how many of each kind did.
@@ -229,6 +249,7 @@ func (w *eventWatcher) count(kind string, heard bool) {
 type EventWatch struct {
 	sched  *Scheduler
 	audits *collect.Events
+	user   string
 	logger *slog.Logger
 
 	mu sync.Mutex
@@ -237,10 +258,11 @@ type EventWatch struct {
 
 // NewEventWatch makes the event watching of serve: an audit an event asks
 // for starts no sooner than minInterval after the last one started, and
-// the audits running hear the events through audits.
-func NewEventWatch(sched *Scheduler, minInterval time.Duration, audits *collect.Events, logger *slog.Logger) *EventWatch {
+// the audits running hear the events through audits. user names the user
+// serve logs in as, in the one line each refused event subscription gets.
+func NewEventWatch(sched *Scheduler, minInterval time.Duration, audits *collect.Events, user string, logger *slog.Logger) *EventWatch {
 	sched.SetRequestInterval(minInterval)
-	return &EventWatch{sched: sched, audits: audits, logger: logger}
+	return &EventWatch{sched: sched, audits: audits, user: user, logger: logger}
 }
 
 // Collector exports what the watchers of every connection heard.
@@ -258,7 +280,7 @@ func (e *EventWatch) Attach(nc *nats.Conn) {
 		}
 		return nil
 	}
-	w, err := watchEvents(nc, e.sched.Request, seen, e.audits, e.logger)
+	w, err := watchEvents(nc, e.sched.Request, seen, e.audits, e.user, e.logger)
 	if err != nil {
 		e.logger.Error("cannot watch the servers' events: audits follow scrapes only", "err", err)
 		return
