@@ -467,13 +467,21 @@ func flagValue(args []string, name string) (string, bool) {
 	return "", false
 }
 
-// credsMounted asserts that --creds names a file the container mounts from a Secret volume.
+// credsMounted asserts that --creds or --nkey names a file the container mounts from a Secret
+// volume.
 func credsMounted(t testing.TB, where string, c *corev1.Container, spec *corev1.PodSpec) {
 	t.Helper()
-	creds, ok := flagValue(c.Args, "creds")
-	if !ok {
-		return
+	for _, flag := range []string{"creds", "nkey"} {
+		if file, ok := flagValue(c.Args, flag); ok {
+			secretFileMounted(t, where, c, spec, flag, file)
+		}
 	}
+}
+
+// secretFileMounted asserts that the file --flag names is one the container mounts from a Secret
+// volume, readable by the auditor's uid.
+func secretFileMounted(t testing.TB, where string, c *corev1.Container, spec *corev1.PodSpec, flag, creds string) {
+	t.Helper()
 	for _, m := range c.VolumeMounts {
 		rel, ok := strings.CutPrefix(creds, strings.TrimSuffix(m.MountPath, "/")+"/")
 		if !ok {
@@ -501,12 +509,12 @@ func credsMounted(t testing.TB, where string, c *corev1.Container, spec *corev1.
 				readBit = 0o040
 			}
 			if mode&readBit == 0 || mode > 0o777 {
-				t.Errorf("%s, container %s: --creds=%s has mode %#o, which uid %d cannot read", where, c.Name, creds, mode, nonRootID)
+				t.Errorf("%s, container %s: --%s=%s has mode %#o, which uid %d cannot read", where, c.Name, flag, creds, mode, nonRootID)
 			}
 			return
 		}
 	}
-	t.Errorf("%s, container %s: --creds=%s is not a file of a mounted Secret volume", where, c.Name, creds)
+	t.Errorf("%s, container %s: --%s=%s is not a file of a mounted Secret volume", where, c.Name, flag, creds)
 }
 
 func labelSelector(s *metav1.LabelSelector) (labels.Selector, error) {

@@ -79,19 +79,7 @@ func invocations(t *testing.T) []invocation {
 	}
 	for _, at := range byKind[analysisTemplate](gate) {
 		for _, m := range at.Spec.Metrics {
-			var args []string
-			for _, a := range m.Provider.Job.Spec.Template.Spec.Containers[0].Args {
-				// Argo substitutes {{args.x}} with the argument's value.
-				args = append(args, argoArg.ReplaceAllStringFunc(a, func(s string) string {
-					name := argoArg.FindStringSubmatch(s)[1]
-					for _, arg := range at.Spec.Args {
-						if arg.Name == name && arg.Value != nil {
-							return *arg.Value
-						}
-					}
-					return s
-				}))
-			}
+			args := substituteArgs(at, m.Provider.Job.Spec.Template.Spec.Containers[0].Args)
 			out = append(out, invocation{"Argo Rollouts AnalysisTemplate", args})
 		}
 	}
@@ -126,12 +114,18 @@ func TestFlagsExist(t *testing.T) {
 			continue
 		}
 		// check also validates the values (format, floor, durations) before it connects: point
-		// it at a closed port, and it must get as far as trying.
+		// it at a closed port (NATS's, or the auditor's it asks with --exporter), and it must get
+		// as far as trying.
+		_, viaExporter := flagValue(inv.args, "exporter")
 		args := []string{"check", "--server=nats://127.0.0.1:1", "--timeout=2s"}
+		if viaExporter {
+			// It refuses the connection flags, --timeout among them.
+			args = []string{"check", "--exporter=http://127.0.0.1:1"}
+		}
 		for i := 1; i < len(inv.args); i++ {
 			a := inv.args[i]
 			name, _, hasValue := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-			if name == "server" || name == "creds" || name == "timeout" || name == "s" {
+			if name == "server" || name == "creds" || name == "timeout" || name == "s" || name == "exporter" {
 				if !hasValue {
 					i++
 				}
@@ -144,4 +138,22 @@ func TestFlagsExist(t *testing.T) {
 			t.Errorf("%s: nats-version-auditor %s exited %d, want 3 (UNKNOWN: cannot reach NATS):\n%s", inv.where, strings.Join(args, " "), code, out)
 		}
 	}
+}
+
+// substituteArgs is args as Argo runs them: each {{args.x}} replaced by
+// the template's value of argument x.
+func substituteArgs(at *analysisTemplate, args []string) []string {
+	var out []string
+	for _, a := range args {
+		out = append(out, argoArg.ReplaceAllStringFunc(a, func(s string) string {
+			name := argoArg.FindStringSubmatch(s)[1]
+			for _, arg := range at.Spec.Args {
+				if arg.Name == name && arg.Value != nil {
+					return *arg.Value
+				}
+			}
+			return s
+		}))
+	}
+	return out
 }

@@ -2,13 +2,17 @@ package deploy_test
 
 import (
 	"encoding/json"
+	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -134,20 +138,10 @@ func TestGateManifests(t *testing.T) {
 		t.Error("app-init-container.yaml: the gate is a native sidecar: the application would start beside it instead of after it")
 	}
 	probes(t, "app-init-container.yaml", ic, jobProbes)
-	credsMounted(t, "app-init-container.yaml", ic, spec)
 	if len(ic.Args) == 0 || ic.Args[0] != "check" {
 		t.Errorf("app-init-container.yaml: init container args %q do not run check", ic.Args)
 	}
-	for _, f := range []string{"server", "creds", "floor"} {
-		if _, ok := flagValue(ic.Args, f); !ok {
-			t.Errorf("app-init-container.yaml: check without --%s", f)
-		}
-	}
-	for _, v := range spec.Volumes {
-		if v.Secret != nil && v.Secret.Optional != nil && *v.Secret.Optional {
-			t.Error("app-init-container.yaml: the gate's creds Secret is optional: a missing Secret must hold the application, not let the check fail open")
-		}
-	}
+	checkExporterGate(t, "app-init-container.yaml", ic, spec)
 
 	at := one[analysisTemplate](t, gateDir, objs)
 	if len(at.Spec.Metrics) != 1 || at.Spec.Metrics[0].Provider.Job == nil {
@@ -171,6 +165,130 @@ func TestGateManifests(t *testing.T) {
 		if !declared[used[1]] {
 			t.Errorf("AnalysisTemplate uses {{args.%s}}, which it does not declare", used[1])
 		}
+	}
+}
+
+// TestGateAcceptAndExpect: the gates that run on every pod creation or sync let WARNING through
+// (a NATS upgrade between releases at the floor), the ones that run once per release of the
+// application pass on OK alone, as deploy/README.md says; and the gates that ask NATS expect as
+// many servers as the example NATS values run.
+func TestGateAcceptAndExpect(t *testing.T) {
+	objs := gateObjects(t)
+	args := map[string][]string{}
+	for _, j := range byKind[batchv1.Job](objs) {
+		switch {
+		case j.Annotations["helm.sh/hook"] != "":
+			args["helm-hook-job.yaml"] = j.Spec.Template.Spec.Containers[0].Args
+		case j.Annotations["argocd.argoproj.io/hook"] != "":
+			args["argocd-presync-job.yaml"] = j.Spec.Template.Spec.Containers[0].Args
+		}
+	}
+	args["app-init-container.yaml"] = one[appsv1.Deployment](t, gateDir, objs).Spec.Template.Spec.InitContainers[0].Args
+	at := one[analysisTemplate](t, gateDir, objs)
+	args["argo-rollouts-analysistemplate.yaml"] = substituteArgs(at, at.Spec.Metrics[0].Provider.Job.Spec.Template.Spec.Containers[0].Args)
+
+	var example struct {
+		Config struct {
+			Cluster struct {
+				Enabled  bool `json:"enabled"`
+				Replicas int  `json:"replicas"`
+			} `json:"cluster"`
+		} `json:"config"`
+	}
+	if err := yaml.Unmarshal(readFile(t, exampleValuesPath), &example); err != nil {
+		t.Fatal(err)
+	}
+	if !example.Config.Cluster.Enabled || example.Config.Cluster.Replicas < 2 {
+		t.Fatalf("%s: config.cluster %+v, want a cluster", exampleValuesPath, example.Config.Cluster)
+	}
+	servers := strconv.Itoa(example.Config.Cluster.Replicas)
+
+	acceptsWarning := map[string]bool{"app-init-container.yaml": true, "argocd-presync-job.yaml": true,
+		"helm-hook-job.yaml": false, "argo-rollouts-analysistemplate.yaml": false}
+	for file, a := range args {
+		accept, ok := flagValue(a, "accept")
+		if acceptsWarning[file] != (ok && accept == "warning") || ok && accept != "warning" {
+			t.Errorf("%s: --accept=%q (set: %v), want warning accepted: %v", file, accept, ok, acceptsWarning[file])
+		}
+		if _, ok := flagValue(a, "exporter"); ok {
+			continue
+		}
+		if expect, _ := flagValue(a, "expect"); expect != servers {
+			t.Errorf("%s: --expect=%q, the example NATS values run %s servers", file, expect, servers)
+		}
+	}
+	if len(args) != len(acceptsWarning) {
+		t.Errorf("gates %v, want %v", slices.Sorted(maps.Keys(args)), slices.Sorted(maps.Keys(acceptsWarning)))
+	}
+	readme := string(readFile(t, readmePath))
+	for file, accepts := range acceptsWarning {
+		if accepts && !strings.Contains(readme, "`gate/"+file+"`") {
+			t.Errorf("%s does not name gate/%s", readmePath, file)
+		}
+	}
+}
+
+// checkExporterGate asserts what a gate that asks the standalone auditor instead of NATS must
+// be: check --exporter at the Service the chart renders for release nats-version-auditor in
+// namespace monitoring (and the kustomize base's), a fresh report (--max-age above the
+// auditor's --audit.min-interval), the auditor's floor named, and no system-account
+// credentials anywhere in its pod.
+func checkExporterGate(t *testing.T, where string, c *corev1.Container, spec *corev1.PodSpec) {
+	t.Helper()
+	exporter, ok := flagValue(c.Args, "exporter")
+	if !ok {
+		t.Fatalf("%s: check without --exporter: %q", where, c.Args)
+	}
+	for _, f := range []string{"server", "creds", "nkey", "context", "user", "password", "token"} {
+		if _, ok := flagValue(c.Args, f); ok {
+			t.Errorf("%s: check --exporter with --%s: the application's namespace holds no NATS credentials", where, f)
+		}
+	}
+	for _, v := range spec.Volumes {
+		if v.Secret != nil || v.Projected != nil {
+			t.Errorf("%s: volume %s mounts a Secret into the application's pod", where, v.Name)
+		}
+	}
+	u, err := url.Parse(exporter)
+	if err != nil || u.Scheme != "http" {
+		t.Fatalf("%s: --exporter=%s is not an http URL: %v", where, exporter, err)
+	}
+	out, err := helm(t, "template", "nats-version-auditor", chartDir, "--namespace", "monitoring",
+		"-f", valuesFile(t, requiredValues), "--show-only", "templates/service.yaml")
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	svc := one[corev1.Service](t, "chart Service", decodeObjects(t, "chart Service", []byte(out)))
+	_, base := kustomizeBase(t)
+	baseSvc := one[corev1.Service](t, "kustomize base", base)
+	if want := svc.Name + ".monitoring.svc"; u.Hostname() != want || baseSvc.Name != svc.Name {
+		t.Errorf("%s: --exporter host %s, want %s (the chart's Service for release nats-version-auditor; the kustomize base's is %s)", where, u.Hostname(), want, baseSvc.Name)
+	}
+	if u.Port() != itoa(svc.Spec.Ports[0].Port) {
+		t.Errorf("%s: --exporter port %s, the Service's is %d", where, u.Port(), svc.Spec.Ports[0].Port)
+	}
+	var values struct {
+		Audit struct {
+			Floor       string `json:"floor"`
+			MinInterval string `json:"minInterval"`
+		} `json:"audit"`
+	}
+	if err := yaml.Unmarshal(readFile(t, chartDir+"/values.yaml"), &values); err != nil {
+		t.Fatal(err)
+	}
+	// The floor the application needs, which the auditor must hold the system to: check refuses
+	// a report held to another, rather than pass on a floor staged lower.
+	if floor, _ := flagValue(c.Args, "floor"); floor != values.Audit.Floor {
+		t.Errorf("%s: --floor=%q, want the chart's audit.floor %s", where, floor, values.Audit.Floor)
+	}
+	minInterval, err := time.ParseDuration(values.Audit.MinInterval)
+	if err != nil {
+		t.Fatalf("the chart's audit.minInterval: %v", err)
+	}
+	maxAge, _ := flagValue(c.Args, "max-age")
+	age, err := time.ParseDuration(maxAge)
+	if err != nil || age <= minInterval {
+		t.Errorf("%s: --max-age=%q, want a duration above the auditor's --audit.min-interval %s", where, maxAge, minInterval)
 	}
 }
 

@@ -263,6 +263,39 @@ func TestHelmTemplateConfigMapContext(t *testing.T) {
 	}
 }
 
+// TestHelmTemplateExpectFromReplicas: nats.replicas, the official chart's config.cluster.replicas,
+// becomes --expect, which nats.expect overrides; and an nkey user's seed is passed as --nkey from
+// the mounted Secret.
+func TestHelmTemplateExpectFromReplicas(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct{ values, expect string }{
+		"3-replica NATS":       {"nats:\n  replicas: 3\n", "3"},
+		"expect over replicas": {"nats:\n  replicas: 3\n  expect: 5\n", "5"},
+		"expect alone":         {"nats:\n  expect: 2\n", "2"},
+		"nkey user":            {"nats:\n  replicas: 1\n  credentials:\n    type: nkey\n    key: sys.nk\n", "1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			objs := render(t, name, c.values)
+			d := one[appsv1.Deployment](t, name, objs)
+			checkStandalone(t, "chart ("+name+")", d, one[corev1.Service](t, name, objs), one[corev1.ServiceAccount](t, name, objs), nil)
+			args := d.Spec.Template.Spec.Containers[0].Args
+			if got, _ := flagValue(args, "expect"); got != c.expect {
+				t.Errorf("--expect=%q, want %s: %q", got, c.expect, args)
+			}
+			if name != "nkey user" {
+				return
+			}
+			if got, _ := flagValue(args, "nkey"); got != "/etc/nats-version-auditor/creds/sys.nk" {
+				t.Errorf("--nkey=%q, want the seed file of the mounted Secret", got)
+			}
+			if _, ok := flagValue(args, "creds"); ok {
+				t.Errorf("an nkey user is also given --creds: %q", args)
+			}
+		})
+	}
+}
+
 func TestHelmTemplateRejectsBadValues(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct{ values, why string }{
@@ -281,6 +314,8 @@ func TestHelmTemplateRejectsBadValues(t *testing.T) {
 		"floor as a number":  {"audit:\n  floor: 2.10\n", "/audit/floor"},
 		"image tag a number": {"image:\n  tag: 1.0\n", "/image/tag"},
 		"not a duration":     {"audit:\n  minInterval: often\n", "/audit/minInterval"},
+		"negative replicas":  {"nats:\n  replicas: -1\n", "/nats/replicas"},
+		"unknown creds type": {"nats:\n  credentials:\n    type: token\n", "/nats/credentials/type"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -328,7 +363,7 @@ func renderNotes(t *testing.T, values string) string {
 func TestChartNotes(t *testing.T) {
 	t.Parallel()
 	for name, values := range map[string]string{"defaults": "", "monitoring": monitoringValues, "context": contextValues,
-		"no credentials": "nats:\n  credentials:\n    existingSecret: \"\"\n"} {
+		"no credentials": "nats:\n  credentials:\n    existingSecret: \"\"\n", "nkey": "nats:\n  credentials:\n    type: nkey\n    key: sys.nk\n"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			checkNotes(t, name, renderNotes(t, values))
@@ -343,6 +378,9 @@ func checkNotes(t *testing.T, name, notes string) {
 	}
 	if strings.Contains(notes, "WARNING: no credentials") != (name == "no credentials") {
 		t.Errorf("NOTES (%s): credentials warning wrong:\n%s", name, notes)
+	}
+	if name == "nkey" && !strings.Contains(notes, "the nkey seed under key \"sys.nk\"") {
+		t.Errorf("NOTES (%s): the Secret is not said to hold an nkey seed:\n%s", name, notes)
 	}
 	if strings.Contains(notes, "No ServiceMonitor") == (name == "monitoring" || name == "context") {
 		t.Errorf("NOTES (%s): ServiceMonitor line wrong:\n%s", name, notes)

@@ -161,10 +161,8 @@ func checkStandalone(t *testing.T, where string, d *appsv1.Deployment, svc *core
 	if scope, ok := flagValue(c.Args, "scope"); ok && scope != "cluster" {
 		t.Errorf("%s: --scope=%s: the standalone auditor audits the whole cluster", where, scope)
 	}
-	if _, ok := flagValue(c.Args, "creds"); !ok {
-		if _, ok := flagValue(c.Args, "context"); !ok {
-			t.Errorf("%s: neither --creds nor --context", where)
-		}
+	if !slices.ContainsFunc([]string{"creds", "nkey", "context"}, func(f string) bool { _, ok := flagValue(c.Args, f); return ok }) {
+		t.Errorf("%s: neither --creds, --nkey nor --context", where)
 	}
 	metricsPort := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" })
 	if metricsPort < 0 {

@@ -135,6 +135,7 @@ func TestNatsSidecarValues(t *testing.T) {
 		"sidecar values alone":        {sidecarValuesPath},
 		"with the example values":     {sidecarValuesPath, exampleValuesPath},
 		"overridden floor and labels": {sidecarValuesPath, "inline:natsVersionAuditor:\n  floor: \"2.15\"\n  system: payments\n  monitoring:\n    labels:\n      release: prometheus\n      team: nats\n"},
+		"five servers":                {sidecarValuesPath, "inline:config:\n  cluster:\n    enabled: true\n    replicas: 5\n"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -239,6 +240,10 @@ func checkSidecar(t *testing.T, where string, objs []object) {
 	}
 	if _, ok := flagValue(c.Args, "floor"); ok {
 		t.Errorf("%s: --floor in the pod template: changing the floor would restart every NATS server", where)
+	}
+	// Every sidecar expects the servers its own StatefulSet runs.
+	if expect, _ := flagValue(c.Args, "expect"); ss.Spec.Replicas == nil || expect != itoa(*ss.Spec.Replicas) {
+		t.Errorf("%s: --expect=%q, the StatefulSet runs %v servers", where, expect, ss.Spec.Replicas)
 	}
 	credFile, kind := "", ""
 	for _, f := range []string{"creds", "nkey"} {
@@ -372,6 +377,9 @@ func checkExampleValues(t *testing.T, objs []object) {
 	}
 	if v, _ := flagValue(c.Args, "nkey"); v == "" {
 		t.Errorf("example values: the sidecar does not authenticate as the nkey user: %q", c.Args)
+	}
+	if v, _ := flagValue(c.Args, "expect"); v != "3" {
+		t.Errorf("example values: a 3-server NATS gives the sidecar --expect=%q, want 3", v)
 	}
 	var conf string
 	for _, cm := range byKind[corev1.ConfigMap](objs) {

@@ -1,6 +1,7 @@
 // Package docs holds the project's documents; its tests keep their links
-// from pointing at files or sections that are gone, and what they say
-// `make bench` takes to what BENCHMARKS.md measured.
+// from pointing at files or sections that are gone, and the make commands
+// they name to the Makefile's rules, each with one duration wherever one is
+// stated (`make bench`'s is what BENCHMARKS.md measured).
 package docs
 
 import (
@@ -131,37 +132,4 @@ func headingAnchors(text string) map[string]bool {
 		a[slug] = true
 	}
 	return a
-}
-
-// benchDuration finds the duration stated for `make bench` in each file
-// that states it.
-var benchDuration = map[string]*regexp.Regexp{
-	"performance.md":   regexp.MustCompile("`make bench` \\(about (\\d+ to \\d+ minutes)"),
-	"../BENCHMARKS.md": regexp.MustCompile(`make bench +# about (\d+ to \d+ minutes)`),
-	"../Makefile":      regexp.MustCompile(`(?m)^# Side-by-side measurements [^(]*\(about (\d+ to \d+)\s+#?\s*(minutes)[^\n]*(?:\n#[^\n]*)*\nbench:`),
-}
-
-// TestMakeBenchDurationAgrees: docs/performance.md and the Makefile state
-// the duration of `make bench` that BENCHMARKS.md, which times its runs,
-// states.
-func TestMakeBenchDurationAgrees(t *testing.T) {
-	stated := map[string]string{}
-	for file, re := range benchDuration {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := re.FindStringSubmatch(string(b))
-		if m == nil {
-			t.Errorf("%s states no duration of make bench (%s)", file, re)
-			continue
-		}
-		stated[file] = strings.Join(m[1:], " ")
-	}
-	want := stated["../BENCHMARKS.md"]
-	for file, d := range stated {
-		if d != want {
-			t.Errorf("%s says make bench takes about %s, BENCHMARKS.md about %s", file, d, want)
-		}
-	}
 }
