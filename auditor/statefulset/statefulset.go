@@ -29,9 +29,9 @@ type Strategy string
 
 // The strategies Rollout chooses between. A RollingUpdate with a partition
 // restarts the pods at or above the partition, highest ordinal first;
-// lowered one ordinal a step, it follows an order that restarts every pod
-// of the set, highest ordinal first. Any other order is OnDelete: the pods
-// deleted by hand in the order.
+// lowered one ordinal a step, it follows an order that restarts the set's
+// highest ordinals, highest first, and no other pod. Any other order is
+// OnDelete: the pods deleted by hand in the order.
 const (
 	Partition Strategy = "partition"
 	OnDelete  Strategy = "OnDelete"
@@ -109,12 +109,12 @@ func Place(order []string, clusterOf map[string]string) (pods map[string]Pod, ro
 			planned = append(planned, p.Ordinal)
 		}
 		switch {
-		case slices.Equal(planned, all):
+		case slices.Equal(planned, all[:len(planned)]):
 			r.Strategy = Partition
-			r.Why = fmt.Sprintf("every pod of the set, highest ordinal first: apply the new release with the partition at %d, so that no pod restarts, then lower it to each step's ordinal in turn", len(all))
+			r.Why = fmt.Sprintf("the set's highest ordinals first, down to %d: apply the new release with the partition at %d, so that no pod restarts, then lower it to each step's ordinal in turn", planned[len(planned)-1], len(all))
 		case len(planned) < len(all):
 			r.Strategy = OnDelete
-			r.Why = "some of the set's pods: a partition would restart the others too; delete each pod in turn"
+			r.Why = "some of the set's pods, not its highest ordinals: a partition would restart others too; delete each pod in turn"
 		default:
 			r.Strategy = OnDelete
 			r.Why = "not highest ordinal first (the meta leader goes last): delete each pod in turn"
