@@ -21,7 +21,7 @@ func (e *evaluation) asset(a *snapshot.Asset) {
 			leader.StreamsLed++
 		}
 	}
-	if !e.selected(*a) {
+	if !e.selected(a) {
 		return
 	}
 	e.assetLeader(a, leader)

@@ -499,7 +499,7 @@ func unknownLevelFindings(snap *snapshot.Snapshot, p Policy, unknown map[string]
 			// Whose level is unknown, so is whether its release runs
 			// a feature: every feature counts.
 			required, _ := a.LevelNeeded(version.Version{})
-			if required <= 0 || !e.selected(a) {
+			if required <= 0 || !e.selected(&a) {
 				continue
 			}
 			for _, n := range a.Peers {

@@ -74,7 +74,7 @@ func countVerb(names int) string {
 	return "count"
 }
 
-func (e *evaluation) selected(a snapshot.Asset) bool {
+func (e *evaluation) selected(a *snapshot.Asset) bool {
 	if !accountSelected(e.p.Accounts, a) || !matchAny(e.p.Streams, a.Stream) {
 		return false
 	}

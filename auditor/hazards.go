@@ -241,11 +241,11 @@ func (e *evaluation) hazards(snap *snapshot.Snapshot) {
 // selectedSourcing: the policy selects the origin consumer or one of the
 // streams that read it.
 func (e *evaluation) selectedSourcing(a snapshot.Asset, ss []Sourcer) bool {
-	if e.selected(a) {
+	if e.selected(&a) {
 		return true
 	}
 	for _, s := range ss {
-		if e.selected(snapshot.Asset{Kind: releases.KindStream, Account: s.Account, Stream: s.Stream}) {
+		if e.selected(&snapshot.Asset{Kind: releases.KindStream, Account: s.Account, Stream: s.Stream}) {
 			return true
 		}
 	}

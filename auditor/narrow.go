@@ -32,7 +32,7 @@ func unmatched(snap *snapshot.Snapshot, p Policy) []findings.Finding {
 		if a.AccountName != "" {
 			mark("account", p.Accounts, a.AccountName)
 		}
-		if !accountSelected(p.Accounts, a) {
+		if !accountSelected(p.Accounts, &a) {
 			return
 		}
 		mark("stream", p.Streams, a.Stream)

@@ -349,7 +349,7 @@ func restartImpact(snap *snapshot.Snapshot, p Policy, server string) (down, bare
 	e := evaluation{p: p}
 	for _, assets := range [][]snapshot.Asset{snap.Streams, snap.Consumers} {
 		for _, a := range assets {
-			if !e.selected(a) {
+			if !e.selected(&a) {
 				continue
 			}
 			peers := a.Peers
@@ -418,7 +418,7 @@ func noReset(snap *snapshot.Snapshot, p Policy) []ResetRisk {
 	e := evaluation{p: p}
 	out := []ResetRisk{}
 	for i, a := range snap.Consumers {
-		if !e.selected(a) {
+		if !e.selected(&a) {
 			continue
 		}
 		k := ConsumerKey{Domain: a.Domain, Account: a.Account, Stream: a.Stream, Consumer: a.Consumer}

@@ -51,7 +51,7 @@ func (p ShardPolicy) unpulledAfter() time.Duration {
 
 // accountSelected reports whether a's account matches one of patterns, by
 // its id or (operator mode) its JWT name.
-func accountSelected(patterns []string, a snapshot.Asset) bool {
+func accountSelected(patterns []string, a *snapshot.Asset) bool {
 	return matchAny(patterns, a.Account) || (a.AccountName != "" && matchAny(patterns, a.AccountName))
 }
 

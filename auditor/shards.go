@@ -22,7 +22,7 @@ func (e *evaluation) shards(snap *snapshot.Snapshot, p ShardPolicy) {
 	for i := range snap.Consumers {
 		a := &snap.Consumers[i]
 		ps := a.Pull
-		if ps == nil || !ps.FromLeader || ps.Paused || !e.selected(*a) {
+		if ps == nil || !ps.FromLeader || ps.Paused || !e.selected(a) {
 			continue
 		}
 		switch {
