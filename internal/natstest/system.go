@@ -234,21 +234,26 @@ func (sys *System) waitMetaPeers() error {
 // timer, so an R3 stream created a second after start failed in CI. A ping
 // with no reply makes each server broadcast on its usual subject (2.15.3
 // events.go:2250; the same since 2.10); a subscriber on the leader sees each
-// broadcast only once the leader has it.
+// broadcast only once the leader has it. It hands a remote server's
+// statistics to its one internal receive loop, though, after passing them
+// on (noInlineCallback(s.remoteServerUpdate), 2.15.3 events.go:1240; one
+// goroutine per queue, server.go:1920): a request to the leader served on
+// that loop (VARZ, events.go:1355), answered, says they were taken in,
+// where a create right after the broadcasts still found a peer offline.
 func (sys *System) leaderHeardStats(leader string, names []string) error {
 	nc, err := nats.Connect(sys.URL(leader), sys.login(SysUser, SysPassword), sys.Server(leader).tlsOption())
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	heard := make(chan string, 4*len(names))
+	heard := make(chan server.ServerInfo, 4*len(names))
 	sub, err := nc.Subscribe("$SYS.SERVER.*.STATSZ", func(m *nats.Msg) {
 		var msg server.ServerStatsMsg
 		if json.Unmarshal(m.Data, &msg) == nil && msg.Stats.JetStream != nil {
 			// Never block the connection's delivery: a broadcast past what
 			// the wait reads (a timer's, after it returned) is dropped.
 			select {
-			case heard <- msg.Server.Name:
+			case heard <- msg.Server:
 			default:
 			}
 		}
@@ -268,13 +273,20 @@ func (sys *System) leaderHeardStats(leader string, names []string) error {
 		missing[n] = true
 	}
 	timeout := time.After(2 * time.Second)
+	leaderID := ""
 	for len(missing) > 0 {
 		select {
-		case name := <-heard:
-			delete(missing, name)
+		case si := <-heard:
+			delete(missing, si.Name)
+			if si.Name == leader {
+				leaderID = si.ID
+			}
 		case <-timeout:
 			return fmt.Errorf("meta leader %s has not heard the statistics of %v", leader, slices.Sorted(maps.Keys(missing)))
 		}
+	}
+	if _, err := nc.Request("$SYS.REQ.SERVER."+leaderID+".VARZ", nil, 2*time.Second); err != nil {
+		return fmt.Errorf("meta leader %s has not taken in the statistics it passed on: VARZ: %w", leader, err)
 	}
 	return nil
 }
