@@ -11,8 +11,8 @@
 // check.go, report.go and plan.go, with whatif.go (the --assume block) and
 // capability.go; findings.go, the findings' JSON by hand, their text and
 // their notes; summary.go, the first line of check's and report's text (what
-// check's Nagios line says was checked too); featureflags.go, a server's flags in text; pull.go,
-// who pulls a consumer.
+// check's Nagios line says was checked too); featureflags.go, a server's
+// flags in text; pull.go, who pulls a consumer.
 package render
 
 import (
