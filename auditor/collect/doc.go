@@ -18,6 +18,8 @@
 //   - summaries.go: the census's JSZ counts, asked once by broadcast.
 //   - inflight.go: the bound on JSZ reply bytes asked for and not yet read,
 //     and the pages JSZ is asked in.
+//   - pullwatch.go: who pulls each consumer, heard through the system
+//     account's imports of the accounts' pull requests, named by CONNZ.
 //   - permission.go: a permissions violation on the audit's connection.
 //   - merge.go: the replicas' reports of each stream and consumer folded
 //     into one; FromJSZ, the same from recorded replies.

@@ -1,6 +1,10 @@
 package snapshot
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // PullState is what a consumer with a priority policy (overflow,
 // pinned_client, prioritized) reports of who pulls it: its priority
@@ -50,6 +54,10 @@ type PullState struct {
 	// group has no pin; PinnedAt is when the pin was given.
 	PinnedID string    `json:"pinned_client_id,omitempty"`
 	PinnedAt time.Time `json:"pinned_ts,omitzero"`
+
+	// Pullers are the processes heard pulling it while the audit listened
+	// (Snapshot.Pulls), holder first.
+	Pullers []Puller `json:"pullers,omitempty"`
 }
 
 // Backlog is what waits for a puller: the messages not yet delivered and
@@ -101,5 +109,131 @@ const PriorityPinnedClient = "pinned_client"
 
 // ConfigOnly is the state without a leader's record.
 func (p *PullState) ConfigOnly() {
-	*p = PullState{Policy: p.Policy, Group: p.Group, Timeout: p.Timeout, MaxAckPending: p.MaxAckPending}
+	*p = PullState{Policy: p.Policy, Group: p.Group, Timeout: p.Timeout, MaxAckPending: p.MaxAckPending, Pullers: p.Pullers}
+}
+
+// Puller is one process seen pulling a consumer: its pull requests, heard
+// through the system account's import of its account's
+// $JS.API.CONSUMER.MSG.NEXT.>, and the connection that subscribes their
+// reply inbox, named by CONNZ.
+type Puller struct {
+	// Process keys the process by its inboxes: the inbox prefix and the
+	// first 12 characters of the NUID after it, which nats.go's inboxes of
+	// one process share. A reconnect, a new Consume or a new inbox of the
+	// same process keeps it.
+	Process string `json:"process"`
+	// Name, IP, CID and Server are the connection CONNZ found subscribed
+	// to the process's latest inbox; empty when none was (a Fetch's inbox
+	// gone before it was asked). A client behind a leafnode is named as
+	// the leafnode's connection.
+	Name   string `json:"name,omitempty"`
+	IP     string `json:"ip,omitempty"`
+	CID    uint64 `json:"cid,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Inbox is the reply subject of its latest pull request.
+	Inbox string `json:"inbox"`
+	// LastSeen is when the auditor heard its latest pull request.
+	LastSeen time.Time `json:"last_seen"`
+	// PinID is the latest pin id its requests carried ("id"), empty when
+	// none carried one: a request without one waits while another process
+	// holds the pin.
+	PinID string `json:"pin_id,omitempty"`
+	// Holder: its requests carry the pin the consumer's leader reported
+	// (pinned_client_id).
+	Holder bool `json:"holder"`
+}
+
+// PullSight is what the audit could hear of the pulls: which accounts'
+// pull requests the system account imports, and for how long it listened.
+type PullSight struct {
+	// Visible holds, by account (as Asset.Account names it), whether the
+	// system account imports that account's pull requests.
+	Visible map[string]bool `json:"visible"`
+	// Since is when the auditor began to listen; Watched how long it had
+	// listened when the snapshot was made.
+	Since   time.Time     `json:"since"`
+	Watched time.Duration `json:"watched"`
+	// Dropped counts the pull requests and advisories the auditor could
+	// not keep (a slow consumer, or its bound on what it holds); the view
+	// of who pulls is incomplete while it is above 0.
+	Dropped uint64 `json:"dropped,omitempty"`
+}
+
+// Label names a process as its connection does: its name, IP and
+// server, or its inbox key where no connection was found subscribed.
+func (p *Puller) Label() string {
+	name := p.Name
+	if name == "" {
+		name = "unnamed"
+	}
+	if p.Server == "" {
+		return fmt.Sprintf("%s (inbox %s, no connection found)", name, p.Process)
+	}
+	return fmt.Sprintf("%s (%s on %s)", name, p.IP, p.Server)
+}
+
+// PullersLabel names every puller, the holder first.
+func (ps *PullState) PullersLabel() string {
+	var parts []string
+	held := false
+	for i := range ps.Pullers {
+		p := &ps.Pullers[i]
+		if p.Holder {
+			held = true
+			parts = append(parts, p.Label()+" holds the pin")
+		} else {
+			parts = append(parts, p.Label()+" pulls without it")
+		}
+	}
+	if !held {
+		pin := "no pin"
+		if ps.PinnedID != "" {
+			pin = "pin " + ps.PinnedID
+		}
+		parts = append(parts, "none heard holds the leader's "+pin)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// HolderLabel is the pin, with the process that holds it where it was
+// heard.
+func (ps *PullState) HolderLabel() string {
+	for i := range ps.Pullers {
+		if ps.Pullers[i].Holder {
+			return fmt.Sprintf("%s (pin %s)", ps.Pullers[i].Label(), ps.PinnedID)
+		}
+	}
+	return ps.PinnedID
+}
+
+// WaitersLabel names the processes heard pulling without the pin.
+func (ps *PullState) WaitersLabel() string {
+	var w []string
+	for i := range ps.Pullers {
+		if !ps.Pullers[i].Holder {
+			w = append(w, ps.Pullers[i].Label())
+		}
+	}
+	if len(w) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(w, ", ")
+}
+
+// GroupLabel is ", group <name>", or "" without a group.
+func (p *PullState) GroupLabel() string {
+	if p.Group == "" {
+		return ""
+	}
+	return ", group " + p.Group
+}
+
+// IdleLabel says how long the leader went without a delivery or ack.
+func (p *PullState) IdleLabel() string {
+	idle := p.Idle().Round(time.Second).String()
+	if p.LastDelivery.IsZero() && p.LastAck.IsZero() {
+		// The times are the leader's own: a new leader knows none.
+		return "which has made no delivery or ack since the consumer was created " + idle + " ago or since it took the lead"
+	}
+	return "which has made no delivery or ack for " + idle
 }

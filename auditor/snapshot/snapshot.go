@@ -39,6 +39,10 @@ type Snapshot struct {
 	// Problems are requests that failed or replies that could not be used.
 	Problems []Problem
 
+	// Pulls is what the audit heard of who pulls the consumers; nil when
+	// it did not listen.
+	Pulls *PullSight
+
 	// LastSeen holds, by name, servers that earlier audits saw (serve's
 	// memory, cmd/nats-version-auditor/internal/exporter). Collect leaves it empty; Evaluate uses it to say what a
 	// missing server last ran.

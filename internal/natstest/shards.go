@@ -56,10 +56,14 @@ type ShardOwner struct {
 	server string
 }
 
-// ShardOwner connects a new owner, name, to the named server as AppUser.
+// ShardOwner connects a new owner, name, to the named server as AppUser,
+// with name as its connection name. Its inboxes start "_INBOX_<name>.":
+// the owners of one test share one process, whose nats.go inboxes would
+// otherwise share one NUID prefix, by which the auditor tells processes
+// apart.
 func (sys *System) ShardOwner(name, server string) *ShardOwner {
 	sys.t.Helper()
-	nc := sys.Connect(server, AppUser, AppPassword)
+	nc := sys.Connect(server, AppUser, AppPassword, nats.Name(name), nats.CustomInboxPrefix("_INBOX_"+name))
 	js, err := jetstream.New(nc)
 	if err != nil {
 		sys.t.Fatal(err)
@@ -104,4 +108,13 @@ func PinOf(ci *jetstream.ConsumerInfo) string {
 		return ""
 	}
 	return ci.PriorityGroups[0].PinnedClientID
+}
+
+// PullSubjects are what a JetStream account exports, and the system
+// account imports, for the auditor to see who pulls each consumer: the
+// pull requests and the pin advisories.
+var PullSubjects = []string{
+	"$JS.API.CONSUMER.MSG.NEXT.>",
+	"$JS.EVENT.ADVISORY.CONSUMER.PINNED.>",
+	"$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.>",
 }

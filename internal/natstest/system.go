@@ -47,6 +47,11 @@ type Spec struct {
 	LeafRemotes []Remote
 	// ExtraAccounts adds that many JetStream accounts (ACC0001, ...).
 	ExtraAccounts int
+	// ShowPulls gives the system account sight of the pulls: every
+	// JetStream account exports its pull requests and pin advisories as
+	// streams, and the system account imports them prefixed by the
+	// account's name (docs/pulls.md's step, in server-config form).
+	ShowPulls bool
 	// SysUsers are more users of the system account, with permissions.
 	SysUsers []User
 	// TLSCert and TLSKey, when set, make clients connect with TLS.
@@ -408,9 +413,10 @@ func (sys *System) URL(name string) string {
 
 // Connect connects to the named server as user. In operator mode the user
 // logs in with its creds file and password is not used.
-func (sys *System) Connect(name, user, password string) *nats.Conn {
+func (sys *System) Connect(name, user, password string, opts ...nats.Option) *nats.Conn {
 	sys.t.Helper()
-	nc, err := nats.Connect(sys.URL(name), sys.login(user, password), nats.MaxReconnects(-1), sys.Server(name).tlsOption())
+	opts = append([]nats.Option{sys.login(user, password), nats.MaxReconnects(-1), sys.Server(name).tlsOption()}, opts...)
+	nc, err := nats.Connect(sys.URL(name), opts...)
 	if err != nil {
 		sys.t.Fatalf("connect to %s as %s: %v", name, user, err)
 	}
@@ -512,10 +518,27 @@ func (sys *System) config(s *Server) string {
 		users = append(users, fmt.Sprintf("{%s, permissions: {publish: {allow: [%s]}, subscribe: {allow: [%s]}}}",
 			id, quoteAll(u.Publish), quoteAll(u.Subscribe)))
 	}
-	w("  SYS { users: [%s] }", strings.Join(users, ", "))
-	w("  APP { jetstream: enabled, users: [{user: %q, password: %q}] }", AppUser, AppPassword)
+	jsAccounts := []string{"APP"}
 	for i := 1; i <= s.ExtraAccounts; i++ {
-		w("  ACC%04d { jetstream: enabled, users: [{user: \"acc%04d\", password: \"acc\"}] }", i, i)
+		jsAccounts = append(jsAccounts, fmt.Sprintf("ACC%04d", i))
+	}
+	exports, sysImports := "", ""
+	if s.ShowPulls {
+		var ex, im []string
+		for _, subj := range PullSubjects {
+			ex = append(ex, fmt.Sprintf("{stream: %q}", subj))
+		}
+		for _, acc := range jsAccounts {
+			for _, subj := range PullSubjects {
+				im = append(im, fmt.Sprintf("{stream: {account: %s, subject: %q}, prefix: %s}", acc, subj, acc))
+			}
+		}
+		exports, sysImports = ", exports: ["+strings.Join(ex, ", ")+"]", ", imports: ["+strings.Join(im, ", ")+"]"
+	}
+	w("  SYS { users: [%s]%s }", strings.Join(users, ", "), sysImports)
+	w("  APP { jetstream: enabled, users: [{user: %q, password: %q}]%s }", AppUser, AppPassword, exports)
+	for i := 1; i <= s.ExtraAccounts; i++ {
+		w("  ACC%04d { jetstream: enabled, users: [{user: \"acc%04d\", password: \"acc\"}]%s }", i, i, exports)
 	}
 	w("}")
 	w("system_account: SYS")
