@@ -56,7 +56,7 @@ var rules = []rule{
 				e.asset(&e.snap.Consumers[i])
 			}
 		}},
-	{"who pulls each consumer with a priority policy", []findings.Code{findings.ConsumerPulledByNobody, findings.ConsumerStalePin},
+	{"who pulls each consumer with a priority policy", []findings.Code{findings.ConsumerPulledByNobody, findings.ConsumerStalePin, findings.ConsumerPulledByTwo},
 		func(e *evaluation, _ *findings.Report) { e.shards(e.snap, e.p.ShardPolicy) }},
 	{"what no application asks for: decoding, sourcing RESETs, replicated operations", []findings.Code{
 		findings.AssetCrashesServer, findings.AssetHaltsMeta, findings.SourcingResetUnanswered, findings.SourcingResetCrashesFollower,

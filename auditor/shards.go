@@ -29,14 +29,19 @@ func (e *evaluation) shards(snap *snapshot.Snapshot, p ShardPolicy) {
 		case after > 0 && pulledByNobody(ps, after):
 			f := e.pullFinding(a, findings.ConsumerPulledByNobody)
 			f.Message = fmt.Sprintf("consumer %s (%s%s) is pulled by nobody: %d messages pending and %d delivered unacked, no pull waiting on its leader %s, %s",
-				a.Label(), ps.Policy, groupLabel(ps), ps.Pending, ps.AckPending, a.Leader, idleLabel(ps))
+				a.Label(), ps.Policy, ps.GroupLabel(), ps.Pending, ps.AckPending, a.Leader, ps.IdleLabel())
 			e.add(f)
 		case stuckBehindPin(ps):
 			f := e.pullFinding(a, findings.ConsumerStalePin)
 			f.Message = fmt.Sprintf("consumer %s (%s%s) is stuck behind a stale pin: %s holds it for %s (priority_timeout %s) and renews it, "+
-				"yet its leader %s has delivered nothing for %s with %d messages pending and %d waiting pull requests: only pulls without the pin wait",
-				a.Label(), ps.Policy, groupLabel(ps), ps.PinnedID, ps.PinAge().Round(time.Second), ps.Timeout,
-				a.Leader, ps.Undelivered().Round(time.Second), ps.Pending, ps.Waiting)
+				"yet its leader %s has delivered nothing for %s with %d messages pending and %d waiting pull requests: only pulls without the pin wait%s",
+				a.Label(), ps.Policy, ps.GroupLabel(), ps.HolderLabel(), ps.PinAge().Round(time.Second), ps.Timeout,
+				a.Leader, ps.Undelivered().Round(time.Second), ps.Pending, ps.Waiting, ps.WaitersLabel())
+			e.add(f)
+		case pulledByTwo(ps):
+			f := e.pullFinding(a, findings.ConsumerPulledByTwo)
+			f.Message = fmt.Sprintf("consumer %s (%s%s) is pulled by %d processes: %s; the others' pulls wait on the pin, so one takes the messages, but the shard has %d owners",
+				a.Label(), ps.Policy, ps.GroupLabel(), len(ps.Pullers), ps.PullersLabel(), len(ps.Pullers))
 			e.add(f)
 		}
 	}
@@ -73,20 +78,11 @@ func stuckBehindPin(p *snapshot.PullState) bool {
 		p.Pending > 0 && p.Waiting > 0 && (p.MaxAckPending <= 0 || p.AckPending < p.MaxAckPending)
 }
 
-func groupLabel(p *snapshot.PullState) string {
-	if p.Group == "" {
-		return ""
-	}
-	return ", group " + p.Group
-}
-
-func idleLabel(p *snapshot.PullState) string {
-	idle := p.Idle().Round(time.Second).String()
-	if p.LastDelivery.IsZero() && p.LastAck.IsZero() {
-		// The times are the leader's own: a new leader knows none.
-		return "which has made no delivery or ack since the consumer was created " + idle + " ago or since it took the lead"
-	}
-	return "which has made no delivery or ack for " + idle
+// pulledByTwo: more than one process pulled a pinned_client consumer
+// while the auditor listened. Only pinned_client: the other policies are
+// made for many pullers.
+func pulledByTwo(p *snapshot.PullState) bool {
+	return p.Policy == snapshot.PriorityPinnedClient && len(p.Pullers) > 1
 }
 
 // PinnedLedBy counts the pinned_client consumers of snap that server leads

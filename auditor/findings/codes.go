@@ -37,6 +37,9 @@ const (
 	// ConsumerStalePin: a pinned_client consumer's pin is renewed by a
 	// holder that takes nothing, while other pulls wait (shards.go).
 	ConsumerStalePin Code = "CONSUMER_STALE_PIN"
+	// ConsumerPulledByTwo: a pinned_client consumer is pulled by more
+	// than one process (shards.go).
+	ConsumerPulledByTwo Code = "CONSUMER_PULLED_BY_TWO"
 
 	// AssetOpCrashesFollower: a leader of the asset proposes a replicated
 	// op (ReplicatedOps) that a follower panics on.
@@ -188,6 +191,8 @@ var (
 		Help: "1 for a consumer with a priority policy whose leader (server_name) has a backlog, no pull waiting and no delivery or ack for longer than the policy's threshold: a shard nobody owns."}
 	stalePinGauge = &AssetGauge{Name: "consumer_stale_pin",
 		Help: "1 for a pinned_client consumer whose leader (server_name) keeps a pin older than priority_timeout and delivers nothing, with messages pending and pulls waiting: a holder renews its pin and takes nothing."}
+	pulledByTwoGauge = &AssetGauge{Name: "consumer_pulled_by_two",
+		Help: "1 for a pinned_client consumer that more than one process pulled while the auditor listened (its leader is server_name): the pin lets one of them take messages and the others wait, so nothing is lost or delivered twice, but the application has two owners of one shard."}
 	opFollowerGauge = &AssetGauge{Name: "asset_op_follower_cannot_apply", Detail: DetailOp,
 		Help: "1 for a replicated stream or consumer (consumer empty for a stream) with a follower (server_name) whose release predates a replicated operation (op) that its leader proposes, or a peer would if it led (delete_range: the delete range a mirror's leader proposes whenever its origin has a gap, with js_raft_delete_range on, the default from 2.15.0): verdict crashes_follower, a follower before 2.15 panics on it (Unknown group entry op type), and again on every restart; halts_replica, the follower runs on without its replica: a 2.15 or later one logs a critical write error for an operation it does not know and its replica stops voting; for snapshot_sources (the stream snapshot with sourcing state a 2.15 leader with js_snapshot_sources on sends a follower it catches up), a 2.14 follower does the same and an older one resets its replica in a loop."}
 	peerFeatureGauge = &AssetGauge{Name: "asset_peer_lacks_feature", Detail: DetailFeature,
@@ -257,6 +262,10 @@ var Codes = []CodeInfo{
 		Description: "a consumer with a priority policy (a shard) has a backlog, no pull waiting on its leader and no delivery or ack for longer than the threshold: nobody owns it"},
 	{Code: ConsumerStalePin, Severity: Warning, Gauge: stalePinGauge,
 		Description: "a pinned_client consumer's leader keeps a pin older than priority_timeout and delivers nothing, with messages pending and pulls waiting: only standby pulls wait, behind a holder that renews its pin and takes nothing"},
+	// WARNING, not CRITICAL: the pin arbitrates, so no message is lost or
+	// delivered twice; what is wrong is the application's ownership.
+	{Code: ConsumerPulledByTwo, Severity: Warning, Gauge: pulledByTwoGauge,
+		Description: "a pinned_client consumer (a shard) is pulled by more than one process, heard through the system account's import of its account's pull requests: one holds the pin and takes the messages, the others' pulls wait on it; nothing is lost, but the shard has two owners"},
 	{Code: KnownBadRelease, Severity: Critical,
 		Description: "whatever the floor: a server runs a release known to lose data (2.14.4 and 2.12.14: a create of a stream that exists makes a server that catches up from a meta snapshot delete its copy; 2.12.0 and 2.11.9: a meta snapshot drops the consumers of a stream held offline); the finding names the release that fixes it"},
 	{Code: UpgradePathUnsupported, Severity: Warning,
