@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -48,7 +49,9 @@ var (
 	consumerLedDesc   = desc("consumer_leaders", "Consumers the server leads.", "server_name")
 	streamLedDesc     = desc("stream_leaders", "Streams the server leads.", "server_name")
 	leafDesc          = desc("leafnode_unaudited", "1 for a leafnode link whose peer was not audited: it does not share the system account, or it is not answering.", "server_name", "peer", "account")
-	droppedDesc       = desc("asset_series_dropped", "Per-asset (stream and consumer) series left out of this scrape by --metrics.max-asset-series.")
+	pullersDesc       = desc("consumer_pullers", "Processes heard pulling a pinned_client consumer (its leader is server_name) within serve's --pull-watch, through the system account's import of its account's pull requests (docs/pulls.md); only consumers of accounts heard. More than 1: the shard has more than one owner; the pin lets one take messages and the others wait."+accountHelp,
+		"account", "account_name", "stream", "consumer", "server_name")
+	droppedDesc = desc("asset_series_dropped", "Per-asset (stream and consumer) series left out of this scrape by --metrics.max-asset-series.")
 
 	assetDescs, seriesOf = assetGaugeDescs()
 )
@@ -135,7 +138,7 @@ func NewCollector(latest func() findings.Result, maxAssetSeries int) *Collector 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upDesc, lastSuccessDesc, lastAuditDesc, durationDesc, auditsDesc, pinChangesDesc, floorDesc,
 		statusDesc, findingsDesc, serverInfoDesc, serverBelowDesc, serverFlagDesc, serverMissingDesc, clusterVerDesc, clusterLevelDesc, consumerLedDesc,
-		streamLedDesc, leafDesc, droppedDesc} {
+		streamLedDesc, leafDesc, pullersDesc, droppedDesc} {
 		ch <- d
 	}
 	for _, d := range assetDescs {
@@ -242,6 +245,20 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		assetSeries++
 		gauge(ch, s.desc, 1, s.labels(f)...)
+	}
+	if sight := r.Snapshot.Pulls; sight != nil {
+		for i := range r.Snapshot.Consumers {
+			a := &r.Snapshot.Consumers[i]
+			if a.Pull == nil || a.Pull.Policy != snapshot.PriorityPinnedClient || !sight.Visible[a.Account] {
+				continue
+			}
+			if assetSeries >= c.maxAssetSeries {
+				dropped++
+				continue
+			}
+			assetSeries++
+			gauge(ch, pullersDesc, float64(len(a.Pull.Pullers)), a.Account, a.AccountName, a.Stream, a.Consumer, a.Leader)
+		}
 	}
 	for name, n := range missing {
 		if n > 0 {

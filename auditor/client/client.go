@@ -264,6 +264,25 @@ type Pull struct {
 	// how long it has held it; empty and 0 without a pin.
 	PinnedID      string  `json:"pinned_client_id,omitempty"`
 	PinAgeSeconds float64 `json:"pin_age_seconds,omitempty"`
+	// Pullers are the processes the auditor heard pulling the consumer,
+	// the pin's holder first; empty where the system account does not
+	// import its account's pull requests (docs/pulls.md).
+	Pullers []Puller `json:"pullers,omitempty"`
+}
+
+// Puller is one process heard pulling a consumer: the connection that
+// subscribes its inbox, and whether its pulls carry the pin.
+type Puller struct {
+	// Process keys the process by its inboxes: the inbox prefix and the
+	// first 12 characters of the NUID, which a nats.go process's inboxes
+	// share.
+	Process  string    `json:"process"`
+	Name     string    `json:"name,omitempty"`
+	IP       string    `json:"ip,omitempty"`
+	Server   string    `json:"server,omitempty"`
+	LastSeen time.Time `json:"last_seen"`
+	// Holder: its pulls carry the pin the consumer's leader gave.
+	Holder bool `json:"pin_holder"`
 }
 
 // Finding is one finding of the audit about a consumer, as `check

@@ -8,6 +8,7 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor/collect"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/nats-io/nats.go"
 
@@ -21,6 +22,8 @@ type auditing struct {
 	conn   *connFlags
 	flags  *auditFlags
 	logger *slog.Logger
+	// pullWatch is check's and report's --pull-watch.
+	pullWatch time.Duration
 }
 
 // pipeline is the one way an audit runs, whichever command asks for it
@@ -42,6 +45,13 @@ type pipeline struct {
 	// who names the user the connection logs in as.
 	who    func() string
 	logger *slog.Logger
+	// pullWatch, when above 0, is how long an audit listens to the pulls
+	// of the accounts the system account imports them from, where one has
+	// a pinned_client consumer.
+	pullWatch time.Duration
+	// pulls, serve's, names who pulls from what it heard since its
+	// connection was made.
+	pulls *exporter.PullListener
 }
 
 // pipeline is the pipeline of policy and conn, with the flags' options.
@@ -52,7 +62,7 @@ func (a auditing) pipeline(policy func() (auditor.Policy, error), conn func(cont
 // once is the pipeline of check, report and check --wait: each audit on a
 // connection of its own, held against pol.
 func (a auditing) once(pol auditor.Policy) *pipeline {
-	return a.pipeline(func() (auditor.Policy, error) { return pol, nil },
+	p := a.pipeline(func() (auditor.Policy, error) { return pol, nil },
 		func(context.Context) (*nats.Conn, func(), error) {
 			nc, err := a.conn.connect(false, a.logger)
 			if err != nil {
@@ -60,6 +70,8 @@ func (a auditing) once(pol auditor.Policy) *pipeline {
 			}
 			return nc, nc.Close, nil
 		})
+	p.pullWatch = a.pullWatch
+	return p
 }
 
 // audit runs one audit.
@@ -104,6 +116,12 @@ func (p *pipeline) run(ctx context.Context) (*findings.Report, auditor.Policy, e
 	if err != nil {
 		return nil, pol, collectError(err, p.who())
 	}
+	if p.pullWatch > 0 && hasPinned(snap) {
+		p.hearPulls(ctx, nc, snap)
+	}
+	if p.pulls != nil {
+		p.pulls.Fill(ctx, nc, snap)
+	}
 	if p.memory != nil {
 		p.memory.Recall(snap)
 	}
@@ -114,4 +132,39 @@ func (p *pipeline) run(ctx context.Context) (*findings.Report, auditor.Policy, e
 	p.logger.Debug("audit evaluated", "servers", len(snap.Servers), "consumers", len(snap.Consumers),
 		"findings", len(r.Findings), "collect", snap.Duration, "evaluate", time.Since(snap.Started)-snap.Duration)
 	return r, pol, nil
+}
+
+// hearPulls listens, where snap has a pinned_client consumer, to the
+// pulls of the accounts the system account imports them from, for
+// pullWatch, then writes who pulled into snap. It listens only after the
+// audit: a system without shards, or a user who may not ask, costs nothing
+// and says nothing. An interrupt ends the wait early: the snapshot then
+// says how long it listened.
+func (p *pipeline) hearPulls(ctx context.Context, nc *nats.Conn, snap *snapshot.Snapshot) {
+	w, err := collect.WatchPulls(ctx, nc, 0)
+	if err != nil {
+		p.logger.Warn("cannot hear who pulls the pinned consumers: the audit goes on without (docs/pulls.md)", "err", err)
+		return
+	}
+	defer w.Stop()
+	if w.Visible() {
+		p.logger.Debug("listening to who pulls the pinned consumers", "for", p.pullWatch)
+		t := time.NewTimer(p.pullWatch)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	w.Fill(context.WithoutCancel(ctx), snap, 0)
+}
+
+// hasPinned: snap has a pinned_client consumer.
+func hasPinned(snap *snapshot.Snapshot) bool {
+	for i := range snap.Consumers {
+		if a := &snap.Consumers[i]; a.Pull != nil && a.Pull.Policy == snapshot.PriorityPinnedClient {
+			return true
+		}
+	}
+	return false
 }

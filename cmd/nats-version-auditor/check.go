@@ -23,10 +23,12 @@ type checkCommand struct {
 	cmd      *kingpin.CmdClause
 	pol      policyFlags
 	floorSet bool
-	format   string
-	wait     waitFlags
-	assume   assumeFlags
-	remote   exporterFlags
+	// pullWatch is --pull-watch.
+	pullWatch time.Duration
+	format    string
+	wait      waitFlags
+	assume    assumeFlags
+	remote    exporterFlags
 	// given are the flags of the audit on NATS that were given on the
 	// command line, by name: --exporter refuses them.
 	given map[string]*bool
@@ -37,6 +39,7 @@ func addCheckCommand(app *kingpin.Application) *checkCommand {
 	c.cmd = app.Command("check", "Audit the whole system once, print the findings and exit with the Nagios status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
 	addFloorFlag(c.cmd, &c.pol).IsSetByUser(&c.floorSet)
 	addUnpulledAfterFlag(c.cmd, &c.pol)
+	addPullWatchFlag(c.cmd, &c.pullWatch)
 	c.cmd.Flag("format", "Output format").Default("text").EnumVar(&c.format, "text", "json", "nagios")
 	addAssetFilterFlags(c.cmd, &c.pol)
 	addWaitFlags(c.cmd, &c.wait)
@@ -53,7 +56,7 @@ func addCheckCommand(app *kingpin.Application) *checkCommand {
 			app.GetFlag(f.Name).IsSetByUser(c.given[f.Name])
 		}
 	}
-	for _, name := range []string{"unpulled-after", "account", "stream", "consumer", "assume"} {
+	for _, name := range []string{"unpulled-after", "pull-watch", "account", "stream", "consumer", "assume"} {
 		c.given[name] = new(bool)
 		c.cmd.GetFlag(name).IsSetByUser(c.given[name])
 	}
@@ -221,6 +224,7 @@ func (c *checkCommand) audit(ctx context.Context, a auditing, stderr io.Writer) 
 	if err := c.assume.parse(); err != nil {
 		return pol, nil, err
 	}
+	a.pullWatch = c.pullWatch
 	audit := a.once(pol).audit
 	if c.remote.url != "" {
 		// --floor given must be the exporter's; left at its default, the
@@ -277,6 +281,9 @@ func (c *checkCommand) refuseNATSFlags() error {
 	}
 	if given("unpulled-after") != nil {
 		return errors.New("--unpulled-after is the exporter's to set: serve judges its audits with its own (set it on serve, or drop --exporter)")
+	}
+	if given("pull-watch") != nil {
+		return errors.New("--pull-watch is the exporter's to set: serve listens to the pulls all the time with its own (set it on serve, or drop --exporter)")
 	}
 	names := slices.Sorted(maps.Keys(c.given))
 	if conn := given(names...); conn != nil {

@@ -107,6 +107,16 @@ func addUnpulledAfterFlag(cmd *kingpin.CmdClause, p *policyFlags) {
 		Default(auditor.DefaultUnpulledAfter.String()).DurationVar(&p.unpulledAfter)
 }
 
+// defaultPullWatch outlasts the 30s expiry of a default nats.go Consume,
+// after which every puller, idle or not, sends its pull again.
+const defaultPullWatch = 35 * time.Second
+
+// addPullWatchFlag adds how long check and report listen to who pulls.
+func addPullWatchFlag(cmd *kingpin.CmdClause, d *time.Duration) {
+	cmd.Flag("pull-watch", "Where the system account imports an account's pull requests (docs/pulls.md) and it has pinned_client consumers, listen this long to name the processes pulling each and find CONSUMER_PULLED_BY_TWO; the default outlasts a default nats.go Consume's 30s pull expiry; 0: do not listen").
+		Default(defaultPullWatch.String()).DurationVar(d)
+}
+
 func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) *kingpin.FlagClause {
 	f := cmd.Flag("floor", "Oldest acceptable nats-server version (2.14, 2.14.0 or v2.14.0)").Default(version.DefaultFloor.String())
 	f.StringVar(&p.floor)

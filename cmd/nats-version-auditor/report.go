@@ -18,6 +18,8 @@ type reportCommand struct {
 	pol    policyFlags
 	format string
 	assume assumeFlags
+	// pullWatch is --pull-watch.
+	pullWatch time.Duration
 }
 
 func addReportCommand(app *kingpin.Application) *reportCommand {
@@ -25,6 +27,7 @@ func addReportCommand(app *kingpin.Application) *reportCommand {
 	c.cmd = app.Command("report", "Print the inventory one audit saw (servers, clusters and leafnode links) and what is wrong with it; exit with the status as check does.")
 	addFloorFlag(c.cmd, &c.pol)
 	addUnpulledAfterFlag(c.cmd, &c.pol)
+	addPullWatchFlag(c.cmd, &c.pullWatch)
 	c.cmd.Flag("format", "Output format").Default("text").EnumVar(&c.format, "text", "json")
 	addAssumeFlag(c.cmd, &c.assume)
 	return c
@@ -44,6 +47,7 @@ func (c *reportCommand) run(ctx context.Context, a auditing, stdout io.Writer) (
 	var r *findings.Report
 	var w *auditor.WhatIf
 	if err == nil {
+		a.pullWatch = c.pullWatch
 		r, err = a.once(pol).audit(ctx)
 	}
 	if err == nil {

@@ -36,6 +36,7 @@ type serveCommand struct {
 	cmd            *kingpin.CmdClause
 	pol            policyFlags
 	floorSet       bool
+	pullWatch      time.Duration
 	policyFile     string
 	web            *web.FlagConfig
 	telemetryPath  string
@@ -53,6 +54,8 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 	c.cmd = app.Command("serve", "Run as a Prometheus exporter: audit on scrape, at most once per --audit.min-interval.")
 	addFloorFlag(c.cmd, &c.pol).IsSetByUser(&c.floorSet)
 	addUnpulledAfterFlag(c.cmd, &c.pol)
+	c.cmd.Flag("pull-watch", "Where the system account imports an account's pull requests (docs/pulls.md), listen to them all the time and count a process as a shard's puller for this long after its last pull; the default outlasts a default nats.go Consume's 30s pull expiry; 0: do not listen").
+		Default(defaultPullWatch.String()).DurationVar(&c.pullWatch)
 	c.cmd.Flag("policy.file", `YAML or JSON file with the floor as a string (floor: "2.14.0"), read again before every audit; excludes --floor`).
 		PlaceHolder("FILE").StringVar(&c.policyFile)
 	c.web = kingpinflag.AddFlags(c.cmd, ":7779")
@@ -103,6 +106,10 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (findings.Severity, 
 	// The one pipeline, with serve's memory of servers gone quiet and its scope.
 	p := a.pipeline(policy, lc.ForAudit)
 	p.memory, p.connectedOnly = &exporter.Memory{}, c.scope == scopeServer
+	if c.pullWatch > 0 {
+		p.pulls = exporter.NewPullListener(c.pullWatch, logger)
+		defer p.pulls.Stop()
+	}
 	sched := exporter.NewScheduler(ctx, p.report, c.minInterval, logger)
 	var eventMetrics []prometheus.Collector
 	if c.events {

@@ -3,11 +3,14 @@ package render
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	"github.com/natsaudit/nats-version-auditor/auditor/version"
 )
 
@@ -22,6 +25,9 @@ type Check struct {
 	// run saw none).
 	APILevels APILevels `json:"api_levels,omitzero"`
 	Features  []Feature `json:"features,omitempty"`
+	// Pulls says whose pulls the audit heard, and for how long; left out
+	// when it did not listen.
+	Pulls *PullSight `json:"pulls,omitempty"`
 	// WhatIf is set under --assume: the report is the would-be one.
 	WhatIf *WhatIf `json:"what_if,omitempty"`
 	// Notes are the citations the messages of Findings and WhatIf refer to
@@ -87,7 +93,7 @@ func CheckWaitedOf(r *findings.Report, w *auditor.WhatIf, wait Wait) Check {
 	levels, features := capabilityOf(r)
 	n := &notes{}
 	return Check{Status: r.Status, Floor: r.FloorShown(), Findings: NonNil(n.cite(r.Findings)), Servers: NonNil(r.Servers),
-		APILevels: levels, Features: features, WhatIf: whatIfOf(w, n), Notes: n.list,
+		APILevels: levels, Features: features, Pulls: PullSightOf(r.Snapshot.Pulls), WhatIf: whatIfOf(w, n), Notes: n.list,
 		Waited: wait.waited(), Interrupted: wait.Interrupted, Audit: AuditOf(r)}
 }
 
@@ -163,10 +169,40 @@ func writeCheckText(w io.Writer, r *findings.Report, what *auditor.WhatIf, wait 
 	if s := wait.said(); s != "" {
 		ew.printf("%s\n", s)
 	}
+	if s := pullsSaid(r.Snapshot.Pulls); s != "" {
+		ew.printf("%s\n", s)
+	}
 	n := &notes{}
 	writeFindingsOrWhatIf(ew, n, r.Findings, what)
 	writeNotes(ew, n)
 	return ew.err
+}
+
+// pullsSaid is check's line on who pulls: how long it listened and to
+// which accounts' pulls; "" when it did not listen.
+func pullsSaid(s *snapshot.PullSight) string {
+	if s == nil {
+		return ""
+	}
+	var heard, not []string
+	for _, a := range slices.Sorted(maps.Keys(s.Visible)) {
+		if s.Visible[a] {
+			heard = append(heard, a)
+		} else {
+			not = append(not, a)
+		}
+	}
+	line := fmt.Sprintf("pulls heard for %s", seconds(s.Watched.Seconds()))
+	if len(heard) > 0 {
+		line += " in " + strings.Join(heard, ", ")
+	}
+	if len(not) > 0 {
+		line += "; not heard in " + strings.Join(not, ", ") + " (docs/pulls.md)"
+	}
+	if s.Dropped > 0 {
+		line += fmt.Sprintf("; %d not kept", s.Dropped)
+	}
+	return line
 }
 
 // writeFindingsOrWhatIf lists the findings, or under --assume what would

@@ -1,6 +1,10 @@
 package render
 
 import (
+	"maps"
+	"slices"
+	"time"
+
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
@@ -18,6 +22,46 @@ type Pull struct {
 	IdleSeconds   float64 `json:"idle_seconds"`
 	PinnedID      string  `json:"pinned_client_id,omitempty"`
 	PinAgeSeconds float64 `json:"pin_age_seconds,omitempty"`
+	// Pullers are the processes heard pulling it, the pin's holder first;
+	// left out where its account's pulls are not heard (PullSight).
+	Pullers []Puller `json:"pullers,omitempty"`
+}
+
+// Puller is one process heard pulling a consumer (snapshot.Puller).
+type Puller struct {
+	Process  string    `json:"process"`
+	Name     string    `json:"name,omitempty"`
+	IP       string    `json:"ip,omitempty"`
+	Server   string    `json:"server,omitempty"`
+	LastSeen time.Time `json:"last_seen"`
+	Holder   bool      `json:"pin_holder"`
+}
+
+// PullSight is what the audit heard of the pulls, in the report: by
+// account whether its pulls are heard, and how long the audit listened.
+type PullSight struct {
+	Accounts       []PullAccount `json:"accounts"`
+	WatchedSeconds float64       `json:"watched_seconds"`
+	Dropped        uint64        `json:"dropped,omitempty"`
+}
+
+// PullAccount is whether an account's pulls are heard.
+type PullAccount struct {
+	Account string `json:"account"`
+	Heard   bool   `json:"heard"`
+}
+
+// PullSightOf is the report's PullSight of s; nil when the audit did not
+// listen.
+func PullSightOf(s *snapshot.PullSight) *PullSight {
+	if s == nil {
+		return nil
+	}
+	out := &PullSight{Accounts: []PullAccount{}, WatchedSeconds: s.Watched.Seconds(), Dropped: s.Dropped}
+	for _, a := range slices.Sorted(maps.Keys(s.Visible)) {
+		out.Accounts = append(out.Accounts, PullAccount{Account: a, Heard: s.Visible[a]})
+	}
+	return out
 }
 
 // PullOf is the Pull of p; nil for a consumer without a priority policy.
@@ -31,6 +75,9 @@ func PullOf(p *snapshot.PullState) *Pull {
 		if p.PinnedID != "" {
 			out.PinnedID, out.PinAgeSeconds = p.PinnedID, p.PinAge().Seconds()
 		}
+	}
+	for _, q := range p.Pullers {
+		out.Pullers = append(out.Pullers, Puller{Process: q.Process, Name: q.Name, IP: q.IP, Server: q.Server, LastSeen: q.LastSeen, Holder: q.Holder})
 	}
 	return out
 }

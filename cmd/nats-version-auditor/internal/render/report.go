@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
@@ -30,7 +31,10 @@ type Report struct {
 	AssetLevels []auditor.AssetLevel `json:"asset_levels"`
 	// Shards are the consumers with a priority policy and who pulls them.
 	Shards []Shard `json:"shards,omitempty"`
-	WhatIf *WhatIf `json:"what_if,omitempty"`
+	// Pulls says whose pulls the audit heard, and for how long; left out
+	// when it did not listen.
+	Pulls  *PullSight `json:"pulls,omitempty"`
+	WhatIf *WhatIf    `json:"what_if,omitempty"`
 	// Notes are the citations the messages of Findings and WhatIf refer to
 	// as [ID], each written once.
 	Notes []Note `json:"notes,omitempty"`
@@ -60,7 +64,7 @@ func ReportOf(r *findings.Report, w *auditor.WhatIf) Report {
 	n := &notes{}
 	out := Report{Status: r.Status, Floor: r.FloorShown(), Servers: NonNil(r.Servers), Clusters: NonNil(r.Clusters),
 		Leafnodes: []Leafnode{}, Findings: NonNil(n.cite(r.Findings)), APILevels: levels, Features: features,
-		AssetLevels: auditor.AssetLevels(r, releases.FeatureLevels()), Shards: shardsOf(r), WhatIf: whatIfOf(w, n), Audit: AuditOf(r)}
+		AssetLevels: auditor.AssetLevels(r, releases.FeatureLevels()), Shards: shardsOf(r), Pulls: PullSightOf(r.Snapshot.Pulls), WhatIf: whatIfOf(w, n), Audit: AuditOf(r)}
 	out.Notes = n.list
 	names := snapshot.AccountNames(r.Snapshot)
 	for _, l := range r.Leafnodes {
@@ -118,6 +122,7 @@ func writeReportText(w io.Writer, out Report, r *findings.Report, what *auditor.
 		}
 	}
 	writeShardsText(ew, out.Shards)
+	writePullersText(ew, out.Shards, out.Pulls)
 	writeCapabilityText(ew, out.APILevels, out.Features, out.AssetLevels, sameServers(r))
 	if ew.err != nil {
 		return ew.err
@@ -181,6 +186,51 @@ func writeShardsText(ew *errWriter, shards []Shard) {
 		}
 		ew.printf("%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", name, p.Policy, s.Leader, p.Pending, p.AckPending, p.Waiting,
 			seconds(p.IdleSeconds), dash(p.PinnedID), pinAge)
+	}
+}
+
+// writePullersText lists, where the audit listened, the processes heard
+// pulling each shard, and each account with shards whose pulls it could
+// not hear, with the step that lets it.
+func writePullersText(ew *errWriter, shards []Shard, sight *PullSight) {
+	if sight == nil {
+		return
+	}
+	ew.printf("\nPULLS HEARD FOR %s\n", seconds(sight.WatchedSeconds))
+	ew.printf("ACCOUNT\tHEARD\n")
+	for _, a := range sight.Accounts {
+		heard := "yes"
+		if !a.Heard {
+			heard = "no: the system account does not import its $JS.API.CONSUMER.MSG.NEXT.> (docs/pulls.md gives the step)"
+		}
+		ew.printf("%s\t%s\n", a.Account, heard)
+	}
+	if sight.Dropped > 0 {
+		ew.printf("%d pull requests not kept (the auditor fell behind): the pullers below may be incomplete\n", sight.Dropped)
+	}
+	any := false
+	for _, s := range shards {
+		if len(s.Pull.Pullers) > 0 {
+			any = true
+		}
+	}
+	if !any {
+		return
+	}
+	ew.printf("\nSHARD\tPULLER\tIP\tSERVER\tPIN\tLAST PULL\n")
+	for _, s := range shards {
+		name := snapshot.AccountLabel(s.Account, s.AccountName) + " > " + s.Stream + " > " + s.Consumer
+		for _, p := range s.Pull.Pullers {
+			pin := "waits"
+			if p.Holder {
+				pin = "holds"
+			}
+			who := p.Name
+			if who == "" {
+				who = p.Process
+			}
+			ew.printf("%s\t%s\t%s\t%s\t%s\t%s\n", name, who, dash(p.IP), dash(p.Server), pin, p.LastSeen.UTC().Format(time.TimeOnly))
+		}
 	}
 }
 

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// pulledShards starts three servers whose system account imports APP's
+// pulls (docs/pulls.md), with two shards: a pulls both and holds their
+// pins, b pulls shard-0 too. It returns the system and b.
+func pulledShards(t *testing.T) (*natstest.System, *natstest.ShardOwner) {
+	t.Helper()
+	spec := func(name, v string) natstest.Spec {
+		s := node(name, v)
+		s.ShowPulls = true
+		return s
+	}
+	// One version: the gate's only WARNING is who pulls.
+	sys := natstest.Start(t, spec("n1", natstest.New), spec("n2", natstest.New), spec("n3", natstest.New))
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	if err := natstest.AddStream(app, server.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}, Replicas: 3, Storage: server.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	shards, err := natstest.AddShards(app, "WORK", "work", 2, 3, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := sys.ShardOwner("a", "n2"), sys.ShardOwner("b", "n3")
+	a.Own("WORK", shards[0])
+	a.Own("WORK", shards[1])
+	for i := range shards {
+		if _, err := natstest.Publish(app, fmt.Sprintf("work.%d", i), []byte("job"), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js, err := jetstream.New(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a takes both pins before b pulls.
+	err = natstest.Eventually(30*time.Second, func() error {
+		for _, s := range shards {
+			c, err := js.Consumer(t.Context(), "WORK", s)
+			if err != nil {
+				return err
+			}
+			info, err := c.Info(t.Context())
+			if err != nil {
+				return err
+			}
+			if natstest.PinOf(info) == "" {
+				return fmt.Errorf("%s: no pin yet", s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Own("WORK", shards[0])
+	return sys, b
+}
+
+// TestCheckNamesWhoPulls: check listens to the pulls for --pull-watch, says
+// so, and finds shard-0 pulled by a and b, a holding the pin; as a gate
+// (--wait), it passes once b is gone and every shard has one puller.
+func TestCheckNamesWhoPulls(t *testing.T) {
+	t.Parallel()
+	sys, b := pulledShards(t)
+	args := append([]string{"--pull-watch", "4s", "--unpulled-after", "0"}, sys.SysArgs("n1")...)
+	var f findings.Finding
+	err := natstest.Eventually(60*time.Second, func() error {
+		res, doc := runCheckJSON(t, args...)
+		fs := withCode(doc.Findings, findings.ConsumerPulledByTwo)
+		if res.code != int(findings.Warning) || len(fs) != 1 {
+			return fmt.Errorf("exit %d, findings %s", res.code, codes(doc.Findings))
+		}
+		if doc.Pulls == nil || doc.Pulls.WatchedSeconds < 4 || len(doc.Pulls.Accounts) != 1 || !doc.Pulls.Accounts[0].Heard {
+			return fmt.Errorf("pulls %+v: want APP heard for 4s or more", doc.Pulls)
+		}
+		f = fs[0]
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"WORK > shard-0", "a (127.0.0.1 on n2) holds the pin", "b (127.0.0.1 on n3) pulls without it"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("the finding does not say %q: %s", want, f.Message)
+		}
+	}
+	res := runCmd(t, append([]string{"check"}, args...)...)
+	if !strings.Contains(res.stdout, "pulls heard for 4s in APP") {
+		t.Errorf("check's text does not say how long it listened:\n%s", res.stdout)
+	}
+	rep := runCmd(t, append([]string{"report", "--pull-watch", "4s"}, sys.SysArgs("n1")...)...)
+	for _, want := range []string{"PULLS HEARD FOR", "APP      yes", "shard-0  a", "shard-0  b"} {
+		if !strings.Contains(strings.Join(strings.Fields(rep.stdout), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("report does not show %q:\n%s", want, rep.stdout)
+		}
+	}
+
+	gate := startCheck(t, append([]string{"--wait", "2m", "--pull-watch", "4s", "--unpulled-after", "0", "--audit.min-interval", "200ms"}, sys.SysArgs("n1")...)...)
+	gate.waitFor(t, 60*time.Second, `(?m)^\d\d:\d\d:\d\d WARNING .*CONSUMER_PULLED_BY_TWO`)
+	b.Kill()
+	if code := gate.exit(t, 2*time.Minute); code != exitOK {
+		t.Fatalf("exit %d once b is gone, want 0\nstderr:\n%s", code, gate.stderr)
+	}
+}
+
+// TestCheckWithoutTheImportSaysSo: where the system account does not import
+// an account's pulls, check does not wait for them and says where they are
+// not heard.
+func TestCheckWithoutTheImportSaysSo(t *testing.T) {
+	t.Parallel()
+	sys := natstest.Start(t, natstest.Node("n1", natstest.New, ""))
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	if err := natstest.AddStream(app, server.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}, Storage: server.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := natstest.AddShards(app, "WORK", "work", 1, 1, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	res := runCmd(t, append([]string{"check", "--pull-watch", "30s"}, sys.SysArgs("n1")...)...)
+	if took := time.Since(started); took > 20*time.Second {
+		t.Errorf("check took %s with no pulls to hear", took)
+	}
+	if !strings.Contains(res.stdout, "not heard in APP (docs/pulls.md)") {
+		t.Errorf("check does not say APP's pulls are not heard:\n%s%s", res.stdout, res.stderr)
+	}
+}
+
+// TestServeCountsPullers: serve listens all the time; its gauge and its API
+// count and name the processes pulling each shard.
+func TestServeCountsPullers(t *testing.T) {
+	t.Parallel()
+	sys, _ := pulledShards(t)
+	d := startServe(t, append([]string{"--pull-watch", "5s", "--audit.min-interval", "200ms"}, sys.SysArgs("n1")...)...)
+	d.waitReady(t, 30*time.Second)
+	err := natstest.Eventually(60*time.Second, func() error {
+		mfs := d.scrape(t)
+		if v := labelled(mfs, "nats_version_auditor_consumer_pullers", "consumer=shard-0"); v != 2 {
+			return fmt.Errorf("shard-0: %v pullers, want 2", v)
+		}
+		if v := labelled(mfs, "nats_version_auditor_consumer_pullers", "consumer=shard-1"); v != 1 {
+			return fmt.Errorf("shard-1: %v pullers, want 1", v)
+		}
+		code, c, body := d.ConsumerAt(t, "WORK", "shard-0", "")
+		if code != http.StatusOK || c.Pull == nil || len(c.Pull.Pullers) != 2 {
+			return fmt.Errorf("API %d: %s", code, body)
+		}
+		if p := c.Pull.Pullers[0]; p.Name != "a" || !p.Holder || p.Server != "n2" {
+			return fmt.Errorf("first puller %+v, want a holding the pin on n2", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
