@@ -237,3 +237,13 @@ func (p *PullState) IdleLabel() string {
 	}
 	return "which has made no delivery or ack for " + idle
 }
+
+// HasPinned reports whether s has a pinned_client consumer.
+func (s *Snapshot) HasPinned() bool {
+	for i := range s.Consumers {
+		if a := &s.Consumers[i]; a.Pull != nil && a.Pull.Policy == PriorityPinnedClient {
+			return true
+		}
+	}
+	return false
+}

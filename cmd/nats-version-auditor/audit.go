@@ -116,7 +116,7 @@ func (p *pipeline) run(ctx context.Context) (*findings.Report, auditor.Policy, e
 	if err != nil {
 		return nil, pol, collectError(err, p.who())
 	}
-	if p.pullWatch > 0 && hasPinned(snap) {
+	if p.pullWatch > 0 && snap.HasPinned() {
 		p.hearPulls(ctx, nc, snap)
 	}
 	if p.pulls != nil {
@@ -157,14 +157,4 @@ func (p *pipeline) hearPulls(ctx context.Context, nc *nats.Conn, snap *snapshot.
 		t.Stop()
 	}
 	w.Fill(context.WithoutCancel(ctx), snap, 0)
-}
-
-// hasPinned: snap has a pinned_client consumer.
-func hasPinned(snap *snapshot.Snapshot) bool {
-	for i := range snap.Consumers {
-		if a := &snap.Consumers[i]; a.Pull != nil && a.Pull.Policy == snapshot.PriorityPinnedClient {
-			return true
-		}
-	}
-	return false
 }

@@ -28,6 +28,10 @@ type PullListener struct {
 	nc        *nats.Conn
 	watch     *collect.PullWatch
 	refreshed time.Time
+	// failedOn and failedAt are the connection on which listening was
+	// last refused, and when.
+	failedOn *nats.Conn
+	failedAt time.Time
 }
 
 // NewPullListener listens with horizon: a process counts as a puller for
@@ -45,11 +49,18 @@ func (l *PullListener) Fill(ctx context.Context, nc *nats.Conn, snap *snapshot.S
 	if l.nc != nc {
 		if l.watch != nil {
 			l.watch.Stop()
-			l.watch = nil
+			l.nc, l.watch = nil, nil
+		}
+		// A system without shards, or a user who may not ask, costs
+		// nothing and says nothing; a refusal is tried again only after a
+		// while.
+		if !snap.HasPinned() || (l.failedOn == nc && time.Since(l.failedAt) < pullRefreshEvery) {
+			return
 		}
 		w, err := collect.WatchPulls(ctx, nc, 0)
 		if err != nil {
-			l.logger.Warn("cannot hear who pulls the consumers: audits go on without", "err", err)
+			l.failedOn, l.failedAt = nc, time.Now()
+			l.logger.Warn("cannot hear who pulls the pinned consumers: audits go on without (docs/pulls.md)", "err", err)
 			return
 		}
 		l.nc, l.watch, l.refreshed = nc, w, time.Now()
