@@ -45,11 +45,7 @@ func TestPullersDuringARolloutOnRealServers(t *testing.T) {
 		horizon = natstest.ShardPullExpiry + 1500*time.Millisecond
 	)
 	servers := []string{"n1", "n2", "n3"}
-	spec := func(name, v string) natstest.Spec {
-		s := natstest.Node(name, v, "c1")
-		s.ShowPulls = true
-		return s
-	}
+	spec := func(name, v string) natstest.Spec { return natstest.ShowingPulls(natstest.Node(name, v, "c1")) }
 	sys := natstest.Start(t, spec("n1", natstest.Floor), spec("n2", natstest.New), spec("n3", natstest.New))
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
@@ -111,7 +107,9 @@ func TestPullersDuringARolloutOnRealServers(t *testing.T) {
 	for _, u := range oldUnits {
 		oldShards = append(oldShards, shards[shardOf(u)])
 	}
-	waitPinned(t, js, oldShards...)
+	if err := natstest.WaitPinned(t.Context(), js, "WORK", 30*time.Second, oldShards...); err != nil {
+		t.Fatal(err)
+	}
 
 	// Roll pod by pod, stopping mid-rollout: a restart kills the old
 	// process and starts a new one that owns what it computes over the
@@ -209,7 +207,7 @@ func TestPullersDuringARolloutOnRealServers(t *testing.T) {
 			if p == nil || !p.FromLeader {
 				return fmt.Errorf("%s: no leader's record: %+v", a.Consumer, p)
 			}
-			info, err := consumerInfo(ctx, js, a.Consumer)
+			info, err := natstest.ShardInfo(ctx, js, "WORK", a.Consumer)
 			if err != nil {
 				return err
 			}

@@ -26,11 +26,7 @@ import (
 func TestPulledByTwoOnRealServers(t *testing.T) {
 	for _, mode := range []natstest.Mode{natstest.Plain} {
 		t.Run(string(mode), func(t *testing.T) {
-			spec := func(name, v string) natstest.Spec {
-				s := natstest.Node(name, v, "c1")
-				s.ShowPulls = true
-				return s
-			}
+			spec := func(name, v string) natstest.Spec { return natstest.ShowingPulls(natstest.Node(name, v, "c1")) }
 			sys := mode.Start(t, spec("n1", natstest.Floor), spec("n2", natstest.New), spec("n3", natstest.New))
 			sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
 			app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
@@ -60,7 +56,9 @@ func TestPulledByTwoOnRealServers(t *testing.T) {
 				}
 			}
 			// a takes both pins before b pulls.
-			waitPinned(t, js, shards...)
+			if err := natstest.WaitPinned(t.Context(), js, "WORK", 30*time.Second, shards...); err != nil {
+				t.Fatal(err)
+			}
 			b.Own("WORK", shards[0])
 			a.Own("WORK", shards[1]) // a second Consume of the same process
 
@@ -87,7 +85,7 @@ func TestPulledByTwoOnRealServers(t *testing.T) {
 				if n := len(pulls[shards[1]].Pullers); n != 1 {
 					return fmt.Errorf("%s: %d pullers heard, want 1: %+v", shards[1], n, pulls[shards[1]].Pullers)
 				}
-				info, err := consumerInfo(ctx, js, shards[0])
+				info, err := natstest.ShardInfo(ctx, js, "WORK", shards[0])
 				if err != nil {
 					return err
 				}
@@ -125,33 +123,5 @@ func TestPulledByTwoOnRealServers(t *testing.T) {
 			}
 			t.Logf("%s: %s", f.Code, f.Message)
 		})
-	}
-}
-
-func consumerInfo(ctx context.Context, js jetstream.JetStream, name string) (*jetstream.ConsumerInfo, error) {
-	c, err := js.Consumer(ctx, "WORK", name)
-	if err != nil {
-		return nil, err
-	}
-	return c.Info(ctx)
-}
-
-// waitPinned waits until each shard's leader reports a pin.
-func waitPinned(t *testing.T, js jetstream.JetStream, shards ...string) {
-	t.Helper()
-	err := natstest.Eventually(30*time.Second, func() error {
-		for _, s := range shards {
-			info, err := consumerInfo(t.Context(), js, s)
-			if err != nil {
-				return err
-			}
-			if natstest.PinOf(info) == "" {
-				return fmt.Errorf("%s: no pin yet", s)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

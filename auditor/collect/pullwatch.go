@@ -110,27 +110,21 @@ func (w *PullWatch) Refresh(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		var handler nats.MsgHandler
-		switch imp.Subject {
-		case pullNextSubject:
-			handler = w.onPull(imp.Account, prefix+"$JS.API.CONSUMER.MSG.NEXT.")
-		case pinnedAdvisory, unpinnedAdvisory:
-			// Heard, so that a subscription exists and its drops count;
-			// the leader's own record names the pin the audit reads.
-			handler = func(*nats.Msg) {}
-		default:
+		// Only the pulls: the pin is the leader's record, and a consumer
+		// sends its pin advisories only while someone listens
+		// (consumer.go:2009-2013), so hearing them would cost the servers
+		// work the audit does not use.
+		if imp.Subject != pullNextSubject {
 			continue
 		}
-		sub, err := w.nc.Subscribe(imp.LocalSubject, handler)
+		sub, err := w.nc.Subscribe(imp.LocalSubject, w.onPull(imp.Account, prefix+"$JS.API.CONSUMER.MSG.NEXT."))
 		if err != nil {
 			return fmt.Errorf("subscribe to %s (the system account's import of %s's pulls): %w", imp.LocalSubject, imp.Account, err)
 		}
 		_ = sub.SetPendingLimits(pullSubPendingLimit, -1)
 		w.subs = append(w.subs, sub)
 		w.subscribed[imp.LocalSubject] = true
-		if imp.Subject == pullNextSubject {
-			w.visible[imp.Account] = true
-		}
+		w.visible[imp.Account] = true
 		added = true
 	}
 	if !added {
@@ -156,13 +150,6 @@ func (w *PullWatch) Stop() {
 // Since is when the watch began to listen.
 func (w *PullWatch) Since() time.Time { return w.since }
 
-// Visible reports whether any account's pulls are heard.
-func (w *PullWatch) Visible() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.visible) > 0
-}
-
 // Hears reports whether account's pulls are heard.
 func (w *PullWatch) Hears(account string) bool {
 	w.mu.Lock()
@@ -187,7 +174,6 @@ func systemImports(ctx context.Context, nc *nats.Conn) ([]importInfo, error) {
 		Data struct {
 			Account string `json:"account"`
 		} `json:"data"`
-		Error *apiError `json:"error"`
 	}
 	if err := requestJSON(ctx, nc, userInfoSubject, &user); err != nil {
 		return nil, fmt.Errorf("ask which account the auditor's user is in: %w", err)
@@ -199,7 +185,6 @@ func systemImports(ctx context.Context, nc *nats.Conn) ([]importInfo, error) {
 		Data struct {
 			Imports []importInfo `json:"imports"`
 		} `json:"data"`
-		Error *apiError `json:"error"`
 	}
 	if err := requestJSON(ctx, nc, fmt.Sprintf(accountInfoSubject, user.Data.Account), &acc); err != nil {
 		return nil, fmt.Errorf("read the system account's imports: %w", err)
@@ -214,10 +199,16 @@ func requestJSON(ctx context.Context, nc *nats.Conn, subject string, v any) erro
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(m.Data, v); err != nil {
+	var reply struct {
+		Error *apiError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &reply); err != nil {
 		return fmt.Errorf("a malformed reply to %s: %w", subject, err)
 	}
-	return nil
+	if reply.Error != nil {
+		return fmt.Errorf("%s: %w", subject, reply.Error)
+	}
+	return json.Unmarshal(m.Data, v)
 }
 
 // pullRequest is the part of a pull request (nats-server JSApiConsumerGetNextRequest)

@@ -147,7 +147,7 @@ func (p *pipeline) hearPulls(ctx context.Context, nc *nats.Conn, snap *snapshot.
 		return
 	}
 	defer w.Stop()
-	if w.Visible() {
+	if heardPinned(snap, w) {
 		p.logger.Debug("listening to who pulls the pinned consumers", "for", p.pullWatch)
 		t := time.NewTimer(p.pullWatch)
 		select {
@@ -157,4 +157,15 @@ func (p *pipeline) hearPulls(ctx context.Context, nc *nats.Conn, snap *snapshot.
 		t.Stop()
 	}
 	w.Fill(context.WithoutCancel(ctx), snap, 0)
+}
+
+// heardPinned: snap has a pinned_client consumer whose account's pulls w
+// hears.
+func heardPinned(snap *snapshot.Snapshot, w *collect.PullWatch) bool {
+	for i := range snap.Consumers {
+		if a := &snap.Consumers[i]; a.Pull != nil && a.Pull.Policy == snapshot.PriorityPinnedClient && w.Hears(a.Account) {
+			return true
+		}
+	}
+	return false
 }

@@ -39,7 +39,7 @@ func addCheckCommand(app *kingpin.Application) *checkCommand {
 	c.cmd = app.Command("check", "Audit the whole system once, print the findings and exit with the Nagios status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
 	addFloorFlag(c.cmd, &c.pol).IsSetByUser(&c.floorSet)
 	addUnpulledAfterFlag(c.cmd, &c.pol)
-	addPullWatchFlag(c.cmd, &c.pullWatch)
+	addPullWatchFlag(c.cmd, &c.pullWatch, "")
 	c.cmd.Flag("format", "Output format").Default("text").EnumVar(&c.format, "text", "json", "nagios")
 	addAssetFilterFlags(c.cmd, &c.pol)
 	addWaitFlags(c.cmd, &c.wait)

@@ -112,9 +112,19 @@ func addUnpulledAfterFlag(cmd *kingpin.CmdClause, p *policyFlags) {
 const defaultPullWatch = 35 * time.Second
 
 // addPullWatchFlag adds how long check and report listen to who pulls.
-func addPullWatchFlag(cmd *kingpin.CmdClause, d *time.Duration) {
-	cmd.Flag("pull-watch", "Where the system account imports an account's pull requests (docs/pulls.md) and it has pinned_client consumers, listen this long to name the processes pulling each and find CONSUMER_PULLED_BY_TWO; the default outlasts a default nats.go Consume's 30s pull expiry; 0: do not listen").
-		Default(defaultPullWatch.String()).DurationVar(d)
+// check and report listen for it once; serve (help given) all the time,
+// counting a puller for that long after its last pull.
+func addPullWatchFlag(cmd *kingpin.CmdClause, d *time.Duration, help string) {
+	if help == "" {
+		help = "Where the system account imports an account's pull requests (docs/pulls.md) and it has pinned_client consumers, listen this long to name the processes pulling each and find CONSUMER_PULLED_BY_TWO; the default outlasts a default nats.go Consume's 30s pull expiry; 0: do not listen"
+	}
+	cmd.Flag("pull-watch", help).
+		Default(defaultPullWatch.String()).Action(func(*kingpin.ParseContext) error {
+		if *d < 0 {
+			return fmt.Errorf("--pull-watch %s: want 0 (do not listen) or more (default %s)", *d, defaultPullWatch)
+		}
+		return nil
+	}).DurationVar(d)
 }
 
 func addFloorFlag(cmd *kingpin.CmdClause, p *policyFlags) *kingpin.FlagClause {

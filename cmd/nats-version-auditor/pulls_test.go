@@ -19,11 +19,7 @@ import (
 // pins, b pulls shard-0 too. It returns the system and b.
 func pulledShards(t *testing.T) (*natstest.System, *natstest.ShardOwner) {
 	t.Helper()
-	spec := func(name, v string) natstest.Spec {
-		s := node(name, v)
-		s.ShowPulls = true
-		return s
-	}
+	spec := func(name, v string) natstest.Spec { return natstest.ShowingPulls(node(name, v)) }
 	// One version: the gate's only WARNING is who pulls.
 	sys := natstest.Start(t, spec("n1", natstest.New), spec("n2", natstest.New), spec("n3", natstest.New))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
@@ -47,23 +43,7 @@ func pulledShards(t *testing.T) (*natstest.System, *natstest.ShardOwner) {
 		t.Fatal(err)
 	}
 	// a takes both pins before b pulls.
-	err = natstest.Eventually(30*time.Second, func() error {
-		for _, s := range shards {
-			c, err := js.Consumer(t.Context(), "WORK", s)
-			if err != nil {
-				return err
-			}
-			info, err := c.Info(t.Context())
-			if err != nil {
-				return err
-			}
-			if natstest.PinOf(info) == "" {
-				return fmt.Errorf("%s: no pin yet", s)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := natstest.WaitPinned(t.Context(), js, "WORK", 30*time.Second, shards...); err != nil {
 		t.Fatal(err)
 	}
 	b.Own("WORK", shards[0])

@@ -27,7 +27,7 @@ func addReportCommand(app *kingpin.Application) *reportCommand {
 	c.cmd = app.Command("report", "Print the inventory one audit saw (servers, clusters and leafnode links) and what is wrong with it; exit with the status as check does.")
 	addFloorFlag(c.cmd, &c.pol)
 	addUnpulledAfterFlag(c.cmd, &c.pol)
-	addPullWatchFlag(c.cmd, &c.pullWatch)
+	addPullWatchFlag(c.cmd, &c.pullWatch, "")
 	c.cmd.Flag("format", "Output format").Default("text").EnumVar(&c.format, "text", "json")
 	addAssumeFlag(c.cmd, &c.assume)
 	return c

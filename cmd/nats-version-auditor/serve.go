@@ -54,8 +54,7 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 	c.cmd = app.Command("serve", "Run as a Prometheus exporter: audit on scrape, at most once per --audit.min-interval.")
 	addFloorFlag(c.cmd, &c.pol).IsSetByUser(&c.floorSet)
 	addUnpulledAfterFlag(c.cmd, &c.pol)
-	c.cmd.Flag("pull-watch", "Where the system account imports an account's pull requests (docs/pulls.md), listen to them all the time and count a process as a shard's puller for this long after its last pull; the default outlasts a default nats.go Consume's 30s pull expiry; 0: do not listen").
-		Default(defaultPullWatch.String()).DurationVar(&c.pullWatch)
+	addPullWatchFlag(c.cmd, &c.pullWatch, "Where the system account imports an account's pull requests (docs/pulls.md), listen to them all the time and count a process as a shard's puller for this long after its last pull; the default outlasts a default nats.go Consume's 30s pull expiry; 0: do not listen")
 	c.cmd.Flag("policy.file", `YAML or JSON file with the floor as a string (floor: "2.14.0"), read again before every audit; excludes --floor`).
 		PlaceHolder("FILE").StringVar(&c.policyFile)
 	c.web = kingpinflag.AddFlags(c.cmd, ":7779")

@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -117,4 +118,36 @@ var PullSubjects = []string{
 	"$JS.API.CONSUMER.MSG.NEXT.>",
 	"$JS.EVENT.ADVISORY.CONSUMER.PINNED.>",
 	"$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.>",
+}
+
+// ShowingPulls is s with ShowPulls set: the system account hears its
+// accounts' pulls.
+func ShowingPulls(s Spec) Spec {
+	s.ShowPulls = true
+	return s
+}
+
+// ShardInfo is the CONSUMER.INFO of shard of stream, as its leader answers.
+func ShardInfo(ctx context.Context, js jetstream.JetStream, stream, shard string) (*jetstream.ConsumerInfo, error) {
+	c, err := js.Consumer(ctx, stream, shard)
+	if err != nil {
+		return nil, err
+	}
+	return c.Info(ctx)
+}
+
+// WaitPinned waits until the leader of each shard of stream reports a pin.
+func WaitPinned(ctx context.Context, js jetstream.JetStream, stream string, timeout time.Duration, shards ...string) error {
+	return Eventually(timeout, func() error {
+		for _, s := range shards {
+			info, err := ShardInfo(ctx, js, stream, s)
+			if err != nil {
+				return err
+			}
+			if PinOf(info) == "" {
+				return fmt.Errorf("%s: no pin yet", s)
+			}
+		}
+		return nil
+	})
 }
