@@ -24,7 +24,7 @@ import (
 // pulled by one process, which then starts a second Consume on it (a new
 // inbox), stays pulled by one.
 func TestPulledByTwoOnRealServers(t *testing.T) {
-	for _, mode := range []natstest.Mode{natstest.Plain} {
+	for _, mode := range natstest.Modes {
 		t.Run(string(mode), func(t *testing.T) {
 			spec := func(name, v string) natstest.Spec { return natstest.ShowingPulls(natstest.Node(name, v, "c1")) }
 			sys := mode.Start(t, spec("n1", natstest.Floor), spec("n2", natstest.New), spec("n3", natstest.New))

@@ -14,14 +14,14 @@ import (
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
-// pulledShards starts three servers whose system account imports APP's
-// pulls (docs/pulls.md), with two shards: a pulls both and holds their
-// pins, b pulls shard-0 too. It returns the system and b.
-func pulledShards(t *testing.T) (*natstest.System, *natstest.ShardOwner) {
+// pulledShards starts three servers in mode whose system account imports
+// APP's pulls (docs/pulls.md), with two shards: a pulls both and holds
+// their pins, b pulls shard-0 too. It returns the system and b.
+func pulledShards(t *testing.T, mode natstest.Mode) (*natstest.System, *natstest.ShardOwner) {
 	t.Helper()
 	spec := func(name, v string) natstest.Spec { return natstest.ShowingPulls(node(name, v)) }
 	// One version: the gate's only WARNING is who pulls.
-	sys := natstest.Start(t, spec("n1", natstest.New), spec("n2", natstest.New), spec("n3", natstest.New))
+	sys := mode.Start(t, spec("n1", natstest.New), spec("n2", natstest.New), spec("n3", natstest.New))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 	if err := natstest.AddStream(app, server.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}, Replicas: 3, Storage: server.FileStorage}); err != nil {
 		t.Fatal(err)
@@ -52,10 +52,21 @@ func pulledShards(t *testing.T) (*natstest.System, *natstest.ShardOwner) {
 
 // TestCheckNamesWhoPulls: check listens to the pulls for --pull-watch, says
 // so, and finds shard-0 pulled by a and b, a holding the pin; as a gate
-// (--wait), it passes once b is gone and every shard has one puller.
+// (--wait), it passes once b is gone and every shard has one puller. In
+// plain and in operator mode, where the import's prefix is APP's public key.
 func TestCheckNamesWhoPulls(t *testing.T) {
 	t.Parallel()
-	sys, b := pulledShards(t)
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) { testCheckNamesWhoPulls(t, mode) })
+	}
+}
+
+func testCheckNamesWhoPulls(t *testing.T, mode natstest.Mode) {
+	sys, b := pulledShards(t, mode)
+	// APP as the servers name it: its public key in operator mode. The
+	// pull lines name it by that id (with its name beside it or not), so
+	// the test looks for the id.
+	app := sys.AccountKey(natstest.AppUser)
 	args := append([]string{"--pull-watch", "4s", "--unpulled-after", "0"}, sys.SysArgs("n1")...)
 	var f findings.Finding
 	err := natstest.Eventually(60*time.Second, func() error {
@@ -64,8 +75,9 @@ func TestCheckNamesWhoPulls(t *testing.T) {
 		if res.code != int(findings.Warning) || len(fs) != 1 {
 			return fmt.Errorf("exit %d, findings %s", res.code, codes(doc.Findings))
 		}
-		if doc.Pulls == nil || doc.Pulls.WatchedSeconds < 4 || len(doc.Pulls.Accounts) != 1 || !doc.Pulls.Accounts[0].Heard {
-			return fmt.Errorf("pulls %+v: want APP heard for 4s or more", doc.Pulls)
+		if doc.Pulls == nil || doc.Pulls.WatchedSeconds < 4 || len(doc.Pulls.Accounts) != 1 ||
+			doc.Pulls.Accounts[0].Account != app || !doc.Pulls.Accounts[0].Heard {
+			return fmt.Errorf("pulls %+v: want %s heard for 4s or more", doc.Pulls, app)
 		}
 		f = fs[0]
 		return nil
@@ -79,14 +91,19 @@ func TestCheckNamesWhoPulls(t *testing.T) {
 		}
 	}
 	res := runCmd(t, append([]string{"check"}, args...)...)
-	if !strings.Contains(res.stdout, "pulls heard for 4s in APP") {
-		t.Errorf("check's text does not say how long it listened:\n%s", res.stdout)
+	if line := lineWith(res.stdout, "pulls heard for 4s in "); !strings.Contains(line, app) {
+		t.Errorf("check's text does not say how long it listened to %s:\n%s", app, res.stdout)
 	}
 	rep := runCmd(t, append([]string{"report", "--pull-watch", "4s"}, sys.SysArgs("n1")...)...)
-	for _, want := range []string{"PULLS HEARD FOR", "APP      yes", "shard-0  a", "shard-0  b"} {
+	for _, want := range []string{"PULLS HEARD FOR", "shard-0  a", "shard-0  b"} {
 		if !strings.Contains(strings.Join(strings.Fields(rep.stdout), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("report does not show %q:\n%s", want, rep.stdout)
 		}
+	}
+	// The account table is the first thing under PULLS HEARD FOR.
+	_, sight, _ := strings.Cut(rep.stdout, "PULLS HEARD FOR")
+	if f := strings.Fields(lineWith(sight, app)); len(f) == 0 || f[len(f)-1] != "yes" {
+		t.Errorf("report does not show %s's pulls heard:\n%s", app, rep.stdout)
 	}
 
 	gate := startCheck(t, append([]string{"--wait", "2m", "--pull-watch", "4s", "--unpulled-after", "0", "--audit.min-interval", "200ms"}, sys.SysArgs("n1")...)...)
@@ -124,7 +141,7 @@ func TestCheckWithoutTheImportSaysSo(t *testing.T) {
 // count and name the processes pulling each shard.
 func TestServeCountsPullers(t *testing.T) {
 	t.Parallel()
-	sys, _ := pulledShards(t)
+	sys, _ := pulledShards(t, natstest.Plain)
 	d := startServe(t, append([]string{"--pull-watch", "5s", "--audit.min-interval", "200ms"}, sys.SysArgs("n1")...)...)
 	d.waitReady(t, 30*time.Second)
 	err := natstest.Eventually(60*time.Second, func() error {
@@ -147,4 +164,14 @@ func TestServeCountsPullers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lineWith is the first line of out that contains s, "" for none.
+func lineWith(out, s string) string {
+	for l := range strings.Lines(out) {
+		if strings.Contains(l, s) {
+			return strings.TrimRight(l, "\n")
+		}
+	}
+	return ""
 }

@@ -51,7 +51,10 @@ func (m Mode) Start(t TB, specs ...Spec) *System {
 // plain mode (SYS, APP and each Spec's ExtraAccounts), each an account JWT
 // named so and signed by the operator, each user a user JWT signed by its
 // account, with a creds file (Creds). Spec.SysUsers keep their permissions;
-// NKey users and leafnode remotes are not supported.
+// NKey users and leafnode remotes are not supported. ShowPulls goes into the
+// JWTs (the same for every server, so all specs or none must set it): each
+// JetStream account exports PullSubjects, and the system account imports
+// them under the account's public key.
 func StartOperator(t TB, cfg OperatorConfig, specs ...Spec) *System {
 	t.Helper()
 	sys := newSystem(t, specs)
@@ -83,7 +86,15 @@ func newTrust(t TB, dir string, cfg OperatorConfig, specs []Spec) *trust {
 
 	var sysUsers []User
 	extra := 0
+	showPulls := len(specs) > 0 && specs[0].ShowPulls
 	for _, sp := range specs {
+		// Every server reads the same account JWTs, so the accounts'
+		// exports and the system account's imports are all servers' or
+		// none's.
+		if sp.ShowPulls != showPulls {
+			t.Fatalf("server %s: ShowPulls %t, server %s: %t; in operator mode every server has the same accounts",
+				sp.Name, sp.ShowPulls, specs[0].Name, showPulls)
+		}
 		if len(sp.LeafRemotes) > 0 {
 			t.Fatalf("server %s: leafnode remotes are not supported in operator mode", sp.Name)
 		}
@@ -98,6 +109,14 @@ func newTrust(t TB, dir string, cfg OperatorConfig, specs []Spec) *trust {
 		extra = max(extra, sp.ExtraAccounts)
 	}
 
+	// The account keys are made first and the claims encoded last: with
+	// showPulls the system account's claims name every JetStream account
+	// by its public key.
+	type pending struct {
+		claims    *jwt.AccountClaims
+		jetStream bool
+	}
+	var accounts []pending
 	add := func(name string, jetStream bool, users ...User) string {
 		accKey, err := nkeys.CreateAccount()
 		if err != nil {
@@ -110,11 +129,7 @@ func newTrust(t TB, dir string, cfg OperatorConfig, specs []Spec) *trust {
 			ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit,
 				Streams: jwt.NoLimit, Consumer: jwt.NoLimit}
 		}
-		token, err := ac.Encode(opKey)
-		if err != nil {
-			t.Fatalf("account %s: %v", name, err)
-		}
-		tr.accounts = append(tr.accounts, trustedAccount{name: name, key: accPub, jwt: token})
+		accounts = append(accounts, pending{claims: ac, jetStream: jetStream})
 		for _, u := range users {
 			tr.creds[u.Name] = writeCreds(t, dir, accKey, u)
 			tr.accountOf[u.Name] = accPub
@@ -128,6 +143,33 @@ func newTrust(t TB, dir string, cfg OperatorConfig, specs []Spec) *trust {
 	}
 	for i := 1; i <= extra; i++ {
 		add(fmt.Sprintf("ACC%04d", i), true, User{Name: fmt.Sprintf("acc%04d", i)})
+	}
+
+	if showPulls {
+		i := slices.IndexFunc(accounts, func(a pending) bool { return a.claims.Subject == tr.sysAccount })
+		sysClaims := accounts[i].claims
+		for _, a := range accounts {
+			if !a.jetStream {
+				continue
+			}
+			for _, subj := range PullSubjects {
+				// Public, as in plain mode: an import of a public export
+				// needs no activation token.
+				a.claims.Exports.Add(&jwt.Export{Subject: jwt.Subject(subj), Type: jwt.Stream})
+				// LocalSubject, not the deprecated To (jwt.Import.Validate
+				// warns on To): the server maps a stream import's local
+				// subject like a prefix (2.15.2 accounts.go:3721-3726).
+				sysClaims.Imports.Add(&jwt.Import{Account: a.claims.Subject, Subject: jwt.Subject(subj),
+					LocalSubject: jwt.RenamingSubject(a.claims.Subject + "." + subj), Type: jwt.Stream})
+			}
+		}
+	}
+	for _, a := range accounts {
+		token, err := a.claims.Encode(opKey)
+		if err != nil {
+			t.Fatalf("account %s: %v", a.claims.Name, err)
+		}
+		tr.accounts = append(tr.accounts, trustedAccount{name: a.claims.Name, key: a.claims.Subject, jwt: token})
 	}
 
 	oc := jwt.NewOperatorClaims(opPub)

@@ -50,7 +50,9 @@ type Spec struct {
 	// ShowPulls gives the system account sight of the pulls: every
 	// JetStream account exports its pull requests and pin advisories as
 	// streams, and the system account imports them prefixed by the
-	// account's name (docs/pulls.md's step, in server-config form).
+	// account's name (docs/pulls.md's step, in server-config form). In
+	// operator mode the step is in the JWTs, the prefix the account's
+	// public key (docs/pulls.md's nsc form; see StartOperator).
 	ShowPulls bool
 	// SysUsers are more users of the system account, with permissions.
 	SysUsers []User
