@@ -2,8 +2,6 @@ package auditor
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -53,115 +51,39 @@ func TestPullersDuringARolloutOnRealServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}, Replicas: 3}); err != nil {
-		t.Fatal(err)
-	}
 
-	// The shards are the union of the units of both topologies: unit
-	// (p, v) is shard-<p*newV+v>, on subject work.<p*newV+v>.
-	oldUnits, newUnits := rolloutUnits(partitions, oldV), rolloutUnits(partitions, newV)
-	shards, err := natstest.AddShards(app, "WORK", "work", len(newUnits), 3, pinTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shardOf := func(u rolloutUnit) int { return u.p*newV + u.v }
-	unitOf := map[string]rolloutUnit{}
-	for _, u := range newUnits {
-		unitOf[shards[shardOf(u)]] = u
-	}
-	publishAll := func() {
-		for i := range shards {
-			if _, err := natstest.Publish(app, "work."+strconv.Itoa(i), []byte("job"), 10*time.Second); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-
+	// The watch listens from before the fleet starts, as serve would.
 	watch, err := collect.WatchPulls(t.Context(), sysConn, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer watch.Stop()
 
-	// Every pod sees the same membership; a restarted pod keeps its
-	// member name (the hash key) and is a new process.
-	members := make([]string, pods)
-	for i := range members {
-		members[i] = "p" + strconv.Itoa(i)
-	}
-	oldAssign, newAssign := assignUnits(oldUnits, members), assignUnits(newUnits, members)
-	serverOf := func(pod int) string { return servers[pod%len(servers)] }
-
-	// Before the rollout: every pod runs the old V and pulls what it owns.
-	owners := make([]*natstest.ShardOwner, pods)
-	for i, m := range members {
-		owners[i] = sys.ShardOwner(m, serverOf(i))
-		for _, u := range oldUnits {
-			if oldAssign[u] == m {
-				owners[i].Own("WORK", shards[shardOf(u)])
-			}
-		}
-	}
-	publishAll()
-	var oldShards []string
-	for _, u := range oldUnits {
-		oldShards = append(oldShards, shards[shardOf(u)])
-	}
-	if err := natstest.WaitPinned(t.Context(), js, "WORK", 30*time.Second, oldShards...); err != nil {
-		t.Fatal(err)
-	}
-
-	// Roll pod by pod, stopping mid-rollout: a restart kills the old
-	// process and starts a new one that owns what it computes over the
-	// new units.
-	isNew := map[string]bool{}
-	for i := range rolled {
-		owners[i].Kill()
-		// The new process lands on another server than the old.
-		owners[i] = sys.ShardOwner(members[i]+"-v2", serverOf(i+1))
-		isNew[members[i]] = true
-		for _, u := range newUnits {
-			if newAssign[u] == members[i] {
-				owners[i].Own("WORK", shards[shardOf(u)])
-			}
-		}
-	}
-	processOf := func(member string) string {
-		if isNew[member] {
-			return member + "-v2"
-		}
-		return member
-	}
+	// The fleet, played up to the middle of its rollout (natstest.Fleet):
+	// the shards are the union of the units of both topologies, unit
+	// (p, v) is shard-<p*newV+v> on subject work.<p*newV+v>.
+	fleet := natstest.NewFleet(pods, partitions, oldV, newV, rolled)
+	played := sys.PlayFleet(fleet, app, servers, "WORK", "work", pinTimeout)
+	shards := played.Shards
 
 	// The simulation's count: the processes that believe they own each
 	// shard.
 	simulated := map[string][]string{}
-	var wantNobody, wantTwo []string
-	for _, u := range newUnits {
-		shard := shards[shardOf(u)]
-		var who []string
-		if m, ok := oldAssign[u]; ok && !isNew[m] {
-			who = append(who, processOf(m))
-		}
-		if m := newAssign[u]; isNew[m] {
-			who = append(who, processOf(m))
-		}
-		slices.Sort(who)
-		simulated[shard] = who
-		switch {
-		case len(who) == 0:
-			wantNobody = append(wantNobody, shard)
-		case len(who) > 1:
-			wantTwo = append(wantTwo, shard)
-		}
+	for i, shard := range shards {
+		simulated[shard] = fleet.Owners(i)
 	}
+	nobody, two := fleet.Counted()
+	names := func(is []int) []string {
+		var out []string
+		for _, i := range is {
+			out = append(out, shards[i])
+		}
+		return out
+	}
+	wantNobody, wantTwo := names(nobody), names(two)
 	if len(wantNobody) == 0 || len(wantTwo) == 0 {
 		t.Fatalf("the simulation gives %d shards pulled by nobody and %d pulled by two: the scenario tests nothing", len(wantNobody), len(wantTwo))
 	}
-
-	// A message on every shard: pins form where someone pulls, a backlog
-	// waits where nobody does.
-	publishAll()
 
 	policy := Policy{Floor: version.DefaultFloor, ShardPolicy: ShardPolicy{UnpulledAfter: time.Second}}
 	var (
@@ -276,10 +198,10 @@ func TestPullersDuringARolloutOnRealServers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("mid-rollout (%d of %d pods on V %d): %v", rolled, pods, newV, err)
 	}
-	kept := func(ss []string) int {
+	kept := func(is []int) int {
 		n := 0
-		for _, s := range ss {
-			if _, ok := oldAssign[unitOf[s]]; ok {
+		for _, i := range is {
+			if fleet.InBoth(i) {
 				n++
 			}
 		}
@@ -288,14 +210,14 @@ func TestPullersDuringARolloutOnRealServers(t *testing.T) {
 	t.Logf("mid-rollout, %d of %d pods on V %d (N %d, V %d → %d, pin timeout %s, pull expiry %s, horizon %s): the audit agreed after %s; "+
 		"the simulation: %d pulled by nobody %v (%d of units both topologies hold), %d pulled by two %v (%d of units both topologies hold)",
 		rolled, pods, newV, partitions, oldV, newV, pinTimeout, natstest.ShardPullExpiry, horizon, time.Since(start).Round(time.Millisecond),
-		len(wantNobody), wantNobody, kept(wantNobody), len(wantTwo), wantTwo, kept(wantTwo))
+		len(wantNobody), wantNobody, kept(nobody), len(wantTwo), wantTwo, kept(two))
 
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "shard\tunit\told V owner → new V owner\tsimulated owners\taudit's pullers (* holds the pin)\tleader\tserver's pin\tnum_waiting\tpending\tfinding")
-	for _, shard := range shards {
-		u := unitOf[shard]
-		oldOwner := oldAssign[u]
+	for i, shard := range shards {
+		u := fleet.Unit(i)
+		oldOwner := fleet.OldAssign[u]
 		if oldOwner == "" {
 			oldOwner = "(added)"
 		}
@@ -322,7 +244,7 @@ func TestPullersDuringARolloutOnRealServers(t *testing.T) {
 		if code == "" {
 			code = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d.%d\t%s → %s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", shard, u.p, u.v, oldOwner, newAssign[u],
+		fmt.Fprintf(tw, "%s\t%s\t%s → %s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", shard, u, oldOwner, fleet.NewAssign[u],
 			listOrNone(simulated[shard]), listOrNone(heard), info.Cluster.Leader, pin, info.NumWaiting, info.NumPending, code)
 	}
 	_ = tw.Flush()
@@ -333,57 +255,6 @@ func TestPullersDuringARolloutOnRealServers(t *testing.T) {
 	if len(wantNobody) > 0 {
 		t.Logf("%s: %s", found[wantNobody[0]].Code, found[wantNobody[0]].Message)
 	}
-}
-
-// rolloutUnit is one unit of work of the seed's application: partition p,
-// shard v of it.
-type rolloutUnit struct{ p, v int }
-
-func (u rolloutUnit) String() string { return fmt.Sprintf("%d.%d", u.p, u.v) }
-
-// rolloutUnits is the unit set of n partitions of v shards, in order.
-func rolloutUnits(n, v int) []rolloutUnit {
-	var us []rolloutUnit
-	for p := range n {
-		for s := range v {
-			us = append(us, rolloutUnit{p, s})
-		}
-	}
-	return us
-}
-
-// assignUnits is the seed's capped rendezvous hash: each unit, in order,
-// goes to the member with the highest score for it, a hash of (member,
-// unit), skipping members that already hold cap = ceil(units/members).
-func assignUnits(units []rolloutUnit, members []string) map[rolloutUnit]string {
-	score := func(m string, u rolloutUnit) uint64 {
-		h := sha256.Sum256([]byte(m + "/" + u.String()))
-		return binary.BigEndian.Uint64(h[:8])
-	}
-	capacity := (len(units) + len(members) - 1) / len(members)
-	load := map[string]int{}
-	out := map[rolloutUnit]string{}
-	for _, u := range units {
-		ranked := slices.Clone(members)
-		slices.SortFunc(ranked, func(a, b string) int {
-			sa, sb := score(a, u), score(b, u)
-			switch {
-			case sa > sb:
-				return -1
-			case sa < sb:
-				return 1
-			}
-			return strings.Compare(a, b)
-		})
-		for _, m := range ranked {
-			if load[m] < capacity {
-				out[u] = m
-				load[m]++
-				break
-			}
-		}
-	}
-	return out
 }
 
 // byShardNumber orders shard-<i> names by i.
