@@ -28,7 +28,7 @@ FUZZ_TARGETS := ./auditor/collect:FuzzStatsz ./auditor/collect:FuzzLeafz ./audit
 
 SOAK        ?= 10m
 
-.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench bench-freshness soak stress generate clean
+.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench bench-freshness bench-pulls soak stress generate clean
 
 all: build
 
@@ -69,6 +69,15 @@ bench: servers build $(NATSCLI)
 # Only the freshness measurement of BENCHMARKS.md (about 6 minutes).
 bench-freshness: servers build
 	$(GO) run ./internal/bench -freshness -auditor $(BIN) -out BENCHMARKS.md
+
+# The pull watch (docs/pulls.md): a puller across leader elections with and
+# without it, then its cost at 10,000 pinned consumers, the servers' and the
+# auditor's (about 20 and 40 minutes). Prints the tables BENCHMARKS.md's two
+# pull-watch sections quote, to .cache/bench/. Not part of `make test`.
+bench-pulls: servers build
+	@mkdir -p .cache/bench
+	$(GO) run ./internal/bench/pullelection | tee .cache/bench/pullelection.txt
+	$(GO) run ./internal/bench/pullcost -auditor $(BIN) | tee .cache/bench/pullcost.txt
 
 # serve under continuous scraping while servers restart and leaders move;
 # fails if goroutines, heap or open fds grow. Not part of `make test`.

@@ -5,13 +5,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/natsaudit/nats-version-auditor/internal/bench/procstat"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -105,28 +104,11 @@ func self(h *natstest.Program) string {
 }
 
 // serversCPU is the CPU time every server process of sys has used so far,
-// summed over their threads (/proc/PID/task/*/schedstat: nanoseconds on
-// the CPU). Threads that ended are not counted, which undercounts a little.
+// by thread (procstat.ThreadsCPU).
 func serversCPU(sys *natstest.System) time.Duration {
 	var total time.Duration
 	for _, name := range []string{"n1", "n2", "n3"} {
-		pid := sys.PID(name)
-		if pid == 0 {
-			continue
-		}
-		stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-		for _, path := range stats {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				continue
-			}
-			f := strings.Fields(string(b))
-			if len(f) == 0 {
-				continue
-			}
-			ns, _ := strconv.ParseInt(f[0], 10, 64)
-			total += time.Duration(ns)
-		}
+		total += procstat.ThreadsCPU(sys.PID(name))
 	}
 	return total
 }
@@ -140,21 +122,6 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// memAvailable is MemAvailable of /proc/meminfo in bytes, 0 if unknown.
-func memAvailable() uint64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
 // serverBytesPerConsumer is about what the three servers need per consumer
 // with memory storage (measured by hand: about 8 GB at 100,000).
 const serverBytesPerConsumer = 80 << 10
@@ -163,7 +130,7 @@ const serverBytesPerConsumer = 80 << 10
 // consumers, and if not, why.
 func memoryFor(consumers int) (bool, string) {
 	need := uint64(consumers)*serverBytesPerConsumer + 2<<30 // and room for the rest
-	avail := memAvailable()
+	avail := procstat.MemAvailable()
 	if avail == 0 || avail >= need {
 		return true, ""
 	}

@@ -5,7 +5,8 @@
 // a system of servers and what a test does to them; operator.go, operator
 // (JWT) mode; jetstream.go, publish.go and interest.go, the JetStream
 // requests and waits tests share; shards.go, sharded applications pulling
-// with priority groups; metrics.go, a /metrics page parsed; buffer.go, a
+// with priority groups; fleet.go, the seed's fleet and who owns each shard
+// mid-rollout; metrics.go, a /metrics page parsed; buffer.go, a
 // buffer a process writes and a test reads; program.go, the harness outside
 // a test.
 package natstest

@@ -75,6 +75,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/natsaudit/nats-version-auditor/internal/bench/procstat"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -164,13 +165,13 @@ func run(h *natstest.Program, cfg config) int {
 	fmt.Printf("pullcost: nats-server %s ×3 on loopback, %d R1 pinned_client consumers over %d R1 streams, pulled by %d connections with nats.go v1.55.0 Consume's defaults (expiry %s)\n",
 		natstest.New, cfg.consumers, cfg.streams, cfg.conns, jetstream.DefaultExpires)
 	fmt.Printf("auditor %s; windows of %s, %d rounds, scrapes every %s\n", cfg.auditor, cfg.window, cfg.rounds, cfg.scrapeEvery)
-	fmt.Printf("started %s, load average %s\n", started.UTC().Format(time.RFC3339), loadavg())
+	fmt.Printf("started %s, load average %s\n", started.UTC().Format(time.RFC3339), procstat.Loadavg())
 	if _, err := os.Stat(cfg.auditor); err != nil {
 		h.Fatalf("the auditor binary: %v (make build)", err)
 	}
 	b := &bench{h: h, cfg: cfg, dir: h.TempDir()}
 	b.setup()
-	fmt.Printf("set up in %s, load average %s\n\n", time.Since(started).Round(time.Second), loadavg())
+	fmt.Printf("set up in %s, load average %s\n\n", time.Since(started).Round(time.Second), procstat.Loadavg())
 
 	var conds []condition
 	for _, c := range conditions {
@@ -195,7 +196,7 @@ func run(h *natstest.Program, cfg config) int {
 	if strings.Contains(cfg.only, "B") {
 		conds = append(conds, condB)
 	}
-	fmt.Printf("\nended %s, load average %s; took %s\n\n", time.Now().UTC().Format(time.RFC3339), loadavg(), time.Since(started).Round(time.Second))
+	fmt.Printf("\nended %s, load average %s; took %s\n\n", time.Now().UTC().Format(time.RFC3339), procstat.Loadavg(), time.Since(started).Round(time.Second))
 	printTables(results, conds)
 	return 0
 }
@@ -723,12 +724,12 @@ type sample struct {
 func (b *bench) sample(m *measured) sample {
 	s := sample{at: time.Now()}
 	for i, n := range servers {
-		s.servers[i] = procCPU(b.sys.PID(n))
+		s.servers[i] = procstat.CPU(b.sys.PID(n))
 	}
-	s.proc = procCPU(m.pid())
-	s.rss, s.hwm = procMem(m.pid())
-	s.self = procCPU(os.Getpid())
-	s.machine = machineBusy()
+	s.proc = procstat.CPU(m.pid())
+	s.rss, s.hwm = procstat.Mem(m.pid())
+	s.self = procstat.CPU(os.Getpid())
+	s.machine = procstat.MachineBusy()
 	s.sent = b.pullsSent()
 	s.errs = b.errs.snapshot()
 	if m != nil {
@@ -893,7 +894,7 @@ func (b *bench) settleIn() {
 	cpu := func() time.Duration {
 		var t time.Duration
 		for _, n := range servers {
-			t += procCPU(b.sys.PID(n))
+			t += procstat.CPU(b.sys.PID(n))
 		}
 		return t
 	}

@@ -52,6 +52,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/collect"
+	"github.com/natsaudit/nats-version-auditor/internal/bench/procstat"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -152,7 +153,7 @@ func run(h *natstest.Program, rounds int, resumeWait time.Duration) int {
 	started := time.Now()
 	fmt.Printf("pullelection: nats-server %s ×3 on loopback, nats.go v1.55.0 Consume with its defaults (expiry %s, heartbeat %s)\n",
 		natstest.New, jetstream.DefaultExpires, jetstream.DefaultExpires/2)
-	fmt.Printf("started %s, load average %s\n", started.UTC().Format(time.RFC3339), loadavg())
+	fmt.Printf("started %s, load average %s\n", started.UTC().Format(time.RFC3339), procstat.Loadavg())
 	var specs []natstest.Spec
 	for _, n := range servers {
 		specs = append(specs, natstest.ShowingPulls(natstest.Node(n, natstest.New, cluster)))
@@ -228,7 +229,7 @@ func run(h *natstest.Program, rounds int, resumeWait time.Duration) int {
 		}
 	}
 
-	fmt.Printf("\nended %s, load average %s; took %s\n\n", time.Now().UTC().Format(time.RFC3339), loadavg(), time.Since(started).Round(time.Second))
+	fmt.Printf("\nended %s, load average %s; took %s\n\n", time.Now().UTC().Format(time.RFC3339), procstat.Loadavg(), time.Since(started).Round(time.Second))
 	printTable(results, events)
 	fmt.Println()
 	printFetchTable(results, events)
@@ -686,17 +687,4 @@ func median(sorted []time.Duration) time.Duration {
 		return sorted[n/2]
 	}
 	return (sorted[n/2-1] + sorted[n/2]) / 2
-}
-
-// loadavg is the first three fields of /proc/loadavg.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
