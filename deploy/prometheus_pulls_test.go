@@ -206,7 +206,7 @@ func TestRealPrometheusPulledByTwo(t *testing.T) {
 	if !strings.Contains(string(readFile(t, runbookPath)), "\n## NatsConsumerPulledByTwo\n") {
 		t.Errorf("%s has no section NatsConsumerPulledByTwo for the runbook_url's anchor", runbookPath)
 	}
-	if got, want := ann["summary"], "Two processes pull consumer APP ("+account+") > WORK > shard-0"; got != want {
+	if got, want := ann["summary"], "More than one process pulls consumer APP ("+account+") > WORK > shard-0"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
 	d := ann["description"]

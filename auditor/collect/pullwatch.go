@@ -399,52 +399,206 @@ type connzReply struct {
 	Server serverInfo `json:"server"`
 	Data   struct {
 		Connections []struct {
-			CID  uint64 `json:"cid"`
-			IP   string `json:"ip"`
-			Name string `json:"name"`
+			CID  uint64   `json:"cid"`
+			IP   string   `json:"ip"`
+			Name string   `json:"name"`
+			Subs []string `json:"subscriptions_list"`
 		} `json:"connections"`
 	} `json:"data"`
 }
 
-// connz asks every server, once per inbox, which connection of the account
-// subscribes it, and waits until every server in snap has answered every
-// question or a short while has passed.
+// connzRequest is the part of server.ConnzOptions the watch sets.
+type connzRequest struct {
+	Account       string `json:"acc"`
+	FilterSubject string `json:"filter_subject,omitempty"`
+	CID           uint64 `json:"cid,omitempty"`
+	Subscriptions bool   `json:"subscriptions,omitempty"`
+}
+
+// connz names the connection that subscribes each inbox asked about, in
+// rounds. Each round asks every server about one inbox per process
+// (ProcessOf), without subscriptions (a reply is one connection's summary),
+// then asks the server of each connection found for its subscriptions
+// once, which names every other inbox of that connection at once. A
+// process's inboxes on another connection are left to the next round.
+// Asking per inbox with subscriptions instead cost a reply as large as the
+// connection's subscriptions per inbox (BENCHMARKS.md, the pull watch at
+// 10,000 pinned consumers). Rounds end when every inbox is named, a round
+// names none, or a short while has passed; the rest is asked at the next
+// Fill.
 func (w *PullWatch) connz(ctx context.Context, snap *snapshot.Snapshot, ask []inboxQuestion) map[string]pullConn {
 	found := map[string]pullConn{}
-	if len(ask) == 0 {
-		return found
+	ctx, cancel := context.WithTimeout(ctx, 2*pullConnzWait)
+	defer cancel()
+	for len(ask) > 0 && ctx.Err() == nil {
+		// One inbox per process is asked about first.
+		seen := map[string]bool{}
+		var first []inboxQuestion
+		for _, q := range ask {
+			if k := q.account + " " + ProcessOf(q.inbox); !seen[k] {
+				seen[k] = true
+				first = append(first, q)
+			}
+		}
+		qs := make([]connzQuestion, len(first))
+		for i, q := range first {
+			qs[i] = connzQuestion{PingEndpointSubject("CONNZ"), max(len(snap.Servers), 1), connzRequest{Account: q.account, FilterSubject: q.inbox}}
+		}
+		conns := w.connzAsk(ctx, qs)
+		// Each connection found is asked for its subscriptions once, by
+		// the server it is on.
+		var owners []inboxQuestion
+		qs = qs[:0]
+		byConn := map[connKey]bool{}
+		for i, c := range conns {
+			if c.pullConn == nil {
+				continue
+			}
+			found[first[i].inbox] = *c.pullConn
+			if k := (connKey{c.serverID, c.cid}); !byConn[k] {
+				byConn[k] = true
+				owners = append(owners, first[i])
+				qs = append(qs, connzQuestion{ServerSubject(c.serverID, "CONNZ"), 1, connzRequest{Account: first[i].account, CID: c.cid, Subscriptions: true}})
+			}
+		}
+		if len(owners) == 0 {
+			break
+		}
+		for i, d := range w.connzAsk(ctx, qs) {
+			c := found[owners[i].inbox]
+			if d.pullConn == nil || d.cid != c.cid {
+				continue
+			}
+			subjects := subjectSet(d.subs)
+			for _, o := range ask {
+				if _, named := found[o.inbox]; !named && o.account == owners[i].account && subjects.match(o.inbox) {
+					found[o.inbox] = c
+				}
+			}
+		}
+		// An inbox asked about that no server named is gone (its process
+		// stopped or resubscribed): it waits for the next Fill.
+		asked := map[string]bool{}
+		for _, q := range first {
+			asked[q.inbox] = true
+		}
+		var next []inboxQuestion
+		for _, q := range ask {
+			if _, named := found[q.inbox]; !named && !asked[q.inbox] {
+				next = append(next, q)
+			}
+		}
+		ask = next
+	}
+	return found
+}
+
+type connKey struct {
+	server string
+	cid    uint64
+}
+
+// connzAnswer is the connection a CONNZ question found, if any, with the
+// answering server's id and the connection's subscriptions when asked for.
+type connzAnswer struct {
+	*pullConn
+	serverID string
+	subs     []string
+}
+
+// connzQuestion is one CONNZ request: to whom, how many replies it gets
+// (every server, or the one asked), and what it asks.
+type connzQuestion struct {
+	subject string
+	replies int
+	req     connzRequest
+}
+
+// connzAsk sends every question at once and waits until each has had its
+// replies or ctx ends. A question's answer is the first connection any
+// reply named.
+func (w *PullWatch) connzAsk(ctx context.Context, qs []connzQuestion) []connzAnswer {
+	out := make([]connzAnswer, len(qs))
+	need := 0
+	for _, q := range qs {
+		need += q.replies
 	}
 	base := w.nc.NewInbox()
-	replies := make(chan *nats.Msg, len(ask)*max(len(snap.Servers), 1))
-	sub, err := w.nc.ChanSubscribe(base+".*", replies)
+	ch := make(chan *nats.Msg, need)
+	sub, err := w.nc.ChanSubscribe(base+".*", ch)
 	if err != nil {
-		return found
+		return out
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	_ = sub.SetPendingLimits(-1, -1)
-	for i, q := range ask {
-		req, _ := json.Marshal(map[string]any{"acc": q.account, "filter_subject": q.inbox, "subscriptions_detail": true})
-		_ = w.nc.PublishRequest(PingEndpointSubject("CONNZ"), fmt.Sprintf("%s.%d", base, i), req)
+	for i, q := range qs {
+		b, _ := json.Marshal(q.req)
+		_ = w.nc.PublishRequest(q.subject, fmt.Sprintf("%s.%d", base, i), b)
 	}
 	ctx, cancel := context.WithTimeout(ctx, pullConnzWait)
 	defer cancel()
-	need := len(ask) * max(len(snap.Servers), 1)
 	for range need {
 		select {
 		case <-ctx.Done():
-			return found
-		case m := <-replies:
+			return out
+		case m := <-ch:
 			var i int
-			if _, err := fmt.Sscanf(m.Subject[len(base)+1:], "%d", &i); err != nil || i < 0 || i >= len(ask) {
+			if _, err := fmt.Sscanf(m.Subject[len(base)+1:], "%d", &i); err != nil || i < 0 || i >= len(qs) {
 				continue
 			}
 			var r connzReply
-			if json.Unmarshal(m.Data, &r) != nil || len(r.Data.Connections) == 0 {
+			if json.Unmarshal(m.Data, &r) != nil || len(r.Data.Connections) == 0 || out[i].pullConn != nil {
 				continue
 			}
 			c := r.Data.Connections[0]
-			found[ask[i].inbox] = pullConn{name: c.Name, ip: c.IP, cid: c.CID, server: r.Server.Name}
+			out[i] = connzAnswer{pullConn: &pullConn{name: c.Name, ip: c.IP, cid: c.CID, server: r.Server.Name}, serverID: r.Server.ID, subs: c.Subs}
 		}
 	}
-	return found
+	return out
+}
+
+// subjects is a connection's subscriptions: literal subjects, and those
+// with wildcards (a request inbox "<prefix>.<NUID>.*").
+type subjects struct {
+	literal  map[string]bool
+	wildcard [][]string
+}
+
+func subjectSet(subs []string) subjects {
+	s := subjects{literal: make(map[string]bool, len(subs))}
+	for _, sub := range subs {
+		if strings.ContainsAny(sub, "*>") {
+			s.wildcard = append(s.wildcard, strings.Split(sub, "."))
+		} else {
+			s.literal[sub] = true
+		}
+	}
+	return s
+}
+
+// match reports whether a message published to subject reaches one of the
+// subscriptions.
+func (s subjects) match(subject string) bool {
+	if s.literal[subject] {
+		return true
+	}
+	toks := strings.Split(subject, ".")
+	for _, pat := range s.wildcard {
+		if tokensMatch(pat, toks) {
+			return true
+		}
+	}
+	return false
+}
+
+func tokensMatch(pat, toks []string) bool {
+	for i, p := range pat {
+		if p == ">" {
+			return len(toks) > i
+		}
+		if i >= len(toks) || p != "*" && p != toks[i] {
+			return false
+		}
+	}
+	return len(pat) == len(toks)
 }

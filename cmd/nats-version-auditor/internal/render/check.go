@@ -93,7 +93,7 @@ func CheckWaitedOf(r *findings.Report, w *auditor.WhatIf, wait Wait) Check {
 	levels, features := capabilityOf(r)
 	n := &notes{}
 	return Check{Status: r.Status, Floor: r.FloorShown(), Findings: NonNil(n.cite(r.Findings)), Servers: NonNil(r.Servers),
-		APILevels: levels, Features: features, Pulls: PullSightOf(r.Snapshot.Pulls), WhatIf: whatIfOf(w, n), Notes: n.list,
+		APILevels: levels, Features: features, Pulls: PullSightOf(r.Snapshot), WhatIf: whatIfOf(w, n), Notes: n.list,
 		Waited: wait.waited(), Interrupted: wait.Interrupted, Audit: AuditOf(r)}
 }
 
@@ -169,7 +169,7 @@ func writeCheckText(w io.Writer, r *findings.Report, what *auditor.WhatIf, wait 
 	if s := wait.said(); s != "" {
 		ew.printf("%s\n", s)
 	}
-	if s := pullsSaid(r.Snapshot.Pulls); s != "" {
+	if s := pullsSaid(r.Snapshot); s != "" {
 		ew.printf("%s\n", s)
 	}
 	n := &notes{}
@@ -180,16 +180,18 @@ func writeCheckText(w io.Writer, r *findings.Report, what *auditor.WhatIf, wait 
 
 // pullsSaid is check's line on who pulls: how long it listened and to
 // which accounts' pulls; "" when it did not listen.
-func pullsSaid(s *snapshot.PullSight) string {
+func pullsSaid(snap *snapshot.Snapshot) string {
+	s := snap.Pulls
 	if s == nil {
 		return ""
 	}
+	names := snapshot.AccountNames(snap)
 	var heard, not []string
 	for _, a := range slices.Sorted(maps.Keys(s.Visible)) {
 		if s.Visible[a] {
-			heard = append(heard, a)
+			heard = append(heard, snapshot.AccountLabel(a, names[a]))
 		} else {
-			not = append(not, a)
+			not = append(not, snapshot.AccountLabel(a, names[a]))
 		}
 	}
 	line := fmt.Sprintf("pulls heard for %s", seconds(s.Watched.Seconds()))

@@ -48,18 +48,23 @@ type PullSight struct {
 // PullAccount is whether an account's pulls are heard.
 type PullAccount struct {
 	Account string `json:"account"`
-	Heard   bool   `json:"heard"`
+	// AccountName is the account's name where it has one apart from its
+	// id (operator mode: the JWT's name, the id its public key).
+	AccountName string `json:"account_name,omitempty"`
+	Heard       bool   `json:"heard"`
 }
 
-// PullSightOf is the report's PullSight of s; nil when the audit did not
-// listen.
-func PullSightOf(s *snapshot.PullSight) *PullSight {
+// PullSightOf is the report's PullSight of snap; nil when the audit did
+// not listen.
+func PullSightOf(snap *snapshot.Snapshot) *PullSight {
+	s := snap.Pulls
 	if s == nil {
 		return nil
 	}
+	names := snapshot.AccountNames(snap)
 	out := &PullSight{Accounts: []PullAccount{}, WatchedSeconds: s.Watched.Seconds(), Dropped: s.Dropped}
 	for _, a := range slices.Sorted(maps.Keys(s.Visible)) {
-		out.Accounts = append(out.Accounts, PullAccount{Account: a, Heard: s.Visible[a]})
+		out.Accounts = append(out.Accounts, PullAccount{Account: a, AccountName: names[a], Heard: s.Visible[a]})
 	}
 	return out
 }

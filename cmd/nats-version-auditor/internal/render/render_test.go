@@ -29,6 +29,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ f
 // operatorKey is the public key of account APP in the operator-mode goldens.
 const operatorKey = "ACXD4KXKPV6KCL7X5IK2SQAS4XAA5ACP77V4TC5SZUKVU47U5LSM7DWJ"
 
+// otherKey is an account of the operator-mode goldens with no asset.
+const otherKey = "AB3YHYJUXVPOZ6JAW7CDUYEZCNTRBKJ7Z4XDRDKH6UDLGG3JIV3S4HJQ"
+
 // TestOutputsAreGolden pins what check, report and plan print for the
 // shared fixture (internal/fixture) in every format, as it is, under
 // --assume n2=2.12.15, as an operator-mode system reports it, and for an
@@ -68,6 +71,10 @@ func TestOutputsAreGolden(t *testing.T) {
 	for i := range opSnap.Leafnodes {
 		opSnap.Leafnodes[i].Account = operatorKey
 	}
+	// It listened to the pulls of APP, and could not to those of an
+	// account with no asset, which has no name to show beside its key.
+	opSnap.Pulls = &snapshot.PullSight{Since: opSnap.Started.Add(-35 * time.Second), Watched: 35 * time.Second,
+		Visible: map[string]bool{operatorKey: true, otherKey: false}}
 	op := auditor.Evaluate(opSnap, pol)
 	opPlan, err := auditor.MakePlan(auditor.Evaluate(opSnap, pol), pol, mustRelease(t, "2.14.0"), auditor.PlanScope{})
 	if err != nil {

@@ -64,7 +64,7 @@ func ReportOf(r *findings.Report, w *auditor.WhatIf) Report {
 	n := &notes{}
 	out := Report{Status: r.Status, Floor: r.FloorShown(), Servers: NonNil(r.Servers), Clusters: NonNil(r.Clusters),
 		Leafnodes: []Leafnode{}, Findings: NonNil(n.cite(r.Findings)), APILevels: levels, Features: features,
-		AssetLevels: auditor.AssetLevels(r, releases.FeatureLevels()), Shards: shardsOf(r), Pulls: PullSightOf(r.Snapshot.Pulls), WhatIf: whatIfOf(w, n), Audit: AuditOf(r)}
+		AssetLevels: auditor.AssetLevels(r, releases.FeatureLevels()), Shards: shardsOf(r), Pulls: PullSightOf(r.Snapshot), WhatIf: whatIfOf(w, n), Audit: AuditOf(r)}
 	out.Notes = n.list
 	names := snapshot.AccountNames(r.Snapshot)
 	for _, l := range r.Leafnodes {
@@ -203,7 +203,7 @@ func writePullersText(ew *errWriter, shards []Shard, sight *PullSight) {
 		if !a.Heard {
 			heard = "no: the system account does not import its $JS.API.CONSUMER.MSG.NEXT.> (docs/pulls.md gives the step)"
 		}
-		ew.printf("%s\t%s\n", a.Account, heard)
+		ew.printf("%s\t%s\n", snapshot.AccountLabel(a.Account, a.AccountName), heard)
 	}
 	if sight.Dropped > 0 {
 		ew.printf("%d pull requests not kept (the auditor fell behind): the pullers below may be incomplete\n", sight.Dropped)
