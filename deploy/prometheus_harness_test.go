@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -205,4 +208,50 @@ func (p *realPrometheus) query(expr string) ([]promSample, error) {
 		return nil, fmt.Errorf("%s: a %s, not a vector", expr, r.Data.ResultType)
 	}
 	return r.Data.Result, nil
+}
+
+// shardStream is the stream the shard tests' pinned_client shards read.
+const shardStream = "WORK"
+
+// addShardStream creates, through app, an R3 file stream WORK on work.> and n R3 pinned_client
+// shards of it with pinTimeout, and returns app's JetStream and the shards' names.
+func addShardStream(t *testing.T, app *nats.Conn, n int, pinTimeout time.Duration) (jetstream.JetStream, []string) {
+	t.Helper()
+	if err := natstest.AddStream(app, server.StreamConfig{Name: shardStream, Subjects: []string{"work.>"}, Replicas: 3,
+		Storage: server.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	shards, err := natstest.AddShards(app, shardStream, "work", n, 3, pinTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, shards
+}
+
+// scrapedServe starts `serve` on n1 of sys with args, and a real Prometheus scraping it every 4s
+// with a 4s timeout and evaluating every second, and waits until the target is up. Each scrape
+// waits for a fresh audit (args set --audit.min-interval below the scrape interval): the
+// generous timeout keeps a slow audit on a busy machine from failing the scrape, which would
+// mark the series stale and reset the pending alerts. fail ends the test with Prometheus's and
+// the auditor's logs.
+func scrapedServe(t *testing.T, sys *natstest.System, args ...string) (prom *realPrometheus, fail func(format string, args ...any)) {
+	t.Helper()
+	prometheusBin := tool(t, "prometheus")
+	auditor := auditorBinary(t)
+	procs := newProcesses(t)
+	addr := natstest.FreeAddr(t)
+	auditorLog := procs.start(auditor, append(append(sys.SysArgs("n1"), "serve", "--web.listen-address", addr), args...)...)
+	prom = startPrometheus(t, procs, prometheusBin,
+		promTiming{scrape: 4 * time.Second, scrapeTimeout: 4 * time.Second, evaluation: time.Second},
+		scrapeJob{name: "audit", namespace: "monitoring", targets: []string{addr}})
+	fail = func(format string, args ...any) {
+		t.Helper()
+		prom.fatalf("%s\nauditor log:\n%s", fmt.Sprintf(format, args...), auditorLog)
+	}
+	prom.waitTargetsUp(1)
+	return prom, fail
 }

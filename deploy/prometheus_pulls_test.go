@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
 
@@ -34,28 +31,14 @@ import (
 // and shard-2 fall to 1 and 0.
 func TestRealPrometheusPulledByTwo(t *testing.T) {
 	t.Parallel()
-	prometheusBin := tool(t, "prometheus")
-	auditor := auditorBinary(t)
-
 	spec := func(name string) natstest.Spec { return natstest.ShowingPulls(natstest.Node(name, natstest.New, "c1")) }
 	sys := natstest.StartOperator(t, natstest.OperatorConfig{}, spec("n1"), spec("n2"), spec("n3"))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
-	const stream = "WORK"
-	if err := natstest.AddStream(app, server.StreamConfig{Name: stream, Subjects: []string{"work.>"}, Replicas: 3,
-		Storage: server.FileStorage}); err != nil {
-		t.Fatal(err)
-	}
+	const stream = shardStream
 	// A pin lapses priority_timeout after the last pull that carried it: far longer than the
 	// owners' 2s pulls, so that a slow machine does not take a's pins away (nothing is published
 	// later to pin anyone again).
-	shards, err := natstest.AddShards(app, stream, "work", 3, 3, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(app)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, shards := addShardStream(t, app, 3, 30*time.Second)
 	a, b := sys.ShardOwner("a", "n2"), sys.ShardOwner("b", "n3")
 	a.Own(stream, shards[0])
 	a.Own(stream, shards[1])
@@ -71,23 +54,10 @@ func TestRealPrometheusPulledByTwo(t *testing.T) {
 	}
 	b.Own(stream, shards[0])
 
-	procs := newProcesses(t)
-	addr := natstest.FreeAddr(t)
 	// serve counts a process as a puller for --pull-watch after its last pull: the owners pull
 	// every 2s (natstest.ShardPullExpiry), and 10s forgets b soon after it stops.
 	const pullWatch = 10 * time.Second
-	auditorLog := procs.start(auditor, append(sys.SysArgs("n1"), "serve", "--web.listen-address", addr,
-		"--pull-watch", pullWatch.String(), "--audit.min-interval", "1s")...)
-	// As in TestRealPrometheusShardAlert: every scrape waits for a fresh audit, under a generous
-	// timeout.
-	prom := startPrometheus(t, procs, prometheusBin,
-		promTiming{scrape: 4 * time.Second, scrapeTimeout: 4 * time.Second, evaluation: time.Second},
-		scrapeJob{name: "audit", namespace: "monitoring", targets: []string{addr}})
-	fail := func(format string, args ...any) {
-		t.Helper()
-		prom.fatalf("%s\nauditor log:\n%s", fmt.Sprintf(format, args...), auditorLog)
-	}
-	prom.waitTargetsUp(1)
+	prom, fail := scrapedServe(t, sys, "--pull-watch", pullWatch.String(), "--audit.min-interval", "1s")
 
 	account := sys.AccountKey(natstest.AppUser) // its public key; its JWT name is APP
 	// stage polls until the shards whose leader's CONSUMER.INFO shows a pin and two pulls waiting

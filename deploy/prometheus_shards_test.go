@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -30,26 +29,12 @@ import (
 // nats_version_auditor_consumer_pin_changes_total has counted shard 2's and shard 4's new pins.
 func TestRealPrometheusShardAlert(t *testing.T) {
 	t.Parallel()
-	prometheusBin := tool(t, "prometheus")
-	auditor := auditorBinary(t)
-
 	sys := natstest.Start(t, natstest.Node("n1", natstest.Floor, "c1"), natstest.Node("n2", natstest.New, "c1"),
 		natstest.Node("n3", natstest.New, "c1"))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
-	const stream = "WORK"
-	if err := natstest.AddStream(app, server.StreamConfig{Name: stream, Subjects: []string{"work.>"}, Replicas: 3,
-		Storage: server.FileStorage}); err != nil {
-		t.Fatal(err)
-	}
+	const stream = shardStream
 	const pinTimeout = 3 * time.Second
-	shards, err := natstest.AddShards(app, stream, "work", 6, 3, pinTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(app)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, shards := addShardStream(t, app, 6, pinTimeout)
 	publish := func(n int, to ...int) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -72,22 +57,9 @@ func TestRealPrometheusShardAlert(t *testing.T) {
 	}
 	publish(5, 0, 1, 2, 3, 4, 5)
 
-	procs := newProcesses(t)
-	addr := natstest.FreeAddr(t)
-	// Every scrape runs an audit (--audit.min-interval below the scrape interval), and waits for
-	// it: a generous scrape timeout keeps a slow audit on a busy machine from failing the scrape,
-	// which would mark the series stale and reset the pending alerts.
+	// Every scrape runs an audit (--audit.min-interval below the scrape interval).
 	const minInterval = time.Second
-	auditorLog := procs.start(auditor, append(sys.SysArgs("n1"), "serve", "--web.listen-address", addr,
-		"--unpulled-after", "1s", "--audit.min-interval", minInterval.String())...)
-	prom := startPrometheus(t, procs, prometheusBin,
-		promTiming{scrape: 4 * time.Second, scrapeTimeout: 4 * time.Second, evaluation: time.Second},
-		scrapeJob{name: "audit", namespace: "monitoring", targets: []string{addr}})
-	fail := func(format string, args ...any) {
-		t.Helper()
-		prom.fatalf("%s\nauditor log:\n%s", fmt.Sprintf(format, args...), auditorLog)
-	}
-	prom.waitTargetsUp(1)
+	prom, fail := scrapedServe(t, sys, "--unpulled-after", "1s", "--audit.min-interval", minInterval.String())
 
 	// pinChanges is the counter's total over its reasons, from a scrape no earlier than scraped.
 	pinChanges := func() (total float64, scraped time.Time, err error) {
