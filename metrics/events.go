@@ -11,9 +11,13 @@ const (
 	EventLameDuck       = "lameduck"
 	EventLeafConnect    = "leafnode_connect"
 	EventLeafDisconnect = "leafnode_disconnect"
+	// A replicated stream's or consumer's LEADER_ELECTED advisory.
+	EventStreamLeaderElected   = "stream_leader_elected"
+	EventConsumerLeaderElected = "consumer_leader_elected"
 )
 
-var eventKinds = []string{EventStatsz, EventShutdown, EventLameDuck, EventLeafConnect, EventLeafDisconnect}
+var eventKinds = []string{EventStatsz, EventShutdown, EventLameDuck, EventLeafConnect, EventLeafDisconnect,
+	EventStreamLeaderElected, EventConsumerLeaderElected}
 
 // EventStats is what serve's watcher of the servers' system-account events
 // reports.

@@ -212,6 +212,10 @@ type Audit struct {
 	Started    time.Time `json:"started"`
 	AgeSeconds float64   `json:"age_seconds"`
 	Complete   bool      `json:"complete"`
+	// LeadersHeard is when the answer last took in leader changes the
+	// servers announced after the audit started; nil when it rests on the
+	// audit alone.
+	LeadersHeard *time.Time `json:"leaders_heard,omitempty"`
 }
 
 // Consumer is the auditor's whole answer about one consumer. Account is

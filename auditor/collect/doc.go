@@ -25,4 +25,6 @@
 //     into one; FromJSZ, the same from recorded replies.
 //   - heartbeats.go: what the servers' $SYS events say changed since the
 //     last audit; events.go: those events handed to the audits running.
+//   - leaders.go: the LEADER_ELECTED advisories of streams and consumers,
+//     read into snapshot.LeaderChange.
 package collect

@@ -38,7 +38,8 @@ const (
 
 // EventSubjects are the event subscriptions a watcher of the servers' events
 // needs, in the order docs/permissions.md lists them.
-var EventSubjects = []string{StatszEventSubject, ShutdownEventSubject, LameDuckEventSubject, ConnectEventSubject, DisconnectEventSubject}
+var EventSubjects = []string{StatszEventSubject, ShutdownEventSubject, LameDuckEventSubject, ConnectEventSubject, DisconnectEventSubject,
+	StreamLeaderElectedSubject, ConsumerLeaderElectedSubject}
 
 // ServerSubject is the subject of a request for endpoint (STATSZ, LEAFZ,
 // JSZ, ...) directed at the server with that id.

@@ -94,6 +94,11 @@ type Result struct {
 	Audits uint64
 	// RequestedAudits counts the audits Request started.
 	RequestedAudits uint64
+	// Amended is when leader changes heard since the audit were last
+	// applied to Report (zero: never since the audit); Amendments counts
+	// such applications since the auditor started.
+	Amended    time.Time
+	Amendments uint64
 	// PinChanges counts the pin changes seen from each audit to the next
 	// (CountPinChanges), since the auditor started.
 	PinChanges PinChanges

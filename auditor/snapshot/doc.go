@@ -15,4 +15,6 @@
 //   - peerid.go: the RAFT peer ids by which servers name each other.
 //   - expected.go: the counts by which collection waits and the rules
 //     report servers missing.
+//   - leaders.go: LeaderChange, a new leader the servers announced between
+//     audits, and WithLeaders, a snapshot with such changes applied.
 package snapshot

@@ -134,6 +134,18 @@ func (p *pipeline) run(ctx context.Context) (*findings.Report, auditor.Policy, e
 	return r, pol, nil
 }
 
+// reevaluate is the report of snap, an audit's snapshot that serve amended
+// with the leader changes it heard since, under the policy in force: the
+// rules of an audit, without asking the servers. Not for serve --scope
+// server, whose audits ask one server only.
+func (p *pipeline) reevaluate(snap *snapshot.Snapshot) *findings.Report {
+	pol, err := p.policy()
+	if err != nil {
+		return findings.Failed(fmt.Errorf("audit: %w", err), pol.Floor, "", snap.Started, snap.Duration)
+	}
+	return auditor.Evaluate(snap, pol)
+}
+
 // hearPulls listens, where snap has a pinned_client consumer, to the
 // pulls of the accounts the system account imports them from, for
 // pullWatch, then writes who pulled into snap. It listens only after the

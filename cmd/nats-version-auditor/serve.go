@@ -110,6 +110,12 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (findings.Severity, 
 		defer p.pulls.Stop()
 	}
 	sched := exporter.NewScheduler(ctx, p.report, c.minInterval, logger)
+	if !p.connectedOnly {
+		// Leader changes heard between audits apply to the last audit's
+		// snapshot; a sidecar's audit, of its own server only, waits for
+		// the next audit.
+		sched.SetReevaluate(p.reevaluate)
+	}
 	var eventMetrics []prometheus.Collector
 	if c.events {
 		// The audits running hear the servers' heartbeats and SHUTDOWNs: a

@@ -33,7 +33,8 @@ var leastPrivilege = natstest.User{
 const auditSubscribe = "_INBOX.>"
 
 var eventSubscribe = []string{"$SYS.SERVER.*.STATSZ", "$SYS.SERVER.*.SHUTDOWN", "$SYS.SERVER.*.LAMEDUCK",
-	"$SYS.ACCOUNT.*.CONNECT", "$SYS.ACCOUNT.*.DISCONNECT"}
+	"$SYS.ACCOUNT.*.CONNECT", "$SYS.ACCOUNT.*.DISCONNECT",
+	"$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.>", "$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.>"}
 
 // startWithSysUsers starts three servers of version in mode whose system
 // account has users besides natstest.SysUser.

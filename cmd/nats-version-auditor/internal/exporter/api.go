@@ -87,6 +87,10 @@ type APIReport struct {
 type apiAudit struct {
 	Started    time.Time `json:"started"`
 	AgeSeconds float64   `json:"age_seconds"`
+	// LeadersHeard is when the answer last took in leader changes the
+	// servers announced after the audit started (their LEADER_ELECTED
+	// advisories); absent when it rests on the audit alone.
+	LeadersHeard *time.Time `json:"leaders_heard,omitempty"`
 	// Complete is false when some request of the audit failed or some
 	// expected server did not answer.
 	Complete bool `json:"complete"`
@@ -184,7 +188,7 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 		a.write(w, http.StatusServiceUnavailable, APIError{Error: "no audit has finished yet"})
 		return
 	}
-	info := auditOf(res.Report, complete(res.Report))
+	info := auditOf(res, complete(res.Report))
 	if !fresh {
 		a.write(w, http.StatusServiceUnavailable, APIError{Error: staleMessage(info, maxAge), Audit: &info})
 		return
@@ -310,7 +314,7 @@ func (a *api) latest(w http.ResponseWriter, r *http.Request) (latestAudit, bool)
 		return latestAudit{}, false
 	}
 	ir := a.index(res.Report)
-	l := latestAudit{ir: ir, info: auditOf(res.Report, ir.complete), fresh: fresh, maxAge: maxAge}
+	l := latestAudit{ir: ir, info: auditOf(res, ir.complete), fresh: fresh, maxAge: maxAge}
 	if len(res.Report.Snapshot.Servers) == 0 {
 		a.write(w, http.StatusServiceUnavailable, APIError{Error: "the last audit reached no server: " + firstProblem(res.Report),
 			Reset: findings.ResetUnknown, Audit: &l.info})
@@ -448,8 +452,14 @@ func complete(r *findings.Report) bool {
 	return r.Complete() && len(r.Snapshot.Problems) == 0
 }
 
-func auditOf(r *findings.Report, complete bool) apiAudit {
-	return apiAudit{Started: r.Snapshot.Started.UTC(), AgeSeconds: time.Since(r.Snapshot.Started).Seconds(), Complete: complete}
+func auditOf(res findings.Result, complete bool) apiAudit {
+	r := res.Report
+	info := apiAudit{Started: r.Snapshot.Started.UTC(), AgeSeconds: time.Since(r.Snapshot.Started).Seconds(), Complete: complete}
+	if !res.Amended.IsZero() {
+		t := res.Amended.UTC()
+		info.LeadersHeard = &t
+	}
+	return info
 }
 
 func staleMessage(info apiAudit, maxAge time.Duration) string {

@@ -29,6 +29,9 @@ const flushTimeout = 5 * time.Second
 type eventWatcher struct {
 	nc      *nats.Conn
 	trigger func(reason string)
+	// amend applies the leader changes heard to the latest result
+	// (Scheduler.Amend) and returns those only an audit can tell.
+	amend func([]snapshot.LeaderChange) (unseen, stale []snapshot.LeaderChange)
 	// heartbeats tells which events ask for an audit.
 	heartbeats *collect.Heartbeats
 	// audits hears every heartbeat and SHUTDOWN, for the audits running.
@@ -49,7 +52,17 @@ type eventWatcher struct {
 	heard    bool
 	received map[string]uint64
 	stopped  bool
+	// leaders are the leader changes heard and not yet applied; a burst
+	// (a server's restart moves many leaders) is applied at once, at most
+	// leaderBatch after its first change.
+	leaders     []snapshot.LeaderChange
+	leaderTimer *time.Timer
 }
+
+// leaderBatch is how long the first leader change of a burst waits for the
+// rest: one evaluation for the burst, well inside the two seconds in which
+// a leader change is to be seen.
+const leaderBatch = 100 * time.Millisecond
 
 // watchEvents subscribes nc to the servers' events and calls trigger with a
 // reason whenever one may change the audit. The subscriptions survive
@@ -58,8 +71,9 @@ type eventWatcher struct {
 // the user may not make does not stop serve: the watcher logs it as an error
 // and reports itself down (Stats) until a reconnect succeeds; user names
 // the user in that line.
-func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *snapshot.Snapshot, audits *collect.Events, user string, logger *slog.Logger) (*eventWatcher, error) {
-	w := &eventWatcher{nc: nc, trigger: trigger, heartbeats: collect.NewHeartbeats(seen), audits: audits, user: user, log: logger, done: make(chan struct{}),
+func watchEvents(nc *nats.Conn, trigger func(reason string), amend func([]snapshot.LeaderChange) (unseen, stale []snapshot.LeaderChange),
+	seen func() *snapshot.Snapshot, audits *collect.Events, user string, logger *slog.Logger) (*eventWatcher, error) {
+	w := &eventWatcher{nc: nc, trigger: trigger, amend: amend, heartbeats: collect.NewHeartbeats(seen), audits: audits, user: user, log: logger, done: make(chan struct{}),
 		denied: map[string]error{}, received: map[string]uint64{}}
 	prev := nc.ErrorHandler()
 	nc.SetErrorHandler(func(c *nats.Conn, sub *nats.Subscription, err error) {
@@ -79,6 +93,7 @@ func watchEvents(nc *nats.Conn, trigger func(reason string), seen func() *snapsh
 	handlers := map[string]nats.MsgHandler{
 		collect.StatszEventSubject: w.onStatsz, collect.ShutdownEventSubject: w.onShutdown, collect.LameDuckEventSubject: w.onLameDuck,
 		collect.ConnectEventSubject: w.onLeafEvent, collect.DisconnectEventSubject: w.onLeafEvent,
+		collect.StreamLeaderElectedSubject: w.onLeaderElected, collect.ConsumerLeaderElectedSubject: w.onLeaderElected,
 	}
 	for _, subj := range collect.EventSubjects {
 		sub, err := nc.Subscribe(subj, handlers[subj])
@@ -109,6 +124,9 @@ func (w *eventWatcher) Stop() {
 		return
 	}
 	w.stopped = true
+	if w.leaderTimer != nil {
+		w.leaderTimer.Stop()
+	}
 	w.mu.Unlock()
 	for _, sub := range w.subs {
 		_ = sub.Unsubscribe()
@@ -235,6 +253,51 @@ func (w *eventWatcher) onLeafEvent(m *nats.Msg) {
 	w.trigger(reason)
 }
 
+// onLeaderElected takes a stream's or consumer's new leader into the next
+// batch of changes. An advisory it cannot read is a change it cannot
+// apply: it asks for an audit.
+func (w *eventWatcher) onLeaderElected(m *nats.Msg) {
+	c, err := collect.ParseLeaderElected(m.Data, time.Now())
+	if err != nil {
+		w.log.Debug("unreadable leader advisory", "subject", m.Subject, "err", err)
+		w.trigger("an unreadable leader advisory on " + m.Subject)
+		return
+	}
+	kind := metrics.EventStreamLeaderElected
+	if c.Consumer != "" {
+		kind = metrics.EventConsumerLeaderElected
+	}
+	w.count(kind, false)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	w.leaders = append(w.leaders, c)
+	if w.leaderTimer == nil {
+		w.leaderTimer = time.AfterFunc(leaderBatch, w.applyLeaders)
+	}
+}
+
+// applyLeaders applies the batch of leader changes, and asks for an audit
+// for those only an audit can tell.
+func (w *eventWatcher) applyLeaders() {
+	w.mu.Lock()
+	batch := w.leaders
+	w.leaders, w.leaderTimer = nil, nil
+	w.mu.Unlock()
+	unseen, stale := w.amend(batch)
+	w.log.Debug("leader changes applied", "changes", len(batch), "unseen", len(unseen), "stale", len(stale))
+	switch {
+	case len(unseen) > 0:
+		w.trigger(fmt.Sprintf("%s %s elected leader %s, which the last audit did not see (and %d more)",
+			unseen[0].Kind, unseen[0].Label(), unseen[0].Leader, len(unseen)-1))
+	case len(stale) > 0:
+		w.trigger(fmt.Sprintf("%s %s elected leader %s, whose view of its pulls and peers only an audit reads (and %d more)",
+			stale[0].Kind, stale[0].Label(), stale[0].Leader, len(stale)-1))
+	}
+}
+
 // count counts an event of kind; heard says it proves that the
 // subscriptions deliver.
 func (w *eventWatcher) count(kind string, heard bool) {
@@ -280,7 +343,7 @@ func (e *EventWatch) Attach(nc *nats.Conn) {
 		}
 		return nil
 	}
-	w, err := watchEvents(nc, e.sched.Request, seen, e.audits, e.user, e.logger)
+	w, err := watchEvents(nc, e.sched.Request, e.sched.Amend, seen, e.audits, e.user, e.logger)
 	if err != nil {
 		e.logger.Error("cannot watch the servers' events: audits follow scrapes only", "err", err)
 		return

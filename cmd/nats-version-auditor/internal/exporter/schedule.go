@@ -3,11 +3,13 @@ package exporter
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor"
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 )
 
 // AuditFunc runs one audit and always returns a report: an audit that could
@@ -48,6 +50,24 @@ type Scheduler struct {
 	pendingReason string
 	coalesced     int
 	timer         *time.Timer
+
+	// reevaluate turns a snapshot amended by leader changes into a report
+	// (SetReevaluate); nil: changes wait for the next audit.
+	reevaluate func(*snapshot.Snapshot) *findings.Report
+	// amending serializes every replacement of last.Report that re-reads
+	// the snapshot (Amend, and the end of an audit that missed changes), so
+	// that one cannot undo another; mu is held only to read and set.
+	amending sync.Mutex
+	// changes are the leader changes heard since the oldest audit still
+	// running, or the one whose result stands, started: an audit that
+	// started before a change may have read the asset before it.
+	changes []snapshot.LeaderChange
+	// starts are when the running audits started.
+	starts []time.Time
+	// full is the report of the audit whose result stands, before any
+	// change was applied: pin changes are counted from one audit to the
+	// next.
+	full *findings.Report
 }
 
 // NewScheduler returns a Scheduler whose audits run under base: cancelling
@@ -57,6 +77,77 @@ func NewScheduler(base context.Context, audit AuditFunc, minInterval time.Durati
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Scheduler{audit: audit, minInterval: minInterval, base: base, log: log, now: time.Now}
+}
+
+// SetReevaluate sets how Amend turns an amended snapshot into a report: the
+// same policy and rules an audit's report has. Call it before the first
+// Amend.
+func (s *Scheduler) SetReevaluate(f func(*snapshot.Snapshot) *findings.Report) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reevaluate = f
+}
+
+// orderWindow is how long, with no audit running, Amend keeps the changes
+// it applied to tell a later advisory that arrived out of order.
+const orderWindow = time.Minute
+
+// Amend applies leader changes heard between audits to the latest result,
+// without asking the servers (snapshot.WithLeaders), and keeps them for any
+// audit running that started before they were heard. It returns the changes
+// only an audit can tell (unseen, stale: see WithLeaders); before the first
+// audit, or without SetReevaluate, every change is unseen. A change heard
+// after another of the same asset that was elected later, or elected before
+// the audit whose result stands started, is stale and not applied: the
+// advisories arrived out of order, or the audit may have read a newer
+// leader.
+func (s *Scheduler) Amend(changes []snapshot.LeaderChange) (unseen, stale []snapshot.LeaderChange) {
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	s.amending.Lock()
+	defer s.amending.Unlock()
+	s.mu.Lock()
+	var inOrder []snapshot.LeaderChange
+	for _, c := range changes {
+		late := s.full != nil && s.full.Snapshot != nil && c.Elected.Before(s.full.Snapshot.Started)
+		for _, p := range s.changes {
+			late = late || c.OutOfOrder(p)
+		}
+		if late {
+			stale = append(stale, c)
+			continue
+		}
+		s.changes = append(s.changes, c)
+		inOrder = append(inOrder, c)
+	}
+	if len(s.starts) == 0 {
+		// No audit is running to need them: what is kept is only for
+		// telling the order of advisories, which arrive within moments of
+		// each other or not at all.
+		i, _ := slices.BinarySearchFunc(s.changes, s.now().Add(-orderWindow), func(c snapshot.LeaderChange, t time.Time) int { return c.Heard.Compare(t) })
+		s.changes = slices.Delete(s.changes, 0, i)
+	}
+	last, reevaluate := s.last.Report, s.reevaluate
+	s.mu.Unlock()
+	if len(inOrder) == 0 {
+		return nil, stale
+	}
+	if last == nil || last.Snapshot == nil || reevaluate == nil {
+		return inOrder, stale
+	}
+	snap, unseen, applied := last.Snapshot.WithLeaders(inOrder)
+	stale = append(stale, applied...)
+	if len(unseen) == len(inOrder) {
+		return unseen, stale
+	}
+	r := reevaluate(snap)
+	s.mu.Lock()
+	s.last.Report = r
+	s.last.Amended = s.now()
+	s.last.Amendments++
+	s.mu.Unlock()
+	return unseen, stale
 }
 
 // Latest returns the latest result without starting an audit.
@@ -159,9 +250,30 @@ func (s *Scheduler) startLocked() chan struct{} {
 	return s.running
 }
 
+// changesSinceLocked returns the changes heard at or after t.
+func (s *Scheduler) changesSinceLocked(t time.Time) []snapshot.LeaderChange {
+	i, _ := slices.BinarySearchFunc(s.changes, t, func(c snapshot.LeaderChange, t time.Time) int { return c.Heard.Compare(t) })
+	return slices.Clone(s.changes[i:])
+}
+
+// pruneChangesLocked forgets the changes heard before every running audit
+// started and before the audit whose result stands started: every result
+// to come has read them.
+func (s *Scheduler) pruneChangesLocked() {
+	oldest := s.newest
+	for _, t := range s.starts {
+		if t.Before(oldest) {
+			oldest = t
+		}
+	}
+	i, _ := slices.BinarySearchFunc(s.changes, oldest, func(c snapshot.LeaderChange, t time.Time) int { return c.Heard.Compare(t) })
+	s.changes = slices.Delete(s.changes, 0, i)
+}
+
 // beginLocked notes an audit's start: it serves any pending request.
 func (s *Scheduler) beginLocked() {
 	s.lastStart = s.now()
+	s.starts = append(s.starts, s.lastStart)
 	if s.pending {
 		s.pending = false
 		if s.timer != nil {
@@ -172,24 +284,46 @@ func (s *Scheduler) beginLocked() {
 
 func (s *Scheduler) run(done chan struct{}, started time.Time) {
 	r := s.audit(s.base)
+	s.amending.Lock()
+	defer s.amending.Unlock()
 	s.mu.Lock()
 	prev := s.last.Report
 	s.last.Audits++
 	// An audit that started before the one whose result stands saw less.
 	stale := started.Before(s.newest)
+	s.starts = slices.DeleteFunc(s.starts, started.Equal)
 	if !stale {
 		s.newest = started
-		if prev != nil {
-			c := auditor.CountPinChanges(prev, r)
+		if s.full != nil {
+			c := auditor.CountPinChanges(s.full, r)
 			s.last.PinChanges.Pin += c.Pin
 			s.last.PinChanges.WithLeader += c.WithLeader
 		}
-		s.last.Report = r
+		s.full = r
+		missed, reevaluate := s.changesSinceLocked(started), s.reevaluate
+		amended := false
+		if len(missed) > 0 && reevaluate != nil && r.Snapshot != nil {
+			// What the audit read of these assets may be from before the
+			// change. amending keeps every other writer of the report out
+			// meanwhile; the unseen are for the next audit, which the
+			// change's own Amend asked for.
+			s.mu.Unlock()
+			snap, _, _ := r.Snapshot.WithLeaders(missed)
+			r, amended = reevaluate(snap), true
+			s.mu.Lock()
+		}
 		s.last.Finished = s.now()
 		if r.Complete() {
 			s.last.LastSuccess = s.last.Finished
 		}
+		s.last.Amended = time.Time{}
+		if amended {
+			s.last.Amended = s.last.Finished
+			s.last.Amendments++
+		}
+		s.last.Report = r
 	}
+	s.pruneChangesLocked()
 	if done == s.running {
 		s.running = nil
 	} else {

@@ -306,3 +306,124 @@ func TestSchedulerCountsPinChanges(t *testing.T) {
 		t.Errorf("after %d audits: %+v, want %+v", last.Audits, last.PinChanges, want)
 	}
 }
+
+// leaderAudit is an audit of consumer APP > S > c on n1 (2.14.0), n2
+// (2.14.0) and n3 (2.12.15), led by whatever leader says when it runs,
+// after waiting for hold (if not nil).
+func leaderAudit(leader func() string, hold <-chan struct{}) AuditFunc {
+	return func(context.Context) *findings.Report {
+		started := time.Now()
+		l := leader()
+		if hold != nil {
+			<-hold
+		}
+		servers := []snapshot.Server{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
+		for i, v := range []string{"2.14.0", "2.14.0", "2.12.15"} {
+			servers[i].SetVersion(v)
+		}
+		return auditor.Evaluate(&snapshot.Snapshot{Started: started, Servers: servers, Consumers: []snapshot.Asset{{Kind: releases.KindConsumer,
+			Account: "APP", Stream: "S", Consumer: "c", Leader: l, Replicas: 3, Peers: []string{"n1", "n2", "n3"}}}}, leaderPolicy)
+	}
+}
+
+var leaderPolicy = auditor.Policy{Floor: version.DefaultFloor}
+
+func leaderOf(r findings.Result) string { return r.Report.Snapshot.Consumers[0].Leader }
+
+func moved(to string, elected time.Time) snapshot.LeaderChange {
+	return snapshot.LeaderChange{Kind: releases.KindConsumer, Account: "APP", Stream: "S", Consumer: "c", Leader: to, Elected: elected, Heard: time.Now()}
+}
+
+// TestSchedulerAmendsWithoutAnAudit: a leader change applies to the last
+// result and its findings at once; a change of an asset the audit did not
+// see is handed back for an audit and changes nothing.
+func TestSchedulerAmendsWithoutAnAudit(t *testing.T) {
+	s := NewScheduler(context.Background(), leaderAudit(func() string { return "n1" }, nil), time.Hour, nil)
+	s.SetReevaluate(func(snap *snapshot.Snapshot) *findings.Report { return auditor.Evaluate(snap, leaderPolicy) })
+	if r := s.Get(context.Background()); leaderOf(r) != "n1" || r.Report.Status != findings.Warning && r.Report.Status != findings.Critical {
+		t.Fatalf("first audit: leader %s, status %s", leaderOf(r), r.Report.Status)
+	}
+	before := s.Latest().Report.Findings
+	unseen, stale := s.Amend([]snapshot.LeaderChange{moved("n3", time.Now())})
+	r := s.Latest()
+	if len(unseen)+len(stale) != 0 || leaderOf(r) != "n3" || r.Amended.IsZero() || r.Amendments != 1 || r.Audits != 1 {
+		t.Fatalf("after the move: leader %s, amended %v (%d), %d audits, unseen %v, stale %v", leaderOf(r), r.Amended, r.Amendments, r.Audits, unseen, stale)
+	}
+	if !hasCode(r.Report.Findings, findings.ConsumerLeaderBelowFloor) || hasCode(before, findings.ConsumerLeaderBelowFloor) {
+		t.Errorf("the findings did not follow the leader to n3 (2.12.15): %v", r.Report.Findings)
+	}
+	other := moved("n2", time.Now())
+	other.Consumer = "not-audited"
+	if unseen, _ := s.Amend([]snapshot.LeaderChange{other}); len(unseen) != 1 || s.Latest().Amendments != 1 {
+		t.Errorf("a change of an unseen consumer: unseen %v, amendments %d", unseen, s.Latest().Amendments)
+	}
+}
+
+// TestSchedulerAmendsAnAuditThatReadTheOldLeader: a change heard while an
+// audit runs is applied to that audit's result too, which may have read the
+// consumer before the change.
+func TestSchedulerAmendsAnAuditThatReadTheOldLeader(t *testing.T) {
+	hold := make(chan struct{})
+	var n atomic.Int32
+	audit := func(ctx context.Context) *findings.Report {
+		if n.Add(1) == 1 {
+			return leaderAudit(func() string { return "n1" }, nil)(ctx)
+		}
+		return leaderAudit(func() string { return "n1" }, hold)(ctx)
+	}
+	// Every Get audits: the changes are heard by the same clock as the
+	// audits start.
+	s := NewScheduler(context.Background(), audit, 0, nil)
+	s.SetReevaluate(func(snap *snapshot.Snapshot) *findings.Report { return auditor.Evaluate(snap, leaderPolicy) })
+	s.Get(context.Background())
+	done := make(chan findings.Result)
+	go func() { done <- s.Get(context.Background()) }()
+	for n.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	if unseen, stale := s.Amend([]snapshot.LeaderChange{moved("n3", time.Now())}); len(unseen)+len(stale) != 0 || leaderOf(s.Latest()) != "n3" {
+		t.Fatalf("during the audit: leader %s, unseen %v, stale %v", leaderOf(s.Latest()), unseen, stale)
+	}
+	close(hold)
+	r := <-done
+	if r.Audits != 2 || leaderOf(r) != "n3" || r.Amended.IsZero() {
+		t.Errorf("the audit that read n1 before the move: %d audits, leader %s, amended %v; want n3", r.Audits, leaderOf(r), r.Amended)
+	}
+}
+
+// TestSchedulerRefusesOutOfOrderLeaders: an advisory of an election older
+// than one already applied, or older than the audit that stands, is not
+// applied but handed back for an audit.
+func TestSchedulerRefusesOutOfOrderLeaders(t *testing.T) {
+	s := NewScheduler(context.Background(), leaderAudit(func() string { return "n1" }, nil), time.Hour, nil)
+	s.SetReevaluate(func(snap *snapshot.Snapshot) *findings.Report { return auditor.Evaluate(snap, leaderPolicy) })
+	s.Get(context.Background())
+	t0 := time.Now()
+	if _, stale := s.Amend([]snapshot.LeaderChange{moved("n2", t0.Add(2*time.Second))}); len(stale) != 0 {
+		t.Fatalf("an election after the audit: stale %v", stale)
+	}
+	// Heard after the n2 election, elected before it.
+	_, stale := s.Amend([]snapshot.LeaderChange{moved("n3", t0.Add(time.Second))})
+	if len(stale) != 1 || leaderOf(s.Latest()) != "n2" {
+		t.Errorf("a late advisory: stale %v, leader %s; want it handed back and n2 kept", stale, leaderOf(s.Latest()))
+	}
+	// Within one batch, too.
+	_, stale = s.Amend([]snapshot.LeaderChange{moved("n1", t0.Add(4*time.Second)), moved("n3", t0.Add(3*time.Second))})
+	if len(stale) != 1 || leaderOf(s.Latest()) != "n1" {
+		t.Errorf("a late advisory in a batch: stale %v, leader %s; want it handed back and n1 kept", stale, leaderOf(s.Latest()))
+	}
+	// Elected before the audit that stands started.
+	_, stale = s.Amend([]snapshot.LeaderChange{moved("n3", s.Latest().Report.Snapshot.Started.Add(-time.Second))})
+	if len(stale) != 1 || leaderOf(s.Latest()) != "n1" {
+		t.Errorf("an election before the audit: stale %v, leader %s", stale, leaderOf(s.Latest()))
+	}
+}
+
+func hasCode(fs []findings.Finding, c findings.Code) bool {
+	for _, f := range fs {
+		if f.Code == c {
+			return true
+		}
+	}
+	return false
+}

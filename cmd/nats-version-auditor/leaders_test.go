@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/client"
+	"github.com/natsaudit/nats-version-auditor/internal/natstest"
+)
+
+// TestLeaderChangeShowsWithoutAnAudit: with --audit.min-interval 1h, a
+// consumer's leader moved to a 2.12 server shows in the API (its RESET
+// verdict, the answer's leaders_heard) and in /metrics within moments,
+// from the servers' LEADER_ELECTED advisory alone: no audit runs. The
+// server is the oracle for where the leader is (CONSUMER.INFO, which
+// MoveConsumerLeader waits on). A consumer created after the audit has a
+// leader the audit never saw, and that advisory starts an audit that
+// shows it. In plain and operator mode: the advisory names the account by
+// its id, which in operator mode is its public key.
+func TestLeaderChangeShowsWithoutAnAudit(t *testing.T) {
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) {
+			sys := mode.Start(t, node("n1", natstest.New), node("n2", natstest.Floor), node("n3", natstest.Old))
+			app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+			addStreamAndConsumer(t, app, "MOVING", "moves", 3)
+			if err := natstest.MoveConsumerLeader(app, "MOVING", "moves", "n1"); err != nil {
+				t.Fatal(err)
+			}
+			d := eventServe(t, sys)
+			code, c, body := d.ConsumerAt(t, "MOVING", "moves", "")
+			if code != http.StatusOK || c.Leader != "n1" || c.Audit.LeadersHeard != nil {
+				t.Fatalf("before the move: %d leader %s\n%s", code, c.Leader, body)
+			}
+			audits := value(d.scrape(t), "nats_version_auditor_audits_total")
+
+			start := time.Now()
+			if err := natstest.MoveConsumerLeader(app, "MOVING", "moves", "n3"); err != nil {
+				t.Fatal(err)
+			}
+			moved := time.Now()
+			err := natstest.Eventually(30*time.Second, func() error {
+				code, c, body = d.ConsumerAt(t, "MOVING", "moves", "")
+				if code != http.StatusOK || c.Leader != "n3" || c.Reset != client.VerdictUnanswered {
+					return fmt.Errorf("%d leader %s reset %s", code, c.Leader, c.Reset)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("the move to n3 never showed: %v\n%s\n%s", err, body, d.stderr)
+			}
+			shown := time.Now()
+			t.Logf("the API showed the move %s after the stepdown was asked for, %s after CONSUMER.INFO showed it",
+				shown.Sub(start).Round(time.Millisecond), shown.Sub(moved).Round(time.Millisecond))
+			if c.Audit.LeadersHeard == nil || c.Audit.LeadersHeard.Before(c.Audit.Started) {
+				t.Errorf("audit %+v: want leaders_heard after the audit started", c.Audit)
+			}
+			mfs := d.scrape(t)
+			if v := value(mfs, "nats_version_auditor_audits_total"); v != audits {
+				t.Errorf("audits_total %v, was %v: the move was shown by an audit, not by the advisory", v, audits)
+			}
+			if v := labelled(mfs, "nats_version_auditor_consumer_leader_below_floor", "consumer=moves", "server_name=n3"); v != 1 {
+				t.Errorf("consumer_leader_below_floor{moves, n3} = %v", v)
+			}
+			if v := labelled(mfs, "nats_version_auditor_events_received_total", "event=consumer_leader_elected"); v < 1 {
+				t.Errorf("events_received_total{consumer_leader_elected} = %v", v)
+			}
+
+			// A consumer the last audit did not see: its election asks for an
+			// audit.
+			addStreamAndConsumer(t, app, "LATER", "new", 3)
+			err = natstest.Eventually(30*time.Second, func() error {
+				code, c, body = d.ConsumerAt(t, "LATER", "new", "")
+				if code != http.StatusOK || c.Leader == "" {
+					return fmt.Errorf("%d leader %q", code, c.Leader)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("a consumer created after the audit never showed: %v\n%s\n%s", err, body, d.stderr)
+			}
+			if v := value(d.scrape(t), "nats_version_auditor_audits_total"); v <= audits {
+				t.Errorf("audits_total %v, was %v: the new consumer showed without an audit", v, audits)
+			}
+		})
+	}
+}
