@@ -161,8 +161,24 @@ func playFleet(h *natstest.Program, sys *natstest.System, app *nats.Conn, audito
 	must(h, err)
 	rows, diffs := compareFleet(pf, sys.AccountKey(natstest.AppUser), rep)
 
+	// The servers' own view of each shard, asked of its leader after the
+	// audit: whether it holds a pin, the pulls waiting on it and the
+	// messages no one has taken.
+	shown := map[string]string{}
+	for _, r := range rows {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		info, err := natstest.ShardInfo(ctx, js, fleetStream, r.shard)
+		cancel()
+		must(h, err)
+		pin := "no pin"
+		if natstest.PinOf(info) != "" {
+			pin = "pinned"
+		}
+		shown[r.shard] = fmt.Sprintf("%s, %d waiting, %d pending", pin, info.NumWaiting, info.NumPending)
+	}
+
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  shard\tunit\towner on V %d → V %d\tsimulation: owned by\tauditor: pulled by (* holds the pin)\tauditor's finding\n", fleetOldV, fleetNewV)
+	fmt.Fprintf(tw, "  shard\tunit\towner on V %d → V %d\tsimulation: owned by\tservers: CONSUMER.INFO\tauditor: pulled by (* holds the pin)\tauditor's finding\n", fleetOldV, fleetNewV)
 	for _, r := range rows {
 		// The last cell ends the line, not a tab: tabwriter pads only
 		// tab-terminated cells, so no row ends in spaces.
@@ -170,7 +186,7 @@ func playFleet(h *natstest.Program, sys *natstest.System, app *nats.Conn, audito
 		if !r.ok {
 			last += "   <- DIFFERS"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s → %s\t%s\t%s\t%s\n", r.shard, r.unit, r.oldOwner, r.newOwner, listOrNobody(r.simulated), listOrNobody(r.heard), last)
+		fmt.Fprintf(tw, "  %s\t%s\t%s → %s\t%s\t%s\t%s\t%s\n", r.shard, r.unit, r.oldOwner, r.newOwner, listOrNobody(r.simulated), shown[r.shard], listOrNobody(r.heard), last)
 	}
 	_ = tw.Flush()
 
