@@ -570,6 +570,12 @@ func (c *collection) jsz(ctx context.Context, srv snapshot.Server, pinged bool) 
 		c.problem(srv.Name, "JSZ", err)
 		return
 	}
+	c.mu.Lock()
+	if c.snap.Counts == nil {
+		c.snap.Counts = map[string]snapshot.JetStreamCounts{}
+	}
+	c.snap.Counts[srv.ID] = summary.counts()
+	c.mu.Unlock()
 	c.log.Debug("audit plans JSZ pages", "server", srv.Name, "estimate", plan.total, "accounts", plan.accounts, "page", plan.pageSize)
 	c.jszPages(ctx, srv, plan)
 }

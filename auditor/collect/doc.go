@@ -15,7 +15,8 @@
 //   - jsz.go: the projection of JSZ; jszdecode.go: its one-pass decoder over
 //     the JSON scanner of internal/jsonscan; pulldecode.go: what JSZ says
 //     of who pulls a consumer with a priority policy.
-//   - summaries.go: the census's JSZ counts, asked once by broadcast.
+//   - summaries.go: the census's JSZ counts, asked once by broadcast;
+//     drift.go: the same counts asked again and held against an audit's.
 //   - inflight.go: the bound on JSZ reply bytes asked for and not yet read,
 //     and the pages JSZ is asked in.
 //   - pullwatch.go: who pulls each consumer, heard through the system

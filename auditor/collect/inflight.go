@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 	json "github.com/segmentio/encoding/json"
 	"golang.org/x/sync/semaphore"
 )
@@ -122,6 +123,14 @@ func decodeJSZSummary(data []byte) (*jszSummary, error) {
 		return nil, fmt.Errorf("malformed reply: %w", err)
 	}
 	return &resp, nil
+}
+
+// counts are the summary's streams and consumers; zero without data.
+func (resp *jszSummary) counts() snapshot.JetStreamCounts {
+	if resp.Data == nil {
+		return snapshot.JetStreamCounts{}
+	}
+	return snapshot.JetStreamCounts{Streams: resp.Data.Streams, Consumers: resp.Data.Consumers}
 }
 
 // plan is the estimate of the server's pages, asked at pageSize.

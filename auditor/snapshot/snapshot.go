@@ -39,6 +39,12 @@ type Snapshot struct {
 	// Problems are requests that failed or replies that could not be used.
 	Problems []Problem
 
+	// Counts are the JetStream counts each JetStream server gave the
+	// census (JSZ without accounts), by server id: what a later check
+	// holds them against to tell whether anything was created, deleted or
+	// moved since (collect.Drift).
+	Counts map[string]JetStreamCounts
+
 	// Pulls is what the audit heard of who pulls the consumers; nil when
 	// it did not listen.
 	Pulls *PullSight
@@ -77,6 +83,13 @@ type Server struct {
 	// (FeatureFlagsSince on): its version's defaults merged with its
 	// config. Nil for a server that reports none.
 	FeatureFlags map[string]bool `json:"feature_flags,omitempty"`
+}
+
+// JetStreamCounts are the streams and consumers a JetStream server hosts,
+// its replicas included, as its JSZ counts them.
+type JetStreamCounts struct {
+	Streams   int `json:"streams"`
+	Consumers int `json:"consumers"`
 }
 
 // SetVersion records the version a server reported: the text as it came,
