@@ -72,7 +72,7 @@ bench-freshness: servers build
 
 # The pull watch (docs/pulls.md): a puller across leader elections with and
 # without it, then its cost at 10,000 pinned consumers, the servers' and the
-# auditor's (about 20 and 40 minutes). Prints the tables BENCHMARKS.md's two
+# auditor's (about 4 minutes, then 8 to 22). Prints the tables BENCHMARKS.md's two
 # pull-watch sections quote, to .cache/bench/. Not part of `make test`.
 bench-pulls: servers build
 	@mkdir -p .cache/bench
