@@ -35,6 +35,8 @@ var (
 	lastAuditDesc   = desc("last_audit_timestamp_seconds", "When the last audit finished, complete or not, in seconds since the epoch (0: never).")
 	durationDesc    = desc("audit_duration_seconds", "How long the last audit took.")
 	auditsDesc      = desc("audits_total", "Audits run since the auditor started.")
+	checksDesc      = desc("audit_checks_total", "Checks serve ran instead of a full audit since the auditor started (--audit.full-interval): every server's JetStream counts asked in one broadcast, found unchanged since the last full audit.")
+	checkAuditsDesc = desc("audit_check_audits_total", "Full audits started because a check found the JetStream counts changed, a server silent, or could not check (--audit.full-interval).")
 	pinChangesDesc  = desc("consumer_pin_changes_total", "Pins of pinned_client consumers whose holder changed from one audit to the next, as their leaders reported them, since the auditor started: reason pin under the same leader (the pin lapsed or went to another pull), leader_change with a new leader (which starts with no pin: whoever pulls next takes it).", "reason")
 	floorDesc       = desc("floor_info", "The version floor the last audit held the servers against.", "floor")
 	statusDesc      = desc("status", "Overall status of the last audit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
@@ -136,7 +138,7 @@ func NewCollector(latest func() findings.Result, maxAssetSeries int) *Collector 
 
 // Describe sends the descriptors of every metric the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{upDesc, lastSuccessDesc, lastAuditDesc, durationDesc, auditsDesc, pinChangesDesc, floorDesc,
+	for _, d := range []*prometheus.Desc{upDesc, lastSuccessDesc, lastAuditDesc, durationDesc, auditsDesc, checksDesc, checkAuditsDesc, pinChangesDesc, floorDesc,
 		statusDesc, findingsDesc, serverInfoDesc, serverBelowDesc, serverFlagDesc, serverMissingDesc, clusterVerDesc, clusterLevelDesc, consumerLedDesc,
 		streamLedDesc, leafDesc, pullersDesc, droppedDesc} {
 		ch <- d
@@ -178,6 +180,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(ch, lastSuccessDesc, unixSeconds(res, false))
 	gauge(ch, lastAuditDesc, unixSeconds(res, true))
 	ch <- prometheus.MustNewConstMetric(auditsDesc, prometheus.CounterValue, float64(res.Audits))
+	ch <- prometheus.MustNewConstMetric(checksDesc, prometheus.CounterValue, float64(res.Checks))
+	ch <- prometheus.MustNewConstMetric(checkAuditsDesc, prometheus.CounterValue, float64(res.CheckAudits))
 	ch <- prometheus.MustNewConstMetric(pinChangesDesc, prometheus.CounterValue, float64(res.PinChanges.Pin), "pin")
 	ch <- prometheus.MustNewConstMetric(pinChangesDesc, prometheus.CounterValue, float64(res.PinChanges.WithLeader), "leader_change")
 

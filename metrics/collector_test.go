@@ -41,6 +41,12 @@ nats_version_auditor_audits_total 3
 # TYPE nats_version_auditor_consumer_pin_changes_total counter
 nats_version_auditor_consumer_pin_changes_total{reason="leader_change"} 0
 nats_version_auditor_consumer_pin_changes_total{reason="pin"} 0
+# HELP nats_version_auditor_audit_check_audits_total Full audits started because a check found the JetStream counts changed, a server silent, or could not check (--audit.full-interval).
+# TYPE nats_version_auditor_audit_check_audits_total counter
+nats_version_auditor_audit_check_audits_total 0
+# HELP nats_version_auditor_audit_checks_total Checks serve ran instead of a full audit since the auditor started (--audit.full-interval): every server's JetStream counts asked in one broadcast, found unchanged since the last full audit.
+# TYPE nats_version_auditor_audit_checks_total counter
+nats_version_auditor_audit_checks_total 0
 # HELP nats_version_auditor_audit_duration_seconds How long the last audit took.
 # TYPE nats_version_auditor_audit_duration_seconds gauge
 nats_version_auditor_audit_duration_seconds 0.25
@@ -149,11 +155,11 @@ nats_version_auditor_last_success_timestamp_seconds 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	// up, status, the two timestamps, audits_total, the two pin change
-	// counts and a findings count per code; no floor_info before an audit
-	// has held anything against one.
-	if n := testutil.CollectAndCount(c); n != 7+len(findings.Codes) {
-		t.Errorf("%d series before the first audit, want the %d fixed ones", n, 7+len(findings.Codes))
+	// up, status, the two timestamps, audits_total, the two check
+	// counters, the two pin change counts and a findings count per code; no
+	// floor_info before an audit has held anything against one.
+	if n := testutil.CollectAndCount(c); n != 9+len(findings.Codes) {
+		t.Errorf("%d series before the first audit, want the %d fixed ones", n, 9+len(findings.Codes))
 	}
 	if n := testutil.CollectAndCount(c, "nats_version_auditor_floor_info"); n != 0 {
 		t.Errorf("floor_info before the first audit")

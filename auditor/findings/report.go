@@ -99,6 +99,12 @@ type Result struct {
 	// such applications since the auditor started.
 	Amended    time.Time
 	Amendments uint64
+	// Checked is when a check last found nothing changed since the audit
+	// whose result stood (serve's drift check; zero: never); Checks counts
+	// those, CheckAudits the audits a check's difference started.
+	Checked     time.Time
+	Checks      uint64
+	CheckAudits uint64
 	// PinChanges counts the pin changes seen from each audit to the next
 	// (CountPinChanges), since the auditor started.
 	PinChanges PinChanges

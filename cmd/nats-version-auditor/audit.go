@@ -146,6 +146,29 @@ func (p *pipeline) reevaluate(snap *snapshot.Snapshot) *findings.Report {
 	return auditor.Evaluate(snap, pol)
 }
 
+// drift is serve's check between full audits (collect.Drift): what differs
+// from last's counts, "" when nothing does. Where last has pinned_client
+// consumers and pulls are heard, who waits on each is in its leader's JSZ
+// only, so every audit there is full.
+func (p *pipeline) drift(ctx context.Context, last *findings.Report) (string, error) {
+	if last.Snapshot == nil {
+		return "no snapshot", nil
+	}
+	if p.pulls != nil && last.Snapshot.HasPinned() {
+		return "pinned_client consumers whose pulls are heard: their leaders' records are read in full", nil
+	}
+	nc, done, err := p.conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	wait := p.options.Timeout
+	if wait <= 0 {
+		wait = collect.DefaultTimeout
+	}
+	return collect.Drift(ctx, nc, last.Snapshot, wait)
+}
+
 // hearPulls listens, where snap has a pinned_client consumer, to the
 // pulls of the accounts the system account imports them from, for
 // pullWatch, then writes who pulled into snap. It listens only after the

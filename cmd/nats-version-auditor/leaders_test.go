@@ -86,3 +86,47 @@ func TestLeaderChangeShowsWithoutAnAudit(t *testing.T) {
 		})
 	}
 }
+
+// TestServeChecksBetweenFullAudits: with --audit.full-interval, scrapes due
+// an audit ask the servers' JetStream counts instead (audit_checks_total
+// grows, audits_total does not), and a consumer created since, which
+// changes its servers' counts (their JSZ), is shown by the full audit the
+// check starts.
+func TestServeChecksBetweenFullAudits(t *testing.T) {
+	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.Floor), node("n3", natstest.New))
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	addStreamAndConsumer(t, app, "ORDERS", "first", 3)
+	d := startServe(t, append(sys.SysArgs("n1"), "--audit.min-interval", "100ms", "--audit.full-interval", "1h", "--timeout", "3s",
+		// Events would audit on the new consumer's election: only the check may here.
+		"--no-audit.events")...)
+	d.waitReady(t, 30*time.Second)
+	audits := value(d.scrape(t), "nats_version_auditor_audits_total")
+	err := natstest.Eventually(30*time.Second, func() error {
+		mfs := d.scrape(t)
+		if v := value(mfs, "nats_version_auditor_audit_checks_total"); v < 3 {
+			return fmt.Errorf("audit_checks_total %v", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("scrapes ran no checks: %v\n%s", err, d.stderr)
+	}
+	if v := value(d.scrape(t), "nats_version_auditor_audits_total"); v != audits {
+		t.Errorf("audits_total %v, was %v: scrapes with nothing changed audited in full", v, audits)
+	}
+	addStreamAndConsumer(t, app, "LATER", "second", 3)
+	err = natstest.Eventually(30*time.Second, func() error {
+		d.scrape(t)
+		code, c, _ := d.ConsumerAt(t, "LATER", "second", "")
+		if code != http.StatusOK || c.Leader == "" {
+			return fmt.Errorf("%d leader %q", code, c.Leader)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a consumer created after the full audit never showed: %v\n%s", err, d.stderr)
+	}
+	if v := value(d.scrape(t), "nats_version_auditor_audit_check_audits_total"); v < 1 {
+		t.Errorf("audit_check_audits_total %v: the new consumer was shown by something else than a check's audit", v)
+	}
+}

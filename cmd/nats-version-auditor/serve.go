@@ -47,6 +47,7 @@ type serveCommand struct {
 
 	events           bool
 	eventMinInterval time.Duration
+	fullInterval     time.Duration
 }
 
 func addServeCommand(app *kingpin.Application) *serveCommand {
@@ -66,6 +67,9 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 		Default("true").BoolVar(&c.events)
 	c.cmd.Flag("audit.event-min-interval", "Least time between the start of any audit and one an event starts; bursts of events share one audit").
 		Default("1s").DurationVar(&c.eventMinInterval)
+	c.cmd.Flag("audit.full-interval", "With a duration, a scrape due an audit first asks every server its JetStream counts (one small broadcast) and audits in full only when they changed, "+
+		"or when the last full audit is this old or incomplete; events and the API's max_age still audit in full. 0: every audit is full (docs/exporter.md)").
+		Default("0s").DurationVar(&c.fullInterval)
 	c.cmd.Flag("metrics.max-asset-series", "Most per-asset (stream and consumer) series one scrape exposes").Default(fmt.Sprint(metrics.DefaultMaxAssetSeries)).IntVar(&c.maxAssetSeries)
 	c.cmd.Flag("metrics.system", "Name of the NATS system this auditor watches, exported as the label "+metrics.SystemLabel+
 		" on every series, so that alerts tell apart systems watched from one namespace (e.g. <nats namespace>/<nats release>)").
@@ -89,6 +93,9 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (findings.Severity, 
 	}
 	if err := a.conn.validate(); err != nil {
 		return findings.Unknown, err
+	}
+	if c.fullInterval < 0 {
+		return findings.Unknown, fmt.Errorf("--audit.full-interval %s: must be 0 or positive", c.fullInterval)
 	}
 	if c.eventMinInterval <= 0 {
 		return findings.Unknown, fmt.Errorf("--audit.event-min-interval %s: must be positive", c.eventMinInterval)
@@ -115,6 +122,9 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (findings.Severity, 
 		// snapshot; a sidecar's audit, of its own server only, waits for
 		// the next audit.
 		sched.SetReevaluate(p.reevaluate)
+		if c.fullInterval > 0 {
+			sched.SetDriftCheck(p.drift, c.fullInterval)
+		}
 	}
 	var eventMetrics []prometheus.Collector
 	if c.events {

@@ -426,7 +426,7 @@ func (a *api) result(ctx context.Context, maxAge time.Duration, bounded bool) (f
 	}
 	fresh := func() bool { return res.Report != nil && !res.Report.Snapshot.Started.Before(oldest) }
 	for i := 0; i < 2 && !fresh() && ctx.Err() == nil; i++ {
-		res = a.sched.Get(ctx)
+		res = a.sched.GetFull(ctx)
 	}
 	return res, fresh()
 }

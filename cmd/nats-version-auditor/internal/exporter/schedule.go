@@ -68,6 +68,12 @@ type Scheduler struct {
 	// change was applied: pin changes are counted from one audit to the
 	// next.
 	full *findings.Report
+
+	// check tells whether anything the audit whose result stands counted
+	// has changed ("" when nothing has); a Get within fullInterval of that
+	// audit's start asks it instead of auditing (SetDriftCheck).
+	check        func(context.Context, *findings.Report) (string, error)
+	fullInterval time.Duration
 }
 
 // NewScheduler returns a Scheduler whose audits run under base: cancelling
@@ -150,6 +156,17 @@ func (s *Scheduler) Amend(changes []snapshot.LeaderChange) (unseen, stale []snap
 	return unseen, stale
 }
 
+// SetDriftCheck makes a Get that finds the last result older than
+// MinInterval ask check first, while the audit whose result stands started
+// less than fullInterval ago and was complete: only a difference check
+// names (or an error) starts an audit. Requests (events) and GetFull always
+// audit. Call it before the first Get.
+func (s *Scheduler) SetDriftCheck(check func(context.Context, *findings.Report) (string, error), fullInterval time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.check, s.fullInterval = check, fullInterval
+}
+
 // Latest returns the latest result without starting an audit.
 func (s *Scheduler) Latest() findings.Result {
 	s.mu.Lock()
@@ -157,16 +174,39 @@ func (s *Scheduler) Latest() findings.Result {
 	return s.last
 }
 
-// Get returns a result no older than MinInterval, running an audit if there
-// is none, or waiting for the one already running. If ctx ends first it
-// returns the latest result there is.
+// Get returns a result no older than MinInterval, running an audit (or,
+// with SetDriftCheck, a check) if there is none, or waiting for the one
+// already running. If ctx ends first it returns the latest result there
+// is.
 func (s *Scheduler) Get(ctx context.Context) findings.Result {
+	return s.get(ctx, false)
+}
+
+// GetFull is Get counting only full audits: a result a check confirmed
+// since is not enough.
+func (s *Scheduler) GetFull(ctx context.Context) findings.Result {
+	return s.get(ctx, true)
+}
+
+func (s *Scheduler) get(ctx context.Context, full bool) findings.Result {
 	s.mu.Lock()
-	if s.last.Report != nil && s.now().Sub(s.last.Finished) < s.minInterval {
+	seen := s.last.Finished
+	if !full && s.last.Checked.After(seen) {
+		seen = s.last.Checked
+	}
+	if s.last.Report != nil && s.now().Sub(seen) < s.minInterval {
 		defer s.mu.Unlock()
 		return s.last
 	}
-	running := s.startLocked()
+	var running chan struct{}
+	if !full && s.running == nil && s.lightLocked() {
+		running = make(chan struct{})
+		s.running = running
+		s.starts = append(s.starts, s.now())
+		go s.runCheck(running, s.starts[len(s.starts)-1], s.full)
+	} else {
+		running = s.startLocked()
+	}
 	s.mu.Unlock()
 
 	select {
@@ -174,6 +214,49 @@ func (s *Scheduler) Get(ctx context.Context) findings.Result {
 	case <-ctx.Done():
 	}
 	return s.Latest()
+}
+
+// lightLocked reports whether a check may stand in for an audit now.
+func (s *Scheduler) lightLocked() bool {
+	return s.check != nil && s.fullInterval > 0 && s.full != nil && s.full.Complete() && s.now().Sub(s.newest) < s.fullInterval
+}
+
+// runCheck asks the check about full; if nothing changed, the result stands
+// as it is and counts as checked, else an audit runs in the same turn, its
+// callers waiting on done.
+func (s *Scheduler) runCheck(done chan struct{}, started time.Time, full *findings.Report) {
+	reason, err := s.check(s.base, full)
+	if err == nil && reason == "" {
+		s.mu.Lock()
+		s.last.Checked = s.now()
+		s.last.Checks++
+		s.starts = slices.DeleteFunc(s.starts, started.Equal)
+		s.endLocked(done)
+		s.mu.Unlock()
+		close(done)
+		return
+	}
+	s.log.Debug("the check asks for an audit", "reason", reason, "err", err)
+	s.mu.Lock()
+	s.last.CheckAudits++
+	// A full audit from here: it serves any pending request too.
+	s.starts = slices.DeleteFunc(s.starts, started.Equal)
+	s.beginLocked()
+	started = s.lastStart
+	s.mu.Unlock()
+	s.run(done, started)
+}
+
+// endLocked notes that the run done closes is over.
+func (s *Scheduler) endLocked(done chan struct{}) {
+	if done == s.running {
+		s.running = nil
+	} else {
+		s.overtaking = nil
+	}
+	if s.pending {
+		s.armLocked()
+	}
 }
 
 // SetRequestInterval sets the least time between the start of any audit and
@@ -324,14 +407,7 @@ func (s *Scheduler) run(done chan struct{}, started time.Time) {
 		s.last.Report = r
 	}
 	s.pruneChangesLocked()
-	if done == s.running {
-		s.running = nil
-	} else {
-		s.overtaking = nil
-	}
-	if s.pending {
-		s.armLocked()
-	}
+	s.endLocked(done)
 	s.mu.Unlock()
 	close(done)
 	if stale {

@@ -427,3 +427,52 @@ func hasCode(fs []findings.Finding, c findings.Code) bool {
 	}
 	return false
 }
+
+// TestSchedulerChecksBetweenFullAudits: with a drift check, a Get due an
+// audit asks the check while the last full audit is younger than the full
+// interval, and audits only when the check names a difference, fails, or
+// the full interval has passed; GetFull and Request always audit, and a
+// check does not take a pending Request's place.
+func TestSchedulerChecksBetweenFullAudits(t *testing.T) {
+	var audits, checks atomic.Int32
+	audit := func(context.Context) *findings.Report {
+		audits.Add(1)
+		return leaderAudit(func() string { return "n1" }, nil)(context.Background())
+	}
+	var diff atomic.Value
+	diff.Store("")
+	s := NewScheduler(context.Background(), audit, time.Second, nil)
+	s.SetDriftCheck(func(context.Context, *findings.Report) (string, error) {
+		checks.Add(1)
+		return diff.Load().(string), nil
+	}, time.Hour)
+	now := time.Now()
+	s.now = func() time.Time { return now }
+	step := func() findings.Result {
+		now = now.Add(2 * time.Second)
+		return s.Get(context.Background())
+	}
+	s.Get(context.Background())
+	for range 3 {
+		step()
+	}
+	if r := s.Latest(); audits.Load() != 1 || checks.Load() != 3 || r.Checks != 3 || r.Checked.IsZero() {
+		t.Fatalf("3 Gets within the full interval: %d audits, %d checks (%d counted)", audits.Load(), checks.Load(), r.Checks)
+	}
+	diff.Store("n2 hosts 1 more consumer")
+	if r := step(); audits.Load() != 2 || r.CheckAudits != 1 || r.Audits != 2 {
+		t.Fatalf("a check that found a difference: %d audits, %d check audits", audits.Load(), r.CheckAudits)
+	}
+	diff.Store("")
+	if s.GetFull(context.Background()); audits.Load() != 2 {
+		t.Fatalf("GetFull within the min interval audited again")
+	}
+	now = now.Add(2 * time.Second)
+	if s.GetFull(context.Background()); audits.Load() != 3 {
+		t.Fatalf("GetFull past the min interval: %d audits, want a full one", audits.Load())
+	}
+	now = now.Add(2 * time.Hour)
+	if step(); audits.Load() != 4 {
+		t.Fatalf("past the full interval: %d audits, want a full one", audits.Load())
+	}
+}
