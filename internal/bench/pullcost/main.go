@@ -113,7 +113,7 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds: one window per condition each")
 	flag.DurationVar(&cfg.window, "window", 60*time.Second, "length of a window")
 	flag.DurationVar(&cfg.scrapeEvery, "scrape", 15*time.Second, "scrape interval of serve in (B) and (C)")
-	flag.StringVar(&cfg.only, "only", "ABCD", "the conditions to run")
+	flag.StringVar(&cfg.only, "only", "ABCDE", "the conditions to run")
 	flag.IntVar(&cfg.steady, "steady", 3, "(B): windows once every puller is named")
 	flag.IntVar(&cfg.maxStart, "max-start", 12, "(B): most windows to wait, from serve's start, for CONNZ to name every puller")
 	flag.Parse()
@@ -137,6 +137,8 @@ var conditions = []condition{
 	{"A", "(A) no auditor", func(config) time.Duration { return 0 }, func(*bench) *measured { return nil }},
 	{"C", "(C) serve --pull-watch 0", func(c config) time.Duration { return 2*c.scrapeEvery - time.Second },
 		func(b *bench) *measured { return b.startServe(false) }},
+	{"E", "(E) serve --pull-watch 0 --audit.full-interval 5m", func(c config) time.Duration { return 2*c.scrapeEvery - time.Second },
+		func(b *bench) *measured { return b.startServe(false, "--audit.full-interval", "5m") }},
 	{"D", "(D) bare subscriber on the import", func(config) time.Duration { return 0 },
 		func(b *bench) *measured { return b.startSubscriber() }},
 }
@@ -490,7 +492,7 @@ func (b *bench) launch(cmd *exec.Cmd, connName, log string) *measured {
 
 // startServe starts `serve` connected to at, listening to the pulls or not,
 // waits until it answers /healthz and starts scraping it.
-func (b *bench) startServe(pullWatch bool) *measured {
+func (b *bench) startServe(pullWatch bool, extra ...string) *measured {
 	h := b.h
 	addr := natstest.FreeAddr(h)
 	args := append([]string{"serve"}, b.sys.SysArgs(at)...)
@@ -498,6 +500,7 @@ func (b *bench) startServe(pullWatch bool) *measured {
 	if !pullWatch {
 		args = append(args, "--pull-watch", "0")
 	}
+	args = append(args, extra...)
 	log := filepath.Join(b.dir, fmt.Sprintf("serve-%d.log", time.Now().UnixNano()))
 	logf, err := os.Create(log)
 	must(h, err)
