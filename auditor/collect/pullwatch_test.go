@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -84,6 +85,14 @@ func TestSubjectsMatch(t *testing.T) {
 	} {
 		if got := s.match(subject); got != want {
 			t.Errorf("match(%q) = %v, want %v", subject, got, want)
+		}
+		// The server's own matching agrees.
+		server := false
+		for _, sub := range []string{"_INBOX_a.q5gMdhiHKTpfhEbT1ju9rX", "_INBOX_a.q5gMdhiHKTpfhEbT1juA1d.*", "app.>"} {
+			server = server || natsserver.SubjectMatchesFilter(subject, sub)
+		}
+		if server != want {
+			t.Errorf("nats-server matches %q: %v, the test wants %v", subject, server, want)
 		}
 	}
 }

@@ -27,7 +27,7 @@ type LeaderChange struct {
 // and yet was elected before it: the advisories arrived out of order, and
 // which leader is the latest only an audit can tell.
 func (c LeaderChange) OutOfOrder(earlier LeaderChange) bool {
-	return c.key() == earlier.key() && c.Leader != earlier.Leader && c.Elected.Before(earlier.Elected)
+	return c.Key() == earlier.Key() && c.Leader != earlier.Leader && c.Elected.Before(earlier.Elected)
 }
 
 // Label names the asset as findings do, by the account id alone.
@@ -39,17 +39,19 @@ func (c LeaderChange) Label() string {
 	return n
 }
 
-func (c LeaderChange) key() assetKey {
-	return assetKey{kind: c.Kind, domain: c.Domain, account: c.Account, stream: c.Stream, consumer: c.Consumer}
+// Key is the asset the change is of: a map key.
+func (c LeaderChange) Key() AssetKey {
+	return AssetKey{kind: c.Kind, domain: c.Domain, account: c.Account, stream: c.Stream, consumer: c.Consumer}
 }
 
-type assetKey struct {
+// AssetKey names a stream or consumer across accounts and domains.
+type AssetKey struct {
 	kind                              releases.AssetKind
 	domain, account, stream, consumer string
 }
 
-func keyOf(a *Asset) assetKey {
-	return assetKey{kind: a.Kind, domain: a.Domain, account: a.Account, stream: a.Stream, consumer: a.Consumer}
+func keyOf(a *Asset) AssetKey {
+	return AssetKey{kind: a.Kind, domain: a.Domain, account: a.Account, stream: a.Stream, consumer: a.Consumer}
 }
 
 // WithLeaders returns a copy of s in which each change's asset is led by its
@@ -64,18 +66,18 @@ func keyOf(a *Asset) assetKey {
 // pulls it, what the leader showed of its peers): the new leader has its
 // own, which only an audit reads.
 func (s *Snapshot) WithLeaders(changes []LeaderChange) (out *Snapshot, unseen, stale []LeaderChange) {
-	latest := make(map[assetKey]LeaderChange, len(changes))
+	latest := make(map[AssetKey]LeaderChange, len(changes))
 	for _, c := range changes {
-		latest[c.key()] = c
+		latest[c.Key()] = c
 	}
 	cp := *s
-	applied := map[assetKey]bool{}
+	applied := map[AssetKey]bool{}
 	cp.Streams, stale = withLeaders(s.Streams, latest, applied, stale)
 	cp.Consumers, stale = withLeaders(s.Consumers, latest, applied, stale)
 	for _, c := range changes {
-		if !applied[c.key()] {
-			unseen = append(unseen, latest[c.key()])
-			applied[c.key()] = true // one entry per asset
+		if !applied[c.Key()] {
+			unseen = append(unseen, latest[c.Key()])
+			applied[c.Key()] = true // one entry per asset
 		}
 	}
 	return &cp, unseen, stale
@@ -84,7 +86,7 @@ func (s *Snapshot) WithLeaders(changes []LeaderChange) (out *Snapshot, unseen, s
 // withLeaders returns assets with the changes in latest applied, cloned
 // only if one applies; applied records the keys it applied, and stale
 // gets those of assets with facts of their old leader's.
-func withLeaders(assets []Asset, latest map[assetKey]LeaderChange, applied map[assetKey]bool, stale []LeaderChange) ([]Asset, []LeaderChange) {
+func withLeaders(assets []Asset, latest map[AssetKey]LeaderChange, applied map[AssetKey]bool, stale []LeaderChange) ([]Asset, []LeaderChange) {
 	var out []Asset
 	for i := range assets {
 		c, ok := latest[keyOf(&assets[i])]
@@ -99,7 +101,7 @@ func withLeaders(assets []Asset, latest map[assetKey]LeaderChange, applied map[a
 			stale = append(stale, c)
 		}
 		a.Leader = c.Leader
-		applied[c.key()] = true
+		applied[c.Key()] = true
 	}
 	if out == nil {
 		return assets, stale

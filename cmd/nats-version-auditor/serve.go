@@ -97,6 +97,9 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (findings.Severity, 
 	if c.fullInterval < 0 {
 		return findings.Unknown, fmt.Errorf("--audit.full-interval %s: must be 0 or positive", c.fullInterval)
 	}
+	if c.fullInterval > 0 && c.scope == scopeServer {
+		return findings.Unknown, fmt.Errorf("--audit.full-interval %s: only with --scope cluster; a sidecar's audit asks its own server only", c.fullInterval)
+	}
 	if c.eventMinInterval <= 0 {
 		return findings.Unknown, fmt.Errorf("--audit.event-min-interval %s: must be positive", c.eventMinInterval)
 	}

@@ -62,6 +62,8 @@ type Scheduler struct {
 	// running, or the one whose result stands, started: an audit that
 	// started before a change may have read the asset before it.
 	changes []snapshot.LeaderChange
+	// latest indexes changes (latestLocked); nil: to be built again.
+	latest map[snapshot.AssetKey]snapshot.LeaderChange
 	// starts are when the running audits started.
 	starts []time.Time
 	// full is the report of the audit whose result stands, before any
@@ -116,15 +118,15 @@ func (s *Scheduler) Amend(changes []snapshot.LeaderChange) (unseen, stale []snap
 	s.mu.Lock()
 	var inOrder []snapshot.LeaderChange
 	for _, c := range changes {
-		late := s.full != nil && s.full.Snapshot != nil && c.Elected.Before(s.full.Snapshot.Started)
-		for _, p := range s.changes {
-			late = late || c.OutOfOrder(p)
-		}
-		if late {
+		p, heard := s.latestLocked()[c.Key()]
+		if heard && c.OutOfOrder(p) || s.full != nil && s.full.Snapshot != nil && c.Elected.Before(s.full.Snapshot.Started) {
 			stale = append(stale, c)
 			continue
 		}
 		s.changes = append(s.changes, c)
+		if !heard || p.Elected.Before(c.Elected) {
+			s.latest[c.Key()] = c
+		}
 		inOrder = append(inOrder, c)
 	}
 	if len(s.starts) == 0 {
@@ -132,7 +134,7 @@ func (s *Scheduler) Amend(changes []snapshot.LeaderChange) (unseen, stale []snap
 		// telling the order of advisories, which arrive within moments of
 		// each other or not at all.
 		i, _ := slices.BinarySearchFunc(s.changes, s.now().Add(-orderWindow), func(c snapshot.LeaderChange, t time.Time) int { return c.Heard.Compare(t) })
-		s.changes = slices.Delete(s.changes, 0, i)
+		s.forgetChangesLocked(i)
 	}
 	last, reevaluate := s.last.Report, s.reevaluate
 	s.mu.Unlock()
@@ -350,7 +352,31 @@ func (s *Scheduler) pruneChangesLocked() {
 		}
 	}
 	i, _ := slices.BinarySearchFunc(s.changes, oldest, func(c snapshot.LeaderChange, t time.Time) int { return c.Heard.Compare(t) })
-	s.changes = slices.Delete(s.changes, 0, i)
+	s.forgetChangesLocked(i)
+}
+
+// forgetChangesLocked drops the first n changes kept.
+func (s *Scheduler) forgetChangesLocked(n int) {
+	if n > 0 {
+		s.changes = slices.Delete(s.changes, 0, n)
+		s.latest = nil
+	}
+}
+
+// latestLocked is the latest elected of the changes kept, by asset: what a
+// change heard next is held against to tell whether it arrived out of
+// order. It is built again only after changes are forgotten, so a burst
+// of advisories (a restart moves many leaders) costs one lookup each.
+func (s *Scheduler) latestLocked() map[snapshot.AssetKey]snapshot.LeaderChange {
+	if s.latest == nil {
+		s.latest = make(map[snapshot.AssetKey]snapshot.LeaderChange, len(s.changes))
+		for _, c := range s.changes {
+			if p, ok := s.latest[c.Key()]; !ok || p.Elected.Before(c.Elected) {
+				s.latest[c.Key()] = c
+			}
+		}
+	}
+	return s.latest
 }
 
 // beginLocked notes an audit's start: it serves any pending request.
