@@ -84,6 +84,7 @@ nats:
 audit:
   floor: "2.15"
   minInterval: 30s
+  fullInterval: 10m
 web:
   config:
     existingSecret: auditor-web-config
@@ -140,7 +141,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	c := d.Spec.Template.Spec.Containers[0]
 	want := map[string]string{
 		"server": "nats://nats.nats.svc:4222", "metrics.system": "nats/nats", "creds": "/etc/nats-version-auditor/creds/sys.creds", "floor": "2.14.0",
-		"scope": "cluster", "audit.min-interval": "15s", "metrics.max-asset-series": "500", "timeout": "5s",
+		"scope": "cluster", "audit.min-interval": "15s", "audit.full-interval": "5m", "metrics.max-asset-series": "500", "timeout": "5s",
 		"web.listen-address": ":7779", "web.telemetry-path": "/metrics", "log.level": "info", "log.format": "logfmt",
 	}
 	for f, v := range want {
@@ -189,7 +190,7 @@ func TestHelmTemplateContext(t *testing.T) {
 	spec := d.Spec.Template.Spec
 	c := spec.Containers[0]
 	for f, v := range map[string]string{
-		"context": "sys", "metrics.system": "payments/nats", "floor": "2.15", "audit.min-interval": "30s", "log.format": "json",
+		"context": "sys", "metrics.system": "payments/nats", "floor": "2.15", "audit.min-interval": "30s", "audit.full-interval": "10m", "log.format": "json",
 		"tlsca": "/etc/nats-version-auditor/tls/ca.crt", "tlscert": "/etc/nats-version-auditor/tls/tls.crt",
 		"tlskey": "/etc/nats-version-auditor/tls/tls.key", "web.config.file": "/etc/nats-version-auditor/web/web-config.yml",
 	} {
@@ -230,6 +231,20 @@ func TestHelmTemplateContext(t *testing.T) {
 	}
 	if sm.Spec.Endpoints[0].Scheme != "https" || sm.Spec.Endpoints[0].TLSConfig["insecureSkipVerify"] != true {
 		t.Errorf("web.tls: ServiceMonitor endpoint %+v does not scrape over HTTPS with the tlsConfig", sm.Spec.Endpoints[0])
+	}
+}
+
+// TestHelmTemplateScopeServer: --scope server audits its own server only
+// and refuses --audit.full-interval (exit 3), so the chart leaves it out.
+func TestHelmTemplateScopeServer(t *testing.T) {
+	t.Parallel()
+	objs := render(t, "scope-server", "audit:\n  scope: server\n  fullInterval: 10m\n")
+	c := one[appsv1.Deployment](t, "scope server", objs).Spec.Template.Spec.Containers[0]
+	if v, _ := flagValue(c.Args, "scope"); v != "server" {
+		t.Errorf("--scope=%q", v)
+	}
+	if v, ok := flagValue(c.Args, "audit.full-interval"); ok {
+		t.Errorf("--audit.full-interval=%q with --scope server: serve would exit 3", v)
 	}
 }
 

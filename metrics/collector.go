@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
@@ -30,18 +31,20 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 const accountHelp = " account is the account's id: its name, or in operator (JWT) mode its public key, with account_name the name in its JWT."
 
 var (
-	upDesc          = desc("up", "1 if the last audit reached every expected server and read every reply, else 0.")
-	lastSuccessDesc = desc("last_success_timestamp_seconds", "When the last complete audit finished, in seconds since the epoch (0: never).")
-	lastAuditDesc   = desc("last_audit_timestamp_seconds", "When the last audit finished, complete or not, in seconds since the epoch (0: never).")
-	durationDesc    = desc("audit_duration_seconds", "How long the last audit took.")
-	auditsDesc      = desc("audits_total", "Audits run since the auditor started.")
-	checksDesc      = desc("audit_checks_total", "Checks serve ran instead of a full audit since the auditor started (--audit.full-interval): every server's JetStream counts asked in one broadcast, found unchanged since the last full audit.")
-	checkAuditsDesc = desc("audit_check_audits_total", "Full audits started because a check found the JetStream counts changed, a server silent, or could not check (--audit.full-interval).")
-	pinChangesDesc  = desc("consumer_pin_changes_total", "Pins of pinned_client consumers whose holder changed from one audit to the next, as their leaders reported them, since the auditor started: reason pin under the same leader (the pin lapsed or went to another pull), leader_change with a new leader (which starts with no pin: whoever pulls next takes it).", "reason")
-	floorDesc       = desc("floor_info", "The version floor the last audit held the servers against.", "floor")
-	statusDesc      = desc("status", "Overall status of the last audit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
-	findingsDesc    = desc("findings", "Findings of the last audit by code.", "code", "severity")
-	serverInfoDesc  = desc("server_info", "A server that answered the last audit.",
+	upDesc           = desc("up", "1 if the last audit reached every expected server and read every reply, else 0.")
+	lastSuccessDesc  = desc("last_success_timestamp_seconds", "When the last complete audit finished, in seconds since the epoch (0: never).")
+	lastAuditDesc    = desc("last_audit_timestamp_seconds", "When the last audit finished, complete or not, in seconds since the epoch (0: never).")
+	durationDesc     = desc("audit_duration_seconds", "How long the last audit took.")
+	auditsDesc       = desc("audits_total", "Audits run since the auditor started.")
+	checksDesc       = desc("audit_checks_total", "Checks serve ran instead of a full audit since the auditor started (--audit.full-interval): every server's JetStream counts asked in one broadcast, found unchanged since the last full audit.")
+	startedDesc      = desc("audits_started_total", "Full audits started since the auditor started, by reason: first, no result yet; scrape, a scrape found the result older than --audit.min-interval (with --audit.full-interval 0); full_interval, --audit.full-interval passed since the last full audit; incomplete, the last audit was incomplete, which a check cannot stand in for; check, a check found the JetStream counts changed or a server silent, could not check, or cannot stand in (consumers with a priority policy); event, a server event, a leader change of an asset the result lacks, or a reconnect; max_age, an API request asked for a fresher audit.", "reason")
+	lastCheckDesc    = desc("last_check_timestamp_seconds", "When a check last found every server's JetStream counts unchanged since the last full audit, in seconds since the epoch (0: not since that audit; --audit.full-interval).")
+	leadersHeardDesc = desc("leaders_heard_timestamp_seconds", "When leader changes the servers announced (LEADER_ELECTED advisories) were last applied to the last full audit's result, in seconds since the epoch (0: the result is the audit's alone).")
+	pinChangesDesc   = desc("consumer_pin_changes_total", "Pins of pinned_client consumers whose holder changed from one audit to the next, as their leaders reported them, since the auditor started: reason pin under the same leader (the pin lapsed or went to another pull), leader_change with a new leader (which starts with no pin: whoever pulls next takes it).", "reason")
+	floorDesc        = desc("floor_info", "The version floor the last audit held the servers against.", "floor")
+	statusDesc       = desc("status", "Overall status of the last audit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
+	findingsDesc     = desc("findings", "Findings of the last audit by code.", "code", "severity")
+	serverInfoDesc   = desc("server_info", "A server that answered the last audit.",
 		"server_name", "server_id", "server_cluster", "server_domain", "server_version", "api_level")
 	serverBelowDesc   = desc("server_below_floor", "1 if the server runs a version below the floor, else 0.", "server_name", "server_cluster")
 	serverFlagDesc    = desc("server_feature_flag_enabled", "1 if the server's feature flag is on, else 0, as the server reports it in STATSZ (2.14.0 on; older servers have none): its config's value, else its release's default. js_raft_delete_range on makes a replicated mirror's leader propose deleteRangeOp, which a follower before 2.14.0 panics on; it is on by default from 2.15.0. js_snapshot_sources on (off by default) makes a 2.15 leader of a stream with sources send a snapshot that a follower before 2.15.0 cannot read.", "server_name", "server_cluster", "flag")
@@ -138,7 +141,7 @@ func NewCollector(latest func() findings.Result, maxAssetSeries int) *Collector 
 
 // Describe sends the descriptors of every metric the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{upDesc, lastSuccessDesc, lastAuditDesc, durationDesc, auditsDesc, checksDesc, checkAuditsDesc, pinChangesDesc, floorDesc,
+	for _, d := range []*prometheus.Desc{upDesc, lastSuccessDesc, lastAuditDesc, durationDesc, auditsDesc, checksDesc, startedDesc, lastCheckDesc, leadersHeardDesc, pinChangesDesc, floorDesc,
 		statusDesc, findingsDesc, serverInfoDesc, serverBelowDesc, serverFlagDesc, serverMissingDesc, clusterVerDesc, clusterLevelDesc, consumerLedDesc,
 		streamLedDesc, leafDesc, pullersDesc, droppedDesc} {
 		ch <- d
@@ -152,11 +155,7 @@ func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ..
 	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 }
 
-func unixSeconds(res findings.Result, last bool) float64 {
-	t := res.LastSuccess
-	if last {
-		t = res.Finished
-	}
+func unixSeconds(t time.Time) float64 {
 	if t.IsZero() {
 		return 0
 	}
@@ -177,11 +176,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(ch, upDesc, up)
 	gauge(ch, statusDesc, status)
-	gauge(ch, lastSuccessDesc, unixSeconds(res, false))
-	gauge(ch, lastAuditDesc, unixSeconds(res, true))
+	gauge(ch, lastSuccessDesc, unixSeconds(res.LastSuccess))
+	gauge(ch, lastAuditDesc, unixSeconds(res.Finished))
+	checked := res.Checked
+	if checked.Before(res.Finished) {
+		checked = time.Time{}
+	}
+	gauge(ch, lastCheckDesc, unixSeconds(checked))
+	gauge(ch, leadersHeardDesc, unixSeconds(res.Amended))
 	ch <- prometheus.MustNewConstMetric(auditsDesc, prometheus.CounterValue, float64(res.Audits))
 	ch <- prometheus.MustNewConstMetric(checksDesc, prometheus.CounterValue, float64(res.Checks))
-	ch <- prometheus.MustNewConstMetric(checkAuditsDesc, prometheus.CounterValue, float64(res.CheckAudits))
+	for reason, n := range res.Started {
+		ch <- prometheus.MustNewConstMetric(startedDesc, prometheus.CounterValue, float64(n), findings.AuditReason(reason).String())
+	}
 	ch <- prometheus.MustNewConstMetric(pinChangesDesc, prometheus.CounterValue, float64(res.PinChanges.Pin), "pin")
 	ch <- prometheus.MustNewConstMetric(pinChangesDesc, prometheus.CounterValue, float64(res.PinChanges.WithLeader), "leader_change")
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
@@ -41,9 +42,21 @@ nats_version_auditor_audits_total 3
 # TYPE nats_version_auditor_consumer_pin_changes_total counter
 nats_version_auditor_consumer_pin_changes_total{reason="leader_change"} 0
 nats_version_auditor_consumer_pin_changes_total{reason="pin"} 0
-# HELP nats_version_auditor_audit_check_audits_total Full audits started because a check found the JetStream counts changed, a server silent, or could not check (--audit.full-interval).
-# TYPE nats_version_auditor_audit_check_audits_total counter
-nats_version_auditor_audit_check_audits_total 0
+# HELP nats_version_auditor_audits_started_total Full audits started since the auditor started, by reason: first, no result yet; scrape, a scrape found the result older than --audit.min-interval (with --audit.full-interval 0); full_interval, --audit.full-interval passed since the last full audit; incomplete, the last audit was incomplete, which a check cannot stand in for; check, a check found the JetStream counts changed or a server silent, could not check, or cannot stand in (consumers with a priority policy); event, a server event, a leader change of an asset the result lacks, or a reconnect; max_age, an API request asked for a fresher audit.
+# TYPE nats_version_auditor_audits_started_total counter
+nats_version_auditor_audits_started_total{reason="check"} 0
+nats_version_auditor_audits_started_total{reason="event"} 1
+nats_version_auditor_audits_started_total{reason="first"} 1
+nats_version_auditor_audits_started_total{reason="full_interval"} 1
+nats_version_auditor_audits_started_total{reason="incomplete"} 0
+nats_version_auditor_audits_started_total{reason="max_age"} 0
+nats_version_auditor_audits_started_total{reason="scrape"} 0
+# HELP nats_version_auditor_last_check_timestamp_seconds When a check last found every server's JetStream counts unchanged since the last full audit, in seconds since the epoch (0: not since that audit; --audit.full-interval).
+# TYPE nats_version_auditor_last_check_timestamp_seconds gauge
+nats_version_auditor_last_check_timestamp_seconds 1.70000013e+09
+# HELP nats_version_auditor_leaders_heard_timestamp_seconds When leader changes the servers announced (LEADER_ELECTED advisories) were last applied to the last full audit's result, in seconds since the epoch (0: the result is the audit's alone).
+# TYPE nats_version_auditor_leaders_heard_timestamp_seconds gauge
+nats_version_auditor_leaders_heard_timestamp_seconds 1.70000012e+09
 # HELP nats_version_auditor_audit_checks_total Checks serve ran instead of a full audit since the auditor started (--audit.full-interval): every server's JetStream counts asked in one broadcast, found unchanged since the last full audit.
 # TYPE nats_version_auditor_audit_checks_total counter
 nats_version_auditor_audit_checks_total 0
@@ -112,6 +125,8 @@ func mixedFindings() string {
 
 func TestCollectorExposition(t *testing.T) {
 	res := mixedResult()
+	res.Started[findings.ReasonFirst], res.Started[findings.ReasonFullInterval], res.Started[findings.ReasonEvent] = 1, 1, 1
+	res.Amended, res.Checked = res.Finished.Add(20*time.Second), res.Finished.Add(30*time.Second)
 	c := NewCollector(func() findings.Result { return res }, 0)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(mixedExposition)); err != nil {
 		t.Fatal(err)
@@ -155,11 +170,13 @@ nats_version_auditor_last_success_timestamp_seconds 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	// up, status, the two timestamps, audits_total, the two check
-	// counters, the two pin change counts and a findings count per code; no
-	// floor_info before an audit has held anything against one.
-	if n := testutil.CollectAndCount(c); n != 9+len(findings.Codes) {
-		t.Errorf("%d series before the first audit, want the %d fixed ones", n, 9+len(findings.Codes))
+	// up, status, the four timestamps, audits_total, the check counter,
+	// the audits started by reason, the two pin change counts and a
+	// findings count per code; no floor_info before an audit has held
+	// anything against one.
+	fixed := 10 + int(findings.NumAuditReasons) + len(findings.Codes)
+	if n := testutil.CollectAndCount(c); n != fixed {
+		t.Errorf("%d series before the first audit, want the %d fixed ones", n, fixed)
 	}
 	if n := testutil.CollectAndCount(c, "nats_version_auditor_floor_info"); n != 0 {
 		t.Errorf("floor_info before the first audit")

@@ -14,10 +14,13 @@ const (
 	// A replicated stream's or consumer's LEADER_ELECTED advisory.
 	EventStreamLeaderElected   = "stream_leader_elected"
 	EventConsumerLeaderElected = "consumer_leader_elected"
+	// A stream's or consumer's CREATED or DELETED advisory, or a stream's
+	// UPDATED, heard where the system account imports them.
+	EventAssetChanged = "asset_changed"
 )
 
 var eventKinds = []string{EventStatsz, EventShutdown, EventLameDuck, EventLeafConnect, EventLeafDisconnect,
-	EventStreamLeaderElected, EventConsumerLeaderElected}
+	EventStreamLeaderElected, EventConsumerLeaderElected, EventAssetChanged}
 
 // EventStats is what serve's watcher of the servers' system-account events
 // reports.

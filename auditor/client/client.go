@@ -216,6 +216,10 @@ type Audit struct {
 	// servers announced after the audit started; nil when it rests on the
 	// audit alone.
 	LeadersHeard *time.Time `json:"leaders_heard,omitempty"`
+	// Checked is when the auditor last found every server's JetStream
+	// counts as the audit counted them (serve's check between full
+	// audits); nil when it has not since the audit.
+	Checked *time.Time `json:"checked,omitempty"`
 }
 
 // Consumer is the auditor's whole answer about one consumer. Account is

@@ -21,6 +21,8 @@
 //     and the pages JSZ is asked in.
 //   - pullwatch.go: who pulls each consumer, heard through the system
 //     account's imports of the accounts' pull requests, named by CONNZ.
+//   - assets.go: where the system account imports the accounts' advisories
+//     of streams and consumers created, deleted and updated.
 //   - permission.go: a permissions violation on the audit's connection.
 //   - merge.go: the replicas' reports of each stream and consumer folded
 //     into one; FromJSZ, the same from recorded replies.

@@ -101,10 +101,11 @@ type Result struct {
 	Amendments uint64
 	// Checked is when a check last found nothing changed since the audit
 	// whose result stood (serve's drift check; zero: never); Checks counts
-	// those, CheckAudits the audits a check's difference started.
-	Checked     time.Time
-	Checks      uint64
-	CheckAudits uint64
+	// those.
+	Checked time.Time
+	Checks  uint64
+	// Started counts the full audits started, by why each started.
+	Started [NumAuditReasons]uint64
 	// PinChanges counts the pin changes seen from each audit to the next
 	// (CountPinChanges), since the auditor started.
 	PinChanges PinChanges
@@ -119,4 +120,41 @@ type PinChanges struct {
 	// WithLeader: the consumer's leader changed too; a new leader starts
 	// with no pin and gives it to whoever pulls next.
 	WithLeader uint64
+}
+
+// AuditReason is why a long-running auditor (serve) started a full audit.
+type AuditReason int
+
+// The reasons a full audit starts; NumAuditReasons counts them.
+const (
+	// ReasonFirst: there was no result yet.
+	ReasonFirst AuditReason = iota
+	// ReasonScrape: a scrape found the result older than the least
+	// interval between audits, with no check between full audits.
+	ReasonScrape
+	// ReasonFullInterval: the longest time between full audits passed.
+	ReasonFullInterval
+	// ReasonIncomplete: the result standing is incomplete; a check of
+	// counts cannot stand in for what it did not see.
+	ReasonIncomplete
+	// ReasonCheck: a check found the counts changed, a server silent, or
+	// could not check.
+	ReasonCheck
+	// ReasonEvent: a server event, a leader change of an asset the result
+	// lacks, or a reconnect asked for one.
+	ReasonEvent
+	// ReasonMaxAge: an API request asked for an audit younger than the
+	// result.
+	ReasonMaxAge
+	NumAuditReasons
+)
+
+var auditReasons = [NumAuditReasons]string{"first", "scrape", "full_interval", "incomplete", "check", "event", "max_age"}
+
+// String is the reason as the audits_started_total metric labels it.
+func (r AuditReason) String() string {
+	if r < 0 || r >= NumAuditReasons {
+		return "unknown"
+	}
+	return auditReasons[r]
 }

@@ -247,3 +247,14 @@ func (s *Snapshot) HasPinned() bool {
 	}
 	return false
 }
+
+// HasShards reports whether s has a consumer with a priority policy: an
+// application's shard, whose pulls only its leader's record shows.
+func (s *Snapshot) HasShards() bool {
+	for i := range s.Consumers {
+		if s.Consumers[i].Pull != nil {
+			return true
+		}
+	}
+	return false
+}

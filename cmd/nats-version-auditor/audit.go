@@ -147,15 +147,26 @@ func (p *pipeline) reevaluate(snap *snapshot.Snapshot) *findings.Report {
 }
 
 // drift is serve's check between full audits (collect.Drift): what differs
-// from last's counts, "" when nothing does. Where last has pinned_client
-// consumers and pulls are heard, who waits on each is in its leader's JSZ
-// only, so every audit there is full.
+// from last's counts, "" when nothing does. Who pulls a shard (a consumer
+// with a priority policy) is in its leader's JSZ only, and a shard pulled
+// by nobody must show within --unpulled-after, so where last has one every
+// audit is full.
 func (p *pipeline) drift(ctx context.Context, last *findings.Report) (string, error) {
 	if last.Snapshot == nil {
 		return "no snapshot", nil
 	}
-	if p.pulls != nil && last.Snapshot.HasPinned() {
-		return "pinned_client consumers whose pulls are heard: their leaders' records are read in full", nil
+	if last.Snapshot.HasShards() {
+		return "consumers with a priority policy: who pulls them is in their leaders' records, read in full", nil
+	}
+	// The floor may change under a running serve (--policy.file): the
+	// audit holds the snapshot against the new one, or fails closed on a
+	// file it cannot read.
+	pol, err := p.policy()
+	if err != nil {
+		return "the policy cannot be read", nil
+	}
+	if pol.Floor != last.Floor {
+		return fmt.Sprintf("the floor is %s, the last audit's %s", pol.Floor, last.Floor), nil
 	}
 	nc, done, err := p.conn(ctx)
 	if err != nil {

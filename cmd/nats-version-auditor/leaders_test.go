@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/client"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -126,7 +130,82 @@ func TestServeChecksBetweenFullAudits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a consumer created after the full audit never showed: %v\n%s", err, d.stderr)
 	}
-	if v := value(d.scrape(t), "nats_version_auditor_audit_check_audits_total"); v < 1 {
-		t.Errorf("audit_check_audits_total %v: the new consumer was shown by something else than a check's audit", v)
+	if v := labelled(d.scrape(t), "nats_version_auditor_audits_started_total", "reason=check"); v < 1 {
+		t.Errorf("audits_started_total{reason=\"check\"} %v: the new consumer was shown by something else than a check's audit", v)
+	}
+}
+
+// TestServeHearsAssetAdvisories: where the system account imports its
+// accounts' advisories of streams and consumers created, deleted and
+// updated (docs/exporter.md), serve audits on each, with no scrape due and
+// no check: an R1 consumer, whose creation elects no leader by advisory,
+// shows in the API within moments of its creation, and is gone as soon
+// after its deletion; a stream's config update starts an audit too. With
+// --audit.min-interval 1h nothing else audits, so an advisory not heard
+// fails the test. In plain and operator mode: the imports' prefix is the
+// account's name in one and its public key in the other.
+func TestServeHearsAssetAdvisories(t *testing.T) {
+	for _, mode := range natstest.Modes {
+		t.Run(string(mode), func(t *testing.T) {
+			specs := []natstest.Spec{node("n1", natstest.New), node("n2", natstest.Floor), node("n3", natstest.Old)}
+			for i := range specs {
+				specs[i].ShowAssets = true
+			}
+			sys := mode.Start(t, specs...)
+			app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+			addStreamAndConsumer(t, app, "ORDERS", "first", 1)
+			d := eventServe(t, sys, "--log.level", "debug")
+			if err := natstest.Eventually(30*time.Second, func() error {
+				if !strings.Contains(d.stderr.String(), "hearing asset advisories") {
+					return errors.New("not yet")
+				}
+				return nil
+			}); err != nil {
+				t.Fatalf("serve never subscribed to the imported asset advisories:\n%s", d.stderr)
+			}
+
+			seen := func(what string, want int) time.Duration {
+				t.Helper()
+				start := time.Now()
+				err := natstest.Eventually(30*time.Second, func() error {
+					if code, _, body := d.ConsumerAt(t, "ORDERS", "second", ""); code != want {
+						return fmt.Errorf("%d %s", code, body)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("%s never showed: %v\n%s", what, err, d.stderr)
+				}
+				return time.Since(start)
+			}
+			if err := natstest.AddConsumer(app, "ORDERS", server.ConsumerConfig{Durable: "second", AckPolicy: server.AckExplicit}); err != nil {
+				t.Fatal(err)
+			}
+			created := seen("an R1 consumer created", http.StatusOK)
+			if err := natstest.DeleteConsumer(app, "ORDERS", "second"); err != nil {
+				t.Fatal(err)
+			}
+			deleted := seen("an R1 consumer deleted", http.StatusNotFound)
+			t.Logf("created: shown %s after the create returned; deleted: gone %s after the delete", created.Round(time.Millisecond), deleted.Round(time.Millisecond))
+
+			mfs := d.scrape(t)
+			before := labelled(mfs, "nats_version_auditor_audits_started_total", "reason=event")
+			if v := labelled(mfs, "nats_version_auditor_events_received_total", "event=asset_changed"); v < 2 {
+				t.Errorf("events_received_total{asset_changed} = %v, want the create and the delete", v)
+			}
+			cfg := server.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 1, Storage: server.FileStorage, MaxMsgs: 1000}
+			if err := natstest.UpdateStream(app, cfg); err != nil {
+				t.Fatal(err)
+			}
+			err := natstest.Eventually(30*time.Second, func() error {
+				if v := labelled(d.scrape(t), "nats_version_auditor_audits_started_total", "reason=event"); v <= before {
+					return fmt.Errorf("audits_started_total{event} %v, was %v", v, before)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("a stream's config update started no audit: %v", err)
+			}
+		})
 	}
 }

@@ -48,6 +48,7 @@ type serveCommand struct {
 	events           bool
 	eventMinInterval time.Duration
 	fullInterval     time.Duration
+	fullIntervalSet  bool
 }
 
 func addServeCommand(app *kingpin.Application) *serveCommand {
@@ -67,9 +68,10 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 		Default("true").BoolVar(&c.events)
 	c.cmd.Flag("audit.event-min-interval", "Least time between the start of any audit and one an event starts; bursts of events share one audit").
 		Default("1s").DurationVar(&c.eventMinInterval)
-	c.cmd.Flag("audit.full-interval", "With a duration, a scrape due an audit first asks every server its JetStream counts (one small broadcast) and audits in full only when they changed, "+
-		"or when the last full audit is this old or incomplete; events and the API's max_age still audit in full. 0: every audit is full (docs/exporter.md)").
-		Default("0s").DurationVar(&c.fullInterval)
+	c.cmd.Flag("audit.full-interval", "A scrape due an audit first asks every server its JetStream counts (one small broadcast) and audits in full only when they changed, "+
+		"or when the last full audit is this old or incomplete, or the system has consumers with a priority policy; events and the API's max_age still audit in full. "+
+		"0: every audit is full. --scope server: always 0 (docs/exporter.md)").
+		Default("5m").IsSetByUser(&c.fullIntervalSet).DurationVar(&c.fullInterval)
 	c.cmd.Flag("metrics.max-asset-series", "Most per-asset (stream and consumer) series one scrape exposes").Default(fmt.Sprint(metrics.DefaultMaxAssetSeries)).IntVar(&c.maxAssetSeries)
 	c.cmd.Flag("metrics.system", "Name of the NATS system this auditor watches, exported as the label "+metrics.SystemLabel+
 		" on every series, so that alerts tell apart systems watched from one namespace (e.g. <nats namespace>/<nats release>)").
@@ -97,8 +99,11 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (findings.Severity, 
 	if c.fullInterval < 0 {
 		return findings.Unknown, fmt.Errorf("--audit.full-interval %s: must be 0 or positive", c.fullInterval)
 	}
-	if c.fullInterval > 0 && c.scope == scopeServer {
-		return findings.Unknown, fmt.Errorf("--audit.full-interval %s: only with --scope cluster; a sidecar's audit asks its own server only", c.fullInterval)
+	if c.scope == scopeServer {
+		if c.fullInterval > 0 && c.fullIntervalSet {
+			return findings.Unknown, fmt.Errorf("--audit.full-interval %s: only with --scope cluster; a sidecar's audit asks its own server only", c.fullInterval)
+		}
+		c.fullInterval = 0
 	}
 	if c.eventMinInterval <= 0 {
 		return findings.Unknown, fmt.Errorf("--audit.event-min-interval %s: must be positive", c.eventMinInterval)

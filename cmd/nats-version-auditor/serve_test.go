@@ -100,7 +100,7 @@ func TestServeScopes(t *testing.T) {
 
 // selfFamilies are about the auditor that exports them, not the system.
 var selfFamilies = []string{"up", "status", "last_success_timestamp_seconds", "last_audit_timestamp_seconds",
-	"audit_duration_seconds", "audits_total", "audit_checks_total", "audit_check_audits_total", "floor_info", "build_info", "asset_series_dropped",
+	"audit_duration_seconds", "audits_total", "audit_checks_total", "audits_started_total", "last_check_timestamp_seconds", "leaders_heard_timestamp_seconds", "floor_info", "build_info", "asset_series_dropped",
 	"events_up", "events_received_total", "event_audits_total"}
 
 func TestServeEndpointsAndShutdown(t *testing.T) {

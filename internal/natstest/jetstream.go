@@ -55,6 +55,16 @@ func AddStream(nc *nats.Conn, cfg server.StreamConfig) error {
 	})
 }
 
+// UpdateStream changes a stream's config.
+func UpdateStream(nc *nats.Conn, cfg server.StreamConfig) error {
+	return apiRequest(nc, "$JS.API.STREAM.UPDATE."+cfg.Name, cfg, nil, 10*time.Second)
+}
+
+// DeleteConsumer deletes a consumer.
+func DeleteConsumer(nc *nats.Conn, stream, consumer string) error {
+	return apiRequest(nc, fmt.Sprintf("$JS.API.CONSUMER.DELETE.%s.%s", stream, consumer), nil, nil, 10*time.Second)
+}
+
 // AddConsumer creates a durable consumer.
 func AddConsumer(nc *nats.Conn, stream string, cfg server.ConsumerConfig) error {
 	req := server.CreateConsumerRequest{Stream: stream, Config: cfg}

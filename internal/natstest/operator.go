@@ -51,10 +51,11 @@ func (m Mode) Start(t TB, specs ...Spec) *System {
 // plain mode (SYS, APP and each Spec's ExtraAccounts), each an account JWT
 // named so and signed by the operator, each user a user JWT signed by its
 // account, with a creds file (Creds). Spec.SysUsers keep their permissions;
-// NKey users and leafnode remotes are not supported. ShowPulls goes into the
-// JWTs (the same for every server, so all specs or none must set it): each
-// JetStream account exports PullSubjects, and the system account imports
-// them under the account's public key.
+// NKey users and leafnode remotes are not supported. ShowPulls and
+// ShowAssets go into the JWTs (the same for every server, so all specs or
+// none must set each): each JetStream account exports PullSubjects
+// (AssetSubjects), and the system account imports them under the account's
+// public key.
 func StartOperator(t TB, cfg OperatorConfig, specs ...Spec) *System {
 	t.Helper()
 	sys := newSystem(t, specs)
@@ -86,14 +87,17 @@ func newTrust(t TB, dir string, cfg OperatorConfig, specs []Spec) *trust {
 
 	var sysUsers []User
 	extra := 0
-	showPulls := len(specs) > 0 && specs[0].ShowPulls
+	var shown []string
+	if len(specs) > 0 {
+		shown = specs[0].shownSubjects()
+	}
 	for _, sp := range specs {
 		// Every server reads the same account JWTs, so the accounts'
 		// exports and the system account's imports are all servers' or
 		// none's.
-		if sp.ShowPulls != showPulls {
-			t.Fatalf("server %s: ShowPulls %t, server %s: %t; in operator mode every server has the same accounts",
-				sp.Name, sp.ShowPulls, specs[0].Name, showPulls)
+		if !slices.Equal(sp.shownSubjects(), shown) {
+			t.Fatalf("server %s: ShowPulls %t, ShowAssets %t, server %s: %t, %t; in operator mode every server has the same accounts",
+				sp.Name, sp.ShowPulls, sp.ShowAssets, specs[0].Name, specs[0].ShowPulls, specs[0].ShowAssets)
 		}
 		if len(sp.LeafRemotes) > 0 {
 			t.Fatalf("server %s: leafnode remotes are not supported in operator mode", sp.Name)
@@ -110,7 +114,7 @@ func newTrust(t TB, dir string, cfg OperatorConfig, specs []Spec) *trust {
 	}
 
 	// The account keys are made first and the claims encoded last: with
-	// showPulls the system account's claims name every JetStream account
+	// ShowPulls or ShowAssets the system account's claims name every JetStream account
 	// by its public key.
 	type pending struct {
 		claims    *jwt.AccountClaims
@@ -145,14 +149,14 @@ func newTrust(t TB, dir string, cfg OperatorConfig, specs []Spec) *trust {
 		add(fmt.Sprintf("ACC%04d", i), true, User{Name: fmt.Sprintf("acc%04d", i)})
 	}
 
-	if showPulls {
+	if len(shown) > 0 {
 		i := slices.IndexFunc(accounts, func(a pending) bool { return a.claims.Subject == tr.sysAccount })
 		sysClaims := accounts[i].claims
 		for _, a := range accounts {
 			if !a.jetStream {
 				continue
 			}
-			for _, subj := range PullSubjects {
+			for _, subj := range shown {
 				// Public, as in plain mode: an import of a public export
 				// needs no activation token.
 				a.claims.Exports.Add(&jwt.Export{Subject: jwt.Subject(subj), Type: jwt.Stream})

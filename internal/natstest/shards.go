@@ -120,6 +120,17 @@ var PullSubjects = []string{
 	"$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.>",
 }
 
+// AssetSubjects are what a JetStream account exports, and the system
+// account imports, for the auditor to hear its streams and consumers
+// created, deleted and updated as they are.
+var AssetSubjects = []string{
+	"$JS.EVENT.ADVISORY.STREAM.CREATED.>",
+	"$JS.EVENT.ADVISORY.STREAM.DELETED.>",
+	"$JS.EVENT.ADVISORY.STREAM.UPDATED.>",
+	"$JS.EVENT.ADVISORY.CONSUMER.CREATED.>",
+	"$JS.EVENT.ADVISORY.CONSUMER.DELETED.>",
+}
+
 // ShowingPulls is s with ShowPulls set: the system account hears its
 // accounts' pulls.
 func ShowingPulls(s Spec) Spec {

@@ -54,6 +54,10 @@ type Spec struct {
 	// operator mode the step is in the JWTs, the prefix the account's
 	// public key (docs/pulls.md's nsc form; see StartOperator).
 	ShowPulls bool
+	// ShowAssets gives the system account the advisories of its accounts'
+	// streams and consumers created, deleted and updated (AssetSubjects),
+	// by the same step as ShowPulls: exports, and imports prefixed.
+	ShowAssets bool
 	// SysUsers are more users of the system account, with permissions.
 	SysUsers []User
 	// TLSCert and TLSKey, when set, make clients connect with TLS.
@@ -539,13 +543,13 @@ func (sys *System) config(s *Server) string {
 		jsAccounts = append(jsAccounts, fmt.Sprintf("ACC%04d", i))
 	}
 	exports, sysImports := "", ""
-	if s.ShowPulls {
+	if shown := s.shownSubjects(); len(shown) > 0 {
 		var ex, im []string
-		for _, subj := range PullSubjects {
+		for _, subj := range shown {
 			ex = append(ex, fmt.Sprintf("{stream: %q}", subj))
 		}
 		for _, acc := range jsAccounts {
-			for _, subj := range PullSubjects {
+			for _, subj := range shown {
 				im = append(im, fmt.Sprintf("{stream: {account: %s, subject: %q}, prefix: %s}", acc, subj, acc))
 			}
 		}
@@ -559,6 +563,20 @@ func (sys *System) config(s *Server) string {
 	w("}")
 	w("system_account: SYS")
 	return b.String()
+}
+
+// shownSubjects are what each JetStream account exports and the system
+// account imports: PullSubjects with ShowPulls, AssetSubjects with
+// ShowAssets.
+func (s Spec) shownSubjects() []string {
+	var out []string
+	if s.ShowPulls {
+		out = append(out, PullSubjects...)
+	}
+	if s.ShowAssets {
+		out = append(out, AssetSubjects...)
+	}
+	return out
 }
 
 func quoteAll(ss []string) string {

@@ -91,6 +91,10 @@ type apiAudit struct {
 	// servers announced after the audit started (their LEADER_ELECTED
 	// advisories); absent when it rests on the audit alone.
 	LeadersHeard *time.Time `json:"leaders_heard,omitempty"`
+	// Checked is when a check last found every server's JetStream counts
+	// as the audit counted them (--audit.full-interval); absent when none
+	// has since the audit.
+	Checked *time.Time `json:"checked,omitempty"`
 	// Complete is false when some request of the audit failed or some
 	// expected server did not answer.
 	Complete bool `json:"complete"`
@@ -458,6 +462,10 @@ func auditOf(res findings.Result, complete bool) apiAudit {
 	if !res.Amended.IsZero() {
 		t := res.Amended.UTC()
 		info.LeadersHeard = &t
+	}
+	if res.Checked.After(res.Finished) {
+		t := res.Checked.UTC()
+		info.Checked = &t
 	}
 	return info
 }

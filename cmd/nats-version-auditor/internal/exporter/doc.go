@@ -9,6 +9,7 @@
 //
 // Files: schedule.go, the scheduler; memory.go, servers gone quiet;
 // conn.go, the lazy connection; events.go, the $SYS events turned into
-// audits; pulls.go, who pulls, heard all the time; policy.go, the policy file; api.go, the JSON API; http.go, the
+// audits; assets.go, the accounts' advisories of streams and consumers
+// created, deleted and updated, turned into audits; pulls.go, who pulls, heard all the time; policy.go, the policy file; api.go, the JSON API; http.go, the
 // metrics, health endpoints and landing page.
 package exporter

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +58,10 @@ type eventWatcher struct {
 	// leaderBatch after its first change.
 	leaders     []snapshot.LeaderChange
 	leaderTimer *time.Timer
+	// assetSubs are the subscriptions to asset advisories, by subject
+	// (watchAssets); assetsDone stops their refresh.
+	assetSubs  map[string]*nats.Subscription
+	assetsDone chan struct{}
 }
 
 // leaderBatch is how long the first leader change of a burst waits for the
@@ -74,7 +79,7 @@ const leaderBatch = 100 * time.Millisecond
 func watchEvents(nc *nats.Conn, trigger func(reason string), amend func([]snapshot.LeaderChange) (unseen, stale []snapshot.LeaderChange),
 	seen func() *snapshot.Snapshot, audits *collect.Events, user string, logger *slog.Logger) (*eventWatcher, error) {
 	w := &eventWatcher{nc: nc, trigger: trigger, amend: amend, heartbeats: collect.NewHeartbeats(seen), audits: audits, user: user, log: logger, done: make(chan struct{}),
-		denied: map[string]error{}, received: map[string]uint64{}}
+		denied: map[string]error{}, received: map[string]uint64{}, assetSubs: map[string]*nats.Subscription{}, assetsDone: make(chan struct{})}
 	prev := nc.ErrorHandler()
 	nc.SetErrorHandler(func(c *nats.Conn, sub *nats.Subscription, err error) {
 		// A refusal of the watcher's own subscriptions is logged once, by
@@ -113,6 +118,7 @@ func watchEvents(nc *nats.Conn, trigger func(reason string), amend func([]snapsh
 		}
 		w.ping()
 	}
+	go w.watchAssets()
 	return w, nil
 }
 
@@ -127,8 +133,10 @@ func (w *eventWatcher) Stop() {
 	if w.leaderTimer != nil {
 		w.leaderTimer.Stop()
 	}
+	close(w.assetsDone)
+	assets := slices.Collect(maps.Values(w.assetSubs))
 	w.mu.Unlock()
-	for _, sub := range w.subs {
+	for _, sub := range append(w.subs, assets...) {
 		_ = sub.Unsubscribe()
 	}
 	w.nc.RemoveStatusListener(w.statusCh)

@@ -207,7 +207,7 @@ func (s *Scheduler) get(ctx context.Context, full bool) findings.Result {
 		s.starts = append(s.starts, s.now())
 		go s.runCheck(running, s.starts[len(s.starts)-1], s.full)
 	} else {
-		running = s.startLocked()
+		running = s.startLocked(s.reasonLocked(full))
 	}
 	s.mu.Unlock()
 
@@ -221,6 +221,22 @@ func (s *Scheduler) get(ctx context.Context, full bool) findings.Result {
 // lightLocked reports whether a check may stand in for an audit now.
 func (s *Scheduler) lightLocked() bool {
 	return s.check != nil && s.fullInterval > 0 && s.full != nil && s.full.Complete() && s.now().Sub(s.newest) < s.fullInterval
+}
+
+// reasonLocked is why a Get (GetFull if full) that may not check audits.
+func (s *Scheduler) reasonLocked(full bool) findings.AuditReason {
+	switch {
+	case s.last.Report == nil || s.full == nil:
+		return findings.ReasonFirst
+	case full:
+		return findings.ReasonMaxAge
+	case s.check == nil || s.fullInterval <= 0:
+		return findings.ReasonScrape
+	case !s.full.Complete():
+		return findings.ReasonIncomplete
+	default:
+		return findings.ReasonFullInterval
+	}
 }
 
 // runCheck asks the check about full; if nothing changed, the result stands
@@ -240,10 +256,9 @@ func (s *Scheduler) runCheck(done chan struct{}, started time.Time, full *findin
 	}
 	s.log.Debug("the check asks for an audit", "reason", reason, "err", err)
 	s.mu.Lock()
-	s.last.CheckAudits++
 	// A full audit from here: it serves any pending request too.
 	s.starts = slices.DeleteFunc(s.starts, started.Equal)
-	s.beginLocked()
+	s.beginLocked(findings.ReasonCheck)
 	started = s.lastStart
 	s.mu.Unlock()
 	s.run(done, started)
@@ -314,22 +329,22 @@ func (s *Scheduler) fire() {
 	s.log.Debug("audit requested", "reason", s.pendingReason, "coalesced", s.coalesced)
 	s.last.RequestedAudits++
 	if s.running == nil {
-		s.startLocked()
+		s.startLocked(findings.ReasonEvent)
 		return
 	}
 	// The running audit may have missed what the caller saw, and may wait
 	// long for a server that went away: do not wait for it.
 	s.overtaking = make(chan struct{})
-	s.beginLocked()
+	s.beginLocked(findings.ReasonEvent)
 	go s.run(s.overtaking, s.lastStart)
 }
 
-// startLocked starts an audit unless one runs, and returns the channel
-// closed when the running audit ends.
-func (s *Scheduler) startLocked() chan struct{} {
+// startLocked starts an audit, for reason, unless one runs, and returns
+// the channel closed when the running audit ends.
+func (s *Scheduler) startLocked(reason findings.AuditReason) chan struct{} {
 	if s.running == nil {
 		s.running = make(chan struct{})
-		s.beginLocked()
+		s.beginLocked(reason)
 		go s.run(s.running, s.lastStart)
 	}
 	return s.running
@@ -379,8 +394,10 @@ func (s *Scheduler) latestLocked() map[snapshot.AssetKey]snapshot.LeaderChange {
 	return s.latest
 }
 
-// beginLocked notes an audit's start: it serves any pending request.
-func (s *Scheduler) beginLocked() {
+// beginLocked notes an audit's start, for reason: it serves any pending
+// request.
+func (s *Scheduler) beginLocked(reason findings.AuditReason) {
+	s.last.Started[reason]++
 	s.lastStart = s.now()
 	s.starts = append(s.starts, s.lastStart)
 	if s.pending {

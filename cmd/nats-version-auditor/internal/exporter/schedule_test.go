@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -460,8 +461,8 @@ func TestSchedulerChecksBetweenFullAudits(t *testing.T) {
 		t.Fatalf("3 Gets within the full interval: %d audits, %d checks (%d counted)", audits.Load(), checks.Load(), r.Checks)
 	}
 	diff.Store("n2 hosts 1 more consumer")
-	if r := step(); audits.Load() != 2 || r.CheckAudits != 1 || r.Audits != 2 {
-		t.Fatalf("a check that found a difference: %d audits, %d check audits", audits.Load(), r.CheckAudits)
+	if r := step(); audits.Load() != 2 || r.Started[findings.ReasonCheck] != 1 || r.Audits != 2 {
+		t.Fatalf("a check that found a difference: %d audits, started %v", audits.Load(), r.Started)
 	}
 	diff.Store("")
 	if s.GetFull(context.Background()); audits.Load() != 2 {
@@ -474,5 +475,53 @@ func TestSchedulerChecksBetweenFullAudits(t *testing.T) {
 	now = now.Add(2 * time.Hour)
 	if step(); audits.Load() != 4 {
 		t.Fatalf("past the full interval: %d audits, want a full one", audits.Load())
+	}
+	// Each full audit counted once, under why it ran.
+	want := [findings.NumAuditReasons]uint64{findings.ReasonFirst: 1, findings.ReasonCheck: 1, findings.ReasonMaxAge: 1, findings.ReasonFullInterval: 1}
+	if r := s.Latest(); r.Started != want {
+		t.Errorf("audits started by reason %v, want %v", r.Started, want)
+	}
+}
+
+// TestSchedulerAuditReasons: a Get with no check audits for "scrape", one
+// whose last full audit was incomplete for "incomplete" (a check of counts
+// cannot stand in for what was not seen), and a Request for "event".
+func TestSchedulerAuditReasons(t *testing.T) {
+	var incomplete atomic.Bool
+	audit := func(ctx context.Context) *findings.Report {
+		if incomplete.Load() {
+			return findings.Failed(errors.New("n2 did not answer"), version.Version{}, "", time.Now(), 0)
+		}
+		return leaderAudit(func() string { return "n1" }, nil)(ctx)
+	}
+	now := time.Now()
+	step := func(s *Scheduler) { now = now.Add(2 * time.Second); s.Get(context.Background()) }
+
+	plain := NewScheduler(context.Background(), audit, time.Second, nil)
+	plain.now = func() time.Time { return now }
+	step(plain)
+	step(plain)
+	if r := plain.Latest(); r.Started[findings.ReasonFirst] != 1 || r.Started[findings.ReasonScrape] != 1 {
+		t.Errorf("without a check: started %v, want first 1, scrape 1", r.Started)
+	}
+
+	checked := NewScheduler(context.Background(), audit, time.Second, nil)
+	checked.now = func() time.Time { return now }
+	checked.SetDriftCheck(func(context.Context, *findings.Report) (string, error) { return "", nil }, time.Hour)
+	incomplete.Store(true)
+	step(checked)
+	incomplete.Store(false)
+	step(checked)
+	step(checked)
+	if r := checked.Latest(); r.Started[findings.ReasonIncomplete] != 1 || r.Checks != 1 {
+		t.Errorf("after an incomplete audit: started %v, %d checks; want incomplete 1, then a check", r.Started, r.Checks)
+	}
+	checked.SetRequestInterval(time.Millisecond)
+	now = now.Add(time.Second)
+	checked.Request("a server's SHUTDOWN")
+	for deadline := time.Now().Add(10 * time.Second); checked.Latest().Started[findings.ReasonEvent] != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a Request: started %v, want event 1", checked.Latest().Started)
+		}
 	}
 }

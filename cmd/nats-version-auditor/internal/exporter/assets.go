@@ -1,0 +1,86 @@
+package exporter
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/natsaudit/nats-version-auditor/auditor/collect"
+	"github.com/natsaudit/nats-version-auditor/metrics"
+)
+
+// assetRefreshEvery is how often the watcher reads the system account's
+// imports again, for an import of asset advisories an operator added while
+// serve runs: two small requests to one server.
+const assetRefreshEvery = time.Minute
+
+// watchAssets subscribes, once per subject, to the advisories of streams
+// and consumers created, deleted and updated that the system account
+// imports (collect.AssetImports), then again every assetRefreshEvery until
+// the watcher stops. Each advisory asks for an audit: the change is seen
+// within --audit.event-min-interval instead of at the next check. A user
+// who may not read the imports or subscribe to them leaves the checks
+// alone to see such changes; that is logged at debug, for the checks are
+// serve's design, the advisories a shortcut.
+func (w *eventWatcher) watchAssets() {
+	refresh := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		defer cancel()
+		imports, err := collect.AssetImports(ctx, w.nc)
+		if err != nil {
+			w.log.Debug("cannot read the system account's imports of asset advisories", "err", err)
+			return
+		}
+		var added []string
+		for _, imp := range imports {
+			for _, subj := range imp.Subjects {
+				w.mu.Lock()
+				if w.stopped || w.assetSubs[subj] != nil {
+					w.mu.Unlock()
+					continue
+				}
+				sub, err := w.nc.Subscribe(subj, w.onAssetAdvisory)
+				if err != nil {
+					w.mu.Unlock()
+					w.log.Debug("cannot subscribe to asset advisories", "subject", subj, "account", imp.Account, "err", err)
+					continue
+				}
+				w.assetSubs[subj] = sub
+				w.mu.Unlock()
+				added = append(added, subj)
+			}
+		}
+		if len(added) == 0 {
+			return
+		}
+		// The subscriptions reach every server before an advisory sent
+		// after the line below is routed.
+		if err := w.nc.FlushTimeout(flushTimeout); err != nil {
+			w.log.Debug("could not confirm the subscriptions to asset advisories", "err", err)
+			return
+		}
+		w.log.Debug("hearing asset advisories", "subjects", added)
+	}
+	refresh()
+	t := time.NewTicker(assetRefreshEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.assetsDone:
+			return
+		case <-t.C:
+			if w.nc.IsConnected() {
+				refresh()
+			}
+		}
+	}
+}
+
+// onAssetAdvisory asks for an audit: a stream or consumer was created,
+// deleted or (a stream) updated. Which one is in the subject; the audit
+// reads it.
+func (w *eventWatcher) onAssetAdvisory(m *nats.Msg) {
+	w.count(metrics.EventAssetChanged, false)
+	w.trigger("an asset advisory on " + m.Subject)
+}
