@@ -28,7 +28,7 @@ FUZZ_TARGETS := ./auditor/collect:FuzzStatsz ./auditor/collect:FuzzLeafz ./audit
 
 SOAK        ?= 10m
 
-.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench bench-freshness bench-pulls soak stress generate clean
+.PHONY: all build servers tools demo test lint unit fuzz fuzz-seeds bench bench-continuous bench-freshness bench-pulls soak stress generate clean
 
 all: build
 
@@ -65,6 +65,12 @@ bench: servers build $(NATSCLI)
 	$(GO) test -run '^$$' -bench . -benchmem ./auditor ./metrics ./cmd/nats-version-auditor/internal/render | tee .cache/gobench.txt
 	$(GO) run ./internal/bench -auditor $(BIN) -natscli $(NATSCLI) -validfetch $(VALIDFETCH) -gobench .cache/gobench.txt -out BENCHMARKS.md
 	$(GO) run ./internal/bench -freshness -auditor $(BIN) -out BENCHMARKS.md
+	$(GO) run ./internal/bench -continuous -auditor $(BIN) -out BENCHMARKS.md
+
+# Only what `serve` scraped every 15 s costs the servers, today's design
+# against its defaults, at 10k, 30k and 100k consumers (BENCHMARKS.md).
+bench-continuous: servers build
+	$(GO) run ./internal/bench -continuous -auditor $(BIN) -out BENCHMARKS.md
 
 # Only the freshness measurement of BENCHMARKS.md (about 6 minutes).
 bench-freshness: servers build

@@ -4,7 +4,8 @@
 //
 // Files: main.go, the command and the table; cost.go, an audit's CPU and
 // memory, the auditor's and the servers'; freshness.go, how soon /metrics
-// shows a restarted server; lookup.go, the cost of the consumer API;
+// shows a restarted server; continuous.go, what serve scraped every 15 s
+// costs the servers; lookup.go, the cost of the consumer API;
 // spawn.go, each process's own peak memory.
 package main
 
@@ -55,6 +56,10 @@ func main() {
 	freshness := flag.Bool("freshness", false, "measure only how soon /metrics follows a restarted server, with and without events (see freshness.go)")
 	freshnessRestarts := flag.Int("freshness-restarts", 5, "restarts measured each way (the median is reported)")
 	flapFor := flag.Duration("freshness-flap", time.Minute, "how long a server restarts every second to count the audits it causes")
+	continuous := flag.Bool("continuous", false, "measure only what serve scraped every 15 s costs the servers, today's design against its defaults (see continuous.go)")
+	continuousSizes := flag.String("continuous-consumers", "10000,30000,100000", "with -continuous: the consumer counts")
+	continuousScrapes := flag.Int("continuous-scrapes", 8, "with -continuous: the scrapes today's design is measured over")
+	continuousFull := flag.String("continuous-full-interval", "", "with -continuous: give serve this --audit.full-interval instead of its default (to try the bench quickly)")
 	rawFetch := flag.String("rawfetch", "", "internal: be the raw fetch process against this URL")
 	rawIDs := flag.String("ids", "", "internal: the server ids the raw fetch asks")
 	startOnly := flag.Bool("startup", false, "internal: exit at once, to measure the raw fetch binary's start-up alone")
@@ -68,6 +73,20 @@ func main() {
 	}
 
 	h := &natstest.Program{}
+	if *continuous {
+		code := h.Run(func() int {
+			table := runContinuous(h, parseSizes(h, "-continuous-consumers", *continuousSizes), continuousConfig{auditor: *auditorBin, scrapeEvery: 15 * time.Second, todayScrapes: *continuousScrapes, maxCycle: 40, fullInterval: *continuousFull})
+			fmt.Print(table)
+			if *out != "" {
+				if err := writeBetween(*out, continuousBegin, continuousEnd, table); err != nil {
+					h.Fatal(err)
+				}
+			}
+			return 0
+		})
+		h.RunCleanups()
+		os.Exit(code)
+	}
 	if *freshness {
 		code := h.Run(func() int {
 			table := runFreshness(h, freshnessConfig{auditor: *auditorBin, restarts: *freshnessRestarts,
@@ -88,11 +107,7 @@ func main() {
 			h.Fatalf("-validfetch: %v (make bench builds it: go build -o %s ./internal/bench/validfetch)", err, *validBin)
 		}
 		var results []sizeResult
-		for _, f := range strings.Split(*sizes, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				h.Fatalf("-consumers: %v", err)
-			}
+		for _, n := range parseSizes(h, "-consumers", *sizes) {
 			cfg := config{consumers: n, runs: *runs, auditor: *auditorBin, natscli: *natsBin, validfetch: *validBin, hold: *hold}
 			if n <= *natscliMax {
 				cfg.natscliRuns = *natscliRuns
@@ -133,6 +148,19 @@ func main() {
 	})
 	h.RunCleanups()
 	os.Exit(code)
+}
+
+// parseSizes reads a flag's comma-separated consumer counts.
+func parseSizes(h *natstest.Program, flagName, list string) []int {
+	var sizes []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			h.Fatalf("%s: %v", flagName, err)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
 }
 
 type config struct {
