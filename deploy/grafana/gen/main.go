@@ -243,5 +243,10 @@ max by (namespace, nats_system, account, account_name, stream, consumer, server_
 			Min(0).Decimals(0)).
 		WithPanel(timeseriesPanel("Audit duration", "How long each auditor's last audit took: the time the servers' answers took to arrive, bounded by --timeout.").
 			WithTarget(query(`max by (namespace, nats_system, instance) (nats_version_auditor_audit_duration_seconds{`+sel+`})`, "{{instance}}")).
-			Unit("s").Min(0))
+			Unit("s").Min(0)).
+		WithPanel(timeseriesPanel("Full audits and checks", "Full audits started per minute, by why (audits_started_total: first, scrape, full_interval, incomplete, check, event, max_age), "+
+			"and the checks of every server's JetStream counts that stood in for one (audit_checks_total, --audit.full-interval). A full audit costs each server a look at every consumer; a check, its counts.").
+			WithTarget(query(`sum by (reason) (rate(nats_version_auditor_audits_started_total{`+sel+`}[$__rate_interval])) * 60`, "full: {{reason}}")).
+			WithTarget(query(`sum(rate(nats_version_auditor_audit_checks_total{`+sel+`}[$__rate_interval])) * 60`, "checks")).
+			Unit("short").Min(0))
 }

@@ -46,6 +46,7 @@ func (w *eventWatcher) watchAssets() {
 					w.log.Debug("cannot subscribe to asset advisories", "subject", subj, "account", imp.Account, "err", err)
 					continue
 				}
+				_ = sub.SetPendingLimits(eventPendingMsgs, eventPendingBytes)
 				w.assetSubs[subj] = sub
 				w.mu.Unlock()
 				added = append(added, subj)

@@ -89,6 +89,10 @@ func watchEvents(nc *nats.Conn, trigger func(reason string), amend func([]snapsh
 		if w.permissionError(err) {
 			return
 		}
+		if errors.Is(err, nats.ErrSlowConsumer) && w.owns(sub) {
+			w.fellBehind(sub)
+			return
+		}
 		if prev != nil {
 			prev(c, sub, err)
 		}
@@ -106,6 +110,7 @@ func watchEvents(nc *nats.Conn, trigger func(reason string), amend func([]snapsh
 			w.Stop()
 			return nil, fmt.Errorf("subscribe to %s: %w", subj, err)
 		}
+		_ = sub.SetPendingLimits(eventPendingMsgs, eventPendingBytes)
 		w.subs = append(w.subs, sub)
 	}
 	go w.follow()
@@ -120,6 +125,31 @@ func watchEvents(nc *nats.Conn, trigger func(reason string), amend func([]snapsh
 	}
 	go w.watchAssets()
 	return w, nil
+}
+
+// The bounds on the events a subscription holds unread: nats.go's own
+// defaults, named so that a test can make an event subscription fall
+// behind.
+var eventPendingMsgs, eventPendingBytes = nats.DefaultSubPendingMsgsLimit, nats.DefaultSubPendingBytesLimit
+
+// owns reports whether sub is one of the watcher's.
+func (w *eventWatcher) owns(sub *nats.Subscription) bool {
+	if sub == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Contains(w.subs, sub) || w.assetSubs[sub.Subject] == sub
+}
+
+// fellBehind asks for an audit when nats.go dropped events of sub, which
+// held as many unread as it may (a slow consumer): what they said is lost,
+// and only an audit tells it. nats.go reports it once each time the
+// subscription falls behind.
+func (w *eventWatcher) fellBehind(sub *nats.Subscription) {
+	dropped, _ := sub.Dropped()
+	w.log.Warn("events dropped: serve fell behind the servers' events; auditing in full", "subject", sub.Subject, "dropped", dropped)
+	w.trigger("events dropped on " + sub.Subject + " (a slow consumer)")
 }
 
 // Stop unsubscribes. The error handler stays wrapped but passes through.

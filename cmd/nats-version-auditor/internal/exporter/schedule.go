@@ -220,7 +220,9 @@ func (s *Scheduler) get(ctx context.Context, full bool) findings.Result {
 
 // lightLocked reports whether a check may stand in for an audit now.
 func (s *Scheduler) lightLocked() bool {
-	return s.check != nil && s.fullInterval > 0 && s.full != nil && s.full.Complete() && s.now().Sub(s.newest) < s.fullInterval
+	// An event asked for an audit: a check of counts cannot stand in for
+	// what it said.
+	return !s.pending && s.check != nil && s.fullInterval > 0 && s.full != nil && s.full.Complete() && s.now().Sub(s.newest) < s.fullInterval
 }
 
 // reasonLocked is why a Get (GetFull if full) that may not check audits.
@@ -234,8 +236,11 @@ func (s *Scheduler) reasonLocked(full bool) findings.AuditReason {
 		return findings.ReasonScrape
 	case !s.full.Complete():
 		return findings.ReasonIncomplete
-	default:
+	case s.now().Sub(s.newest) >= s.fullInterval:
 		return findings.ReasonFullInterval
+	default:
+		// Only a pending request keeps a check from standing in.
+		return findings.ReasonEvent
 	}
 }
 
@@ -327,7 +332,6 @@ func (s *Scheduler) fire() {
 		return
 	}
 	s.log.Debug("audit requested", "reason", s.pendingReason, "coalesced", s.coalesced)
-	s.last.RequestedAudits++
 	if s.running == nil {
 		s.startLocked(findings.ReasonEvent)
 		return
@@ -398,6 +402,9 @@ func (s *Scheduler) latestLocked() map[snapshot.AssetKey]snapshot.LeaderChange {
 // request.
 func (s *Scheduler) beginLocked(reason findings.AuditReason) {
 	s.last.Started[reason]++
+	if reason == findings.ReasonEvent {
+		s.last.RequestedAudits++
+	}
 	s.lastStart = s.now()
 	s.starts = append(s.starts, s.lastStart)
 	if s.pending {

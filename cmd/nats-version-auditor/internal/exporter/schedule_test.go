@@ -516,6 +516,19 @@ func TestSchedulerAuditReasons(t *testing.T) {
 	if r := checked.Latest(); r.Started[findings.ReasonIncomplete] != 1 || r.Checks != 1 {
 		t.Errorf("after an incomplete audit: started %v, %d checks; want incomplete 1, then a check", r.Started, r.Checks)
 	}
+	// A request pending when a scrape comes: a check cannot stand in for
+	// what the event said, so the scrape audits in full and serves it.
+	pending := NewScheduler(context.Background(), audit, time.Second, nil)
+	pending.now = func() time.Time { return now }
+	pending.SetDriftCheck(func(context.Context, *findings.Report) (string, error) { return "", nil }, time.Hour)
+	pending.SetRequestInterval(time.Hour)
+	step(pending)
+	pending.Request("a server's LAMEDUCK")
+	step(pending)
+	if r := pending.Latest(); r.Started[findings.ReasonEvent] != 1 || r.Checks != 0 || r.RequestedAudits != 1 {
+		t.Errorf("a scrape with a request pending: started %v, %d checks, %d requested; want event 1, no check", r.Started, r.Checks, r.RequestedAudits)
+	}
+
 	checked.SetRequestInterval(time.Millisecond)
 	now = now.Add(time.Second)
 	checked.Request("a server's SHUTDOWN")
