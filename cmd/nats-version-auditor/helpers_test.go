@@ -406,9 +406,10 @@ func serverVersion(mfs map[string]*dto.MetricFamily, name string) string {
 	return natstest.Metrics(mfs).ServerVersion(name)
 }
 
-// eventServe starts serve on n1 (eventServeOn: on server) with an hour-long --audit.min-interval: a
-// scrape then never audits, so only events can refresh what it shows. It
-// waits until the first audit is complete and events arrive.
+// eventServe starts serve on n1 (eventServeOn: on server) with an hour-long --audit.min-interval
+// (unless args give one): a scrape then never audits, so only events can
+// refresh what it shows. It waits until the first audit is complete and
+// events arrive.
 func eventServe(t *testing.T, sys *natstest.System, args ...string) *daemon {
 	t.Helper()
 	return eventServeOn(t, sys, "n1", args...)
@@ -416,7 +417,11 @@ func eventServe(t *testing.T, sys *natstest.System, args ...string) *daemon {
 
 func eventServeOn(t *testing.T, sys *natstest.System, server string, args ...string) *daemon {
 	t.Helper()
-	d := startServe(t, append(append(sys.SysArgs(server), "--audit.min-interval", "1h", "--timeout", "2s"), args...)...)
+	base := append(sys.SysArgs(server), "--timeout", "2s")
+	if !slices.Contains(args, "--audit.min-interval") {
+		base = append(base, "--audit.min-interval", "1h")
+	}
+	d := startServe(t, append(base, args...)...)
 	err := natstest.Eventually(30*time.Second, func() error {
 		mfs := d.scrape(t)
 		if v := value(mfs, "nats_version_auditor_events_up"); v != 1 {

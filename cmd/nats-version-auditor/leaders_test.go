@@ -137,14 +137,16 @@ func TestServeChecksBetweenFullAudits(t *testing.T) {
 
 // TestServeHearsAssetAdvisories: where the system account imports its
 // accounts' advisories of streams and consumers created, deleted and
-// updated (docs/exporter.md), serve audits on each, with no scrape due and
+// updated (docs/exporter.md), serve audits on them, with no scrape due and
 // no check: an R1 consumer, whose creation elects no leader by advisory,
-// shows in the API within moments of its creation, and is gone as soon
-// after its deletion; a stream's config update starts an audit too. With
-// --audit.min-interval 1h nothing else audits, so an advisory not heard
-// fails the test. In plain and operator mode: the imports' prefix is the
-// account's name in one and its public key in the other.
+// shows in the API within moments of its creation, and is gone soon after
+// its deletion; a stream's config update starts an audit too. No scrape
+// runs meanwhile and --audit.full-interval is the default, so an advisory
+// not heard fails the test. A burst of creates costs at most one audit per
+// --audit.min-interval. In plain and operator mode: the imports' prefix is
+// the account's name in one and its public key in the other.
 func TestServeHearsAssetAdvisories(t *testing.T) {
+	const gap = 3 * time.Second
 	for _, mode := range natstest.Modes {
 		t.Run(string(mode), func(t *testing.T) {
 			specs := []natstest.Spec{node("n1", natstest.New), node("n2", natstest.Floor), node("n3", natstest.Old)}
@@ -154,7 +156,7 @@ func TestServeHearsAssetAdvisories(t *testing.T) {
 			sys := mode.Start(t, specs...)
 			app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
 			addStreamAndConsumer(t, app, "ORDERS", "first", 1)
-			d := eventServe(t, sys, "--log.level", "debug")
+			d := eventServe(t, sys, "--audit.min-interval", gap.String(), "--log.level", "debug")
 			if err := natstest.Eventually(30*time.Second, func() error {
 				if !strings.Contains(d.stderr.String(), "hearing asset advisories") {
 					return errors.New("not yet")
@@ -186,25 +188,53 @@ func TestServeHearsAssetAdvisories(t *testing.T) {
 				t.Fatal(err)
 			}
 			deleted := seen("an R1 consumer deleted", http.StatusNotFound)
-			t.Logf("created: shown %s after the create returned; deleted: gone %s after the delete", created.Round(time.Millisecond), deleted.Round(time.Millisecond))
+			t.Logf("created: shown %s after the create returned; deleted: gone %s after the delete (at most one audit per %s)",
+				created.Round(time.Millisecond), deleted.Round(time.Millisecond), gap)
 
 			mfs := d.scrape(t)
-			before := labelled(mfs, "nats_version_auditor_audits_started_total", "reason=event")
 			if v := labelled(mfs, "nats_version_auditor_events_received_total", "event=asset_changed"); v < 2 {
 				t.Errorf("events_received_total{asset_changed} = %v, want the create and the delete", v)
 			}
+			events := func() float64 {
+				return labelled(d.scrape(t), "nats_version_auditor_audits_started_total", "reason=event")
+			}
+			before := events()
 			cfg := server.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 1, Storage: server.FileStorage, MaxMsgs: 1000}
 			if err := natstest.UpdateStream(app, cfg); err != nil {
 				t.Fatal(err)
 			}
-			err := natstest.Eventually(30*time.Second, func() error {
-				if v := labelled(d.scrape(t), "nats_version_auditor_audits_started_total", "reason=event"); v <= before {
+			if err := natstest.Eventually(30*time.Second, func() error {
+				if v := events(); v <= before {
 					return fmt.Errorf("audits_started_total{event} %v, was %v", v, before)
 				}
 				return nil
-			})
-			if err != nil {
+			}); err != nil {
 				t.Errorf("a stream's config update started no audit: %v", err)
+			}
+
+			// An application creating consumers for a while, one every 300 ms:
+			// the advisories of each gap share one audit. Without the gap
+			// they would start one per --audit.event-min-interval (1 s).
+			before, start := events(), time.Now()
+			pace := time.NewTicker(300 * time.Millisecond)
+			defer pace.Stop()
+			for i := range 30 {
+				<-pace.C
+				if err := natstest.AddConsumer(app, "ORDERS", server.ConsumerConfig{Durable: fmt.Sprintf("burst%02d", i), AckPolicy: server.AckExplicit}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := natstest.Eventually(30*time.Second, func() error {
+				if code, _, body := d.ConsumerAt(t, "ORDERS", "burst29", ""); code != http.StatusOK {
+					return fmt.Errorf("%d %s", code, body)
+				}
+				return nil
+			}); err != nil {
+				t.Fatalf("the burst's last consumer never showed: %v", err)
+			}
+			took := time.Since(start)
+			if n, most := events()-before, float64(took/gap)+2; n > most {
+				t.Errorf("30 creates over %s started %v audits, want at most %v (one per %s)", took.Round(time.Millisecond), n, most, gap)
 			}
 		})
 	}

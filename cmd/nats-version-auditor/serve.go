@@ -142,7 +142,7 @@ func (c *serveCommand) run(ctx context.Context, a auditing) (findings.Severity, 
 		p.options.Events = &collect.Events{}
 		// Each connection the LazyConn makes gets its watcher before its
 		// first audit runs on it.
-		ev := exporter.NewEventWatch(sched, c.eventMinInterval, p.options.Events, a.conn.who(), logger)
+		ev := exporter.NewEventWatch(sched, c.eventMinInterval, c.minInterval, p.options.Events, a.conn.who(), logger)
 		lc.OnConnect = ev.Attach
 		defer ev.Stop()
 		eventMetrics = append(eventMetrics, ev.Collector())

@@ -80,8 +80,30 @@ func (w *eventWatcher) watchAssets() {
 
 // onAssetAdvisory asks for an audit: a stream or consumer was created,
 // deleted or (a stream) updated. Which one is in the subject; the audit
-// reads it.
+// reads it. An application that creates a thousand consumers sends a
+// thousand advisories: after the first, the advisories of the next
+// assetGap share one audit at its end, so that a burst costs the servers
+// an audit per gap (--audit.min-interval), not one per event interval.
 func (w *eventWatcher) onAssetAdvisory(m *nats.Msg) {
 	w.count(metrics.EventAssetChanged, false)
-	w.trigger("an asset advisory on " + m.Subject)
+	reason := "an asset advisory on " + m.Subject
+	w.mu.Lock()
+	if w.stopped || w.assetTimer != nil {
+		w.mu.Unlock()
+		return
+	}
+	wait := w.assetGap - time.Since(w.assetLast)
+	if wait <= 0 {
+		w.assetLast = time.Now()
+		w.mu.Unlock()
+		w.trigger(reason)
+		return
+	}
+	defer w.mu.Unlock()
+	w.assetTimer = time.AfterFunc(wait, func() {
+		w.mu.Lock()
+		w.assetTimer, w.assetLast = nil, time.Now()
+		w.mu.Unlock()
+		w.trigger(reason + " (and those since)")
+	})
 }

@@ -62,6 +62,11 @@ type eventWatcher struct {
 	// (watchAssets); assetsDone stops their refresh.
 	assetSubs  map[string]*nats.Subscription
 	assetsDone chan struct{}
+	// assetGap is the least time between two audits asset advisories ask
+	// for; assetLast is when the last was asked, assetTimer the one due.
+	assetGap   time.Duration
+	assetLast  time.Time
+	assetTimer *time.Timer
 }
 
 // leaderBatch is how long the first leader change of a burst waits for the
@@ -77,8 +82,8 @@ const leaderBatch = 100 * time.Millisecond
 // and reports itself down (Stats) until a reconnect succeeds; user names
 // the user in that line.
 func watchEvents(nc *nats.Conn, trigger func(reason string), amend func([]snapshot.LeaderChange) (unseen, stale []snapshot.LeaderChange),
-	seen func() *snapshot.Snapshot, audits *collect.Events, user string, logger *slog.Logger) (*eventWatcher, error) {
-	w := &eventWatcher{nc: nc, trigger: trigger, amend: amend, heartbeats: collect.NewHeartbeats(seen), audits: audits, user: user, log: logger, done: make(chan struct{}),
+	seen func() *snapshot.Snapshot, audits *collect.Events, assetGap time.Duration, user string, logger *slog.Logger) (*eventWatcher, error) {
+	w := &eventWatcher{nc: nc, trigger: trigger, assetGap: assetGap, amend: amend, heartbeats: collect.NewHeartbeats(seen), audits: audits, user: user, log: logger, done: make(chan struct{}),
 		denied: map[string]error{}, received: map[string]uint64{}, assetSubs: map[string]*nats.Subscription{}, assetsDone: make(chan struct{})}
 	prev := nc.ErrorHandler()
 	nc.SetErrorHandler(func(c *nats.Conn, sub *nats.Subscription, err error) {
@@ -162,6 +167,9 @@ func (w *eventWatcher) Stop() {
 	w.stopped = true
 	if w.leaderTimer != nil {
 		w.leaderTimer.Stop()
+	}
+	if w.assetTimer != nil {
+		w.assetTimer.Stop()
 	}
 	close(w.assetsDone)
 	assets := slices.Collect(maps.Values(w.assetSubs))
@@ -348,22 +356,24 @@ func (w *eventWatcher) count(kind string, heard bool) {
 // EventWatch keeps one event watcher on serve's current connection: a new
 // watcher for each connection LazyConn makes, and one collector for all.
 type EventWatch struct {
-	sched  *Scheduler
-	audits *collect.Events
-	user   string
-	logger *slog.Logger
+	sched    *Scheduler
+	audits   *collect.Events
+	assetGap time.Duration
+	user     string
+	logger   *slog.Logger
 
 	mu sync.Mutex
 	w  *eventWatcher
 }
 
 // NewEventWatch makes the event watching of serve: an audit an event asks
-// for starts no sooner than minInterval after the last one started, and
-// the audits running hear the events through audits. user names the user
+// for starts no sooner than minInterval after the last one started, asset
+// advisories ask for at most one per assetGap, and the audits running hear
+// the events through audits. user names the user
 // serve logs in as, in the one line each refused event subscription gets.
-func NewEventWatch(sched *Scheduler, minInterval time.Duration, audits *collect.Events, user string, logger *slog.Logger) *EventWatch {
+func NewEventWatch(sched *Scheduler, minInterval, assetGap time.Duration, audits *collect.Events, user string, logger *slog.Logger) *EventWatch {
 	sched.SetRequestInterval(minInterval)
-	return &EventWatch{sched: sched, audits: audits, user: user, logger: logger}
+	return &EventWatch{sched: sched, audits: audits, assetGap: assetGap, user: user, logger: logger}
 }
 
 // Collector exports what the watchers of every connection heard.
@@ -381,7 +391,7 @@ func (e *EventWatch) Attach(nc *nats.Conn) {
 		}
 		return nil
 	}
-	w, err := watchEvents(nc, e.sched.Request, e.sched.Amend, seen, e.audits, e.user, e.logger)
+	w, err := watchEvents(nc, e.sched.Request, e.sched.Amend, seen, e.audits, e.assetGap, e.user, e.logger)
 	if err != nil {
 		e.logger.Error("cannot watch the servers' events: audits follow scrapes only", "err", err)
 		return

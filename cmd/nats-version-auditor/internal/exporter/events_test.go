@@ -33,7 +33,7 @@ func TestEventsDroppedAskForAnAudit(t *testing.T) {
 		}
 	}
 	amend := func(c []snapshot.LeaderChange) (unseen, stale []snapshot.LeaderChange) { return c, nil }
-	w, err := watchEvents(nc, trigger, amend, func() *snapshot.Snapshot { return nil }, nil, natstest.SysUser, slog.New(slog.DiscardHandler))
+	w, err := watchEvents(nc, trigger, amend, func() *snapshot.Snapshot { return nil }, nil, time.Second, natstest.SysUser, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
