@@ -167,7 +167,7 @@ func compareBinaries(h *natstest.Program, cfg config, bins []string) string {
 	}
 	sys := natstest.Start(h, node("n1", natstest.Floor), node("n2", natstest.New), node("n3", natstest.Old))
 	var res sizeResult
-	populate(h, sys, cfg.consumers, &res)
+	populate(h, sys, cfg.consumers, r3Every, &res)
 	ids := serverIDs(h, sys.Connect("n1", natstest.SysUser, natstest.SysPassword))
 	names := append([]string{"raw fetch"}, bins...)
 	runs := map[string][]processRun{}

@@ -58,7 +58,7 @@ func main() {
 	flapFor := flag.Duration("freshness-flap", time.Minute, "how long a server restarts every second to count the audits it causes")
 	continuous := flag.Bool("continuous", false, "measure only what serve scraped every 15 s costs the servers, today's design against its defaults (see continuous.go)")
 	continuousSizes := flag.String("continuous-consumers", "10000,30000,100000", "with -continuous: the consumer counts")
-	continuousScrapes := flag.Int("continuous-scrapes", 8, "with -continuous: the scrapes today's design is measured over")
+	continuousScrapes := flag.Int("continuous-scrapes", 6, "with -continuous: the scrapes today's design is measured over")
 	continuousFull := flag.String("continuous-full-interval", "", "with -continuous: give serve this --audit.full-interval instead of its default (to try the bench quickly)")
 	rawFetch := flag.String("rawfetch", "", "internal: be the raw fetch process against this URL")
 	rawIDs := flag.String("ids", "", "internal: the server ids the raw fetch asks")
@@ -227,7 +227,7 @@ func measure(h *natstest.Program, cfg config) sizeResult {
 	}
 	sys := natstest.Start(h, node("n1", natstest.Floor), node("n2", natstest.New), node("n3", natstest.Old))
 	res := sizeResult{consumers: cfg.consumers}
-	streams := populate(h, sys, cfg.consumers, &res)
+	streams := populate(h, sys, cfg.consumers, r3Every, &res)
 	res.streams = len(streams)
 
 	if cfg.hold {
@@ -282,8 +282,8 @@ func measure(h *natstest.Program, cfg config) sizeResult {
 type streamRef struct{ account, name string }
 
 // populate creates streams of consumersPerStream consumers each, spread over
-// the accounts, every r3Every-th of them R3.
-func populate(h *natstest.Program, sys *natstest.System, consumers int, res *sizeResult) []streamRef {
+// the accounts, every r3Every-th of them R3 (none with 0).
+func populate(h *natstest.Program, sys *natstest.System, consumers, r3Every int, res *sizeResult) []streamRef {
 	conns := map[string]*nats.Conn{}
 	for _, acc := range accounts {
 		u, p := credentials(acc)
@@ -294,7 +294,7 @@ func populate(h *natstest.Program, sys *natstest.System, consumers int, res *siz
 		acc := accounts[i%len(accounts)]
 		name := fmt.Sprintf("S%04d", i)
 		replicas := 1
-		if i%r3Every == 0 {
+		if r3Every > 0 && i%r3Every == 0 {
 			replicas = 3
 		}
 		cfg := server.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, Replicas: replicas, Storage: server.MemoryStorage}
@@ -310,7 +310,7 @@ func populate(h *natstest.Program, sys *natstest.System, consumers int, res *siz
 	var failed atomic.Pointer[error] // the first create that failed for good
 	for i := range consumers {
 		st := streams[i/consumersPerStream]
-		if (i/consumersPerStream)%r3Every == 0 {
+		if r3Every > 0 && (i/consumersPerStream)%r3Every == 0 {
 			res.r3Consumers++
 		}
 		sem <- struct{}{}
