@@ -67,6 +67,9 @@ type eventWatcher struct {
 	assetGap   time.Duration
 	assetLast  time.Time
 	assetTimer *time.Timer
+	// readingImports is set while watchAssets asks which imports the
+	// system account has: a user not allowed to ask is no error of serve's.
+	readingImports bool
 }
 
 // leaderBatch is how long the first leader change of a burst waits for the
@@ -92,6 +95,9 @@ func watchEvents(nc *nats.Conn, trigger func(reason string), amend func([]snapsh
 		// nats.go's default, which writes to stderr) would say it again
 		// without.
 		if w.permissionError(err) {
+			return
+		}
+		if w.importsRefused(err) {
 			return
 		}
 		if errors.Is(err, nats.ErrSlowConsumer) && w.owns(sub) {
@@ -128,7 +134,7 @@ func watchEvents(nc *nats.Conn, trigger func(reason string), amend func([]snapsh
 		}
 		w.ping()
 	}
-	go w.watchAssets()
+	w.watchAssets()
 	return w, nil
 }
 
