@@ -178,11 +178,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(ch, statusDesc, status)
 	gauge(ch, lastSuccessDesc, unixSeconds(res.LastSuccess))
 	gauge(ch, lastAuditDesc, unixSeconds(res.Finished))
-	checked := res.Checked
-	if checked.Before(res.Finished) {
-		checked = time.Time{}
-	}
-	gauge(ch, lastCheckDesc, unixSeconds(checked))
+	gauge(ch, lastCheckDesc, unixSeconds(res.LastCheck()))
 	gauge(ch, leadersHeardDesc, unixSeconds(res.Amended))
 	ch <- prometheus.MustNewConstMetric(auditsDesc, prometheus.CounterValue, float64(res.Audits))
 	ch <- prometheus.MustNewConstMetric(checksDesc, prometheus.CounterValue, float64(res.Checks))

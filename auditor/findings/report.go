@@ -92,8 +92,6 @@ type Result struct {
 	LastSuccess time.Time
 	// Audits counts the audits run.
 	Audits uint64
-	// RequestedAudits counts the audits Request started.
-	RequestedAudits uint64
 	// Amended is when leader changes heard since the audit were last
 	// applied to Report (zero: never since the audit); Amendments counts
 	// such applications since the auditor started.
@@ -109,6 +107,15 @@ type Result struct {
 	// PinChanges counts the pin changes seen from each audit to the next
 	// (CountPinChanges), since the auditor started.
 	PinChanges PinChanges
+}
+
+// LastCheck is when a check last found nothing changed since the audit
+// whose result stands; zero when none has since it.
+func (r Result) LastCheck() time.Time {
+	if r.Checked.After(r.Finished) {
+		return r.Checked
+	}
+	return time.Time{}
 }
 
 // PinChanges counts the pins of pinned_client consumers that changed

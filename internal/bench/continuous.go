@@ -298,15 +298,13 @@ func renderContinuous(cfg continuousConfig, results []continuousResult) string {
 		b.WriteString("\n")
 	}
 	pct := func(cpuPerHour float64) string { return fmt.Sprintf("%.2f%%", cpuPerHour/3600*100) }
+	cpuHour := func(w serveWindow) string { h := w.cpuPerHour(); return fmt.Sprintf("%.1f CPU-s (%s)", h, pct(h)) }
 	row("servers' CPU with no auditor (all three, % of one core)", func(r continuousResult) string { return fmt.Sprintf("%.1f%%", r.idleRate*100) })
 	row("today: scrapes, full audits in the window", func(r continuousResult) string {
 		return fmt.Sprintf("%d, %d", r.today.scrapes, r.today.audits)
 	})
 	row("today: servers' CPU per full audit, median", func(r continuousResult) string { return ms(median(r.today.fullCPU)) })
-	row("**today: servers' CPU per hour** (% of one core)", func(r continuousResult) string {
-		h := r.today.cpuPerHour()
-		return fmt.Sprintf("%.1f CPU-s (%s)", h, pct(h))
-	})
+	row("**today: servers' CPU per hour** (% of one core)", func(r continuousResult) string { return cpuHour(r.today) })
 	row("today: sent to serve per hour", func(r continuousResult) string {
 		return fmt.Sprintf("%.1f MB", r.today.bytesPerHour()/1e6)
 	})
@@ -327,10 +325,7 @@ func renderContinuous(cfg continuousConfig, results []continuousResult) string {
 	})
 	row("defaults: servers' CPU per check, median", func(r continuousResult) string { return msTenth(median(r.defaults.checkCPU)) })
 	row("defaults: servers' CPU per full audit", func(r continuousResult) string { return ms(median(r.defaults.fullCPU)) })
-	row("**defaults: servers' CPU per hour** (% of one core)", func(r continuousResult) string {
-		h := r.defaults.cpuPerHour()
-		return fmt.Sprintf("%.1f CPU-s (%s)", h, pct(h))
-	})
+	row("**defaults: servers' CPU per hour** (% of one core)", func(r continuousResult) string { return cpuHour(r.defaults) })
 	row("defaults: sent to serve per hour", func(r continuousResult) string {
 		return fmt.Sprintf("%.1f MB", r.defaults.bytesPerHour()/1e6)
 	})

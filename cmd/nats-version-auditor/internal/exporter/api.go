@@ -463,8 +463,8 @@ func auditOf(res findings.Result, complete bool) apiAudit {
 		t := res.Amended.UTC()
 		info.LeadersHeard = &t
 	}
-	if res.Checked.After(res.Finished) {
-		t := res.Checked.UTC()
+	if t := res.LastCheck(); !t.IsZero() {
+		t = t.UTC()
 		info.Checked = &t
 	}
 	return info

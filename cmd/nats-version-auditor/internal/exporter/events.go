@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/collect"
+	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/auditor/snapshot"
 
 	"github.com/nats-io/nats.go"
@@ -415,7 +416,7 @@ func (e *EventWatch) stats() metrics.EventStats {
 	if w != nil {
 		s = w.Stats()
 	}
-	s.Audits = e.sched.Latest().RequestedAudits
+	s.Audits = e.sched.Latest().Started[findings.ReasonEvent]
 	return s
 }
 

@@ -402,9 +402,6 @@ func (s *Scheduler) latestLocked() map[snapshot.AssetKey]snapshot.LeaderChange {
 // request.
 func (s *Scheduler) beginLocked(reason findings.AuditReason) {
 	s.last.Started[reason]++
-	if reason == findings.ReasonEvent {
-		s.last.RequestedAudits++
-	}
 	s.lastStart = s.now()
 	s.starts = append(s.starts, s.lastStart)
 	if s.pending {

@@ -146,7 +146,7 @@ func TestSchedulerRequestCoalescesABurst(t *testing.T) {
 		if c.starts[1].Before(asked) {
 			t.Fatal("the requested audit started before the requests")
 		}
-		if r := s.Latest(); r.RequestedAudits != 1 || r.Audits != 2 {
+		if r := s.Latest(); r.Started[findings.ReasonEvent] != 1 || r.Audits != 2 {
 			t.Fatalf("result %+v, want 2 audits, 1 requested", r)
 		}
 		// The hour-long min-interval does not hold a request back.
@@ -253,8 +253,8 @@ func TestSchedulerRequestServedByAScrape(t *testing.T) {
 		if n := c.count(); n != 2 {
 			t.Fatalf("%d audits, want 2: the scrape's audit serves the pending request", n)
 		}
-		if r := s.Latest(); r.RequestedAudits != 0 {
-			t.Fatalf("RequestedAudits = %d, want 0", r.RequestedAudits)
+		if r := s.Latest(); r.Started[findings.ReasonEvent] != 0 {
+			t.Fatalf("audits started for an event: %d, want 0", r.Started[findings.ReasonEvent])
 		}
 	})
 }
@@ -525,8 +525,8 @@ func TestSchedulerAuditReasons(t *testing.T) {
 	step(pending)
 	pending.Request("a server's LAMEDUCK")
 	step(pending)
-	if r := pending.Latest(); r.Started[findings.ReasonEvent] != 1 || r.Checks != 0 || r.RequestedAudits != 1 {
-		t.Errorf("a scrape with a request pending: started %v, %d checks, %d requested; want event 1, no check", r.Started, r.Checks, r.RequestedAudits)
+	if r := pending.Latest(); r.Started[findings.ReasonEvent] != 1 || r.Checks != 0 {
+		t.Errorf("a scrape with a request pending: started %v, %d checks; want event 1, no check", r.Started, r.Checks)
 	}
 
 	checked.SetRequestInterval(time.Millisecond)
