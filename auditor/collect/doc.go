@@ -17,6 +17,8 @@
 //     of who pulls a consumer with a priority policy.
 //   - summaries.go: the census's JSZ counts, asked once by broadcast;
 //     drift.go: the same counts asked again and held against an audit's.
+//   - reread.go: the JSZ of the accounts that hold shards, asked again of
+//     every server between full audits (RereadPulls).
 //   - inflight.go: the bound on JSZ reply bytes asked for and not yet read,
 //     and the pages JSZ is asked in.
 //   - pullwatch.go: who pulls each consumer, heard through the system

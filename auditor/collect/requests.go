@@ -54,14 +54,15 @@ func PingEndpointSubject(endpoint string) string {
 }
 
 // jszRequest is server.JSzOptions: every account with its streams,
-// consumers and their configs, a page of accounts at a time.
+// consumers and their configs, a page of accounts at a time, or Account's.
 type jszRequest struct {
-	Accounts bool `json:"accounts,omitempty"`
-	Streams  bool `json:"streams,omitempty"`
-	Consumer bool `json:"consumer,omitempty"`
-	Config   bool `json:"config,omitempty"`
-	Offset   int  `json:"offset,omitempty"`
-	Limit    int  `json:"limit,omitempty"`
+	Account  string `json:"account,omitempty"`
+	Accounts bool   `json:"accounts,omitempty"`
+	Streams  bool   `json:"streams,omitempty"`
+	Consumer bool   `json:"consumer,omitempty"`
+	Config   bool   `json:"config,omitempty"`
+	Offset   int    `json:"offset,omitempty"`
+	Limit    int    `json:"limit,omitempty"`
 }
 
 // jszPage asks for one page of accounts from offset on.

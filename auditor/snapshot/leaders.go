@@ -50,7 +50,8 @@ type AssetKey struct {
 	domain, account, stream, consumer string
 }
 
-func keyOf(a *Asset) AssetKey {
+// Key is what tells a from every other asset.
+func (a *Asset) Key() AssetKey {
 	return AssetKey{kind: a.Kind, domain: a.Domain, account: a.Account, stream: a.Stream, consumer: a.Consumer}
 }
 
@@ -89,7 +90,7 @@ func (s *Snapshot) WithLeaders(changes []LeaderChange) (out *Snapshot, unseen, s
 func withLeaders(assets []Asset, latest map[AssetKey]LeaderChange, applied map[AssetKey]bool, stale []LeaderChange) ([]Asset, []LeaderChange) {
 	var out []Asset
 	for i := range assets {
-		c, ok := latest[keyOf(&assets[i])]
+		c, ok := latest[assets[i].Key()]
 		if !ok || !slices.Contains(assets[i].Peers, c.Leader) {
 			continue
 		}

@@ -147,37 +147,50 @@ func (p *pipeline) reevaluate(snap *snapshot.Snapshot) *findings.Report {
 }
 
 // drift is serve's check between full audits (collect.Drift): what differs
-// from last's counts, "" when nothing does. Who pulls a shard (a consumer
-// with a priority policy) is in its leader's JSZ only, and a shard pulled
-// by nobody must show within --unpulled-after, so where last has one every
-// audit is full.
-func (p *pipeline) drift(ctx context.Context, last *findings.Report) (string, error) {
-	if last.Snapshot == nil {
-		return "no snapshot", nil
-	}
-	if last.Snapshot.HasShards() {
-		return "consumers with a priority policy: who pulls them is in their leaders' records, read in full", nil
+// from the counts of full, the audit whose result stands, "" when nothing
+// does. Who pulls a shard (a consumer with a priority policy) is in its
+// leader's record only, and a shard pulled by nobody must show within
+// --unpulled-after: where last, full's result as events amended it, has
+// one, a check that finds no drift also reads the shards' accounts again
+// (collect.RereadPulls) and returns last's snapshot with their leaders'
+// records now.
+func (p *pipeline) drift(ctx context.Context, full, last *findings.Report) (*snapshot.Snapshot, string, error) {
+	if full.Snapshot == nil || last.Snapshot == nil {
+		return nil, "no snapshot", nil
 	}
 	// The floor may change under a running serve (--policy.file): the
 	// audit holds the snapshot against the new one, or fails closed on a
 	// file it cannot read.
 	pol, err := p.policy()
 	if err != nil {
-		return "the policy cannot be read", nil
+		return nil, "the policy cannot be read", nil
 	}
-	if pol.Floor != last.Floor {
-		return fmt.Sprintf("the floor is %s, the last audit's %s", pol.Floor, last.Floor), nil
+	if pol.Floor != full.Floor {
+		return nil, fmt.Sprintf("the floor is %s, the last audit's %s", pol.Floor, full.Floor), nil
 	}
 	nc, done, err := p.conn(ctx)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	defer done()
-	wait := p.options.Timeout
-	if wait <= 0 {
-		wait = collect.DefaultTimeout
+	opts := p.options
+	if opts.Timeout <= 0 {
+		opts.Timeout = collect.DefaultTimeout
 	}
-	return collect.Drift(ctx, nc, last.Snapshot, wait)
+	if reason, err := collect.Drift(ctx, nc, full.Snapshot, opts.Timeout); reason != "" || err != nil {
+		return nil, reason, err
+	}
+	if !last.Snapshot.HasShards() {
+		return nil, "", nil
+	}
+	snap, reason := collect.RereadPulls(ctx, nc, last.Snapshot, opts)
+	if reason != "" {
+		return nil, reason, nil
+	}
+	if p.pulls != nil {
+		p.pulls.Fill(ctx, nc, snap)
+	}
+	return snap, "", nil
 }
 
 // hearPulls listens, where snap has a pinned_client consumer, to the

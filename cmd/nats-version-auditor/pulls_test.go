@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go/jetstream"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
@@ -23,29 +23,12 @@ func pulledShards(t *testing.T, mode natstest.Mode) (*natstest.System, *natstest
 	// One version: the gate's only WARNING is who pulls.
 	sys := mode.Start(t, spec("n1", natstest.New), spec("n2", natstest.New), spec("n3", natstest.New))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
-	if err := natstest.AddStream(app, server.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}, Replicas: 3, Storage: server.FileStorage}); err != nil {
-		t.Fatal(err)
-	}
-	shards, err := natstest.AddShards(app, "WORK", "work", 2, 3, 3*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	shards := natstest.AddWorkShards(t, app, 2, 3, 3*time.Second)
 	a, b := sys.ShardOwner("a", "n2"), sys.ShardOwner("b", "n3")
 	a.Own("WORK", shards[0])
 	a.Own("WORK", shards[1])
-	for i := range shards {
-		if _, err := natstest.Publish(app, fmt.Sprintf("work.%d", i), []byte("job"), 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
-	js, err := jetstream.New(app)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// a takes both pins before b pulls.
-	if err := natstest.WaitPinned(t.Context(), js, "WORK", 30*time.Second, shards...); err != nil {
-		t.Fatal(err)
-	}
+	natstest.PinWorkShards(t, app, shards...)
 	b.Own("WORK", shards[0])
 	return sys, b
 }
@@ -174,4 +157,83 @@ func lineWith(out, s string) string {
 		}
 	}
 	return ""
+}
+
+// TestServeRereadsShardsBetweenAudits: with shards, serve's checks between
+// full audits read the shards' accounts again, so a shard whose owner died
+// shows as pulled by nobody as soon as its leader's CONSUMER.INFO says so
+// (no pull waiting, a backlog) and --unpulled-after has passed, without a
+// full audit: audits_started_total stays where it was while the checks go
+// on.
+func TestServeRereadsShardsBetweenAudits(t *testing.T) {
+	t.Parallel()
+	sys := natstest.Start(t, node("n1", natstest.New), node("n2", natstest.New), node("n3", natstest.Floor))
+	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
+	shards := natstest.AddWorkShards(t, app, 1, 3, 3*time.Second)
+	a := sys.ShardOwner("a", "n2")
+	a.Own("WORK", shards[0])
+	js := natstest.PinWorkShards(t, app, shards...)
+
+	d := startServe(t, append([]string{"--audit.min-interval", "200ms", "--unpulled-after", "1s"}, sys.SysArgs("n1")...)...)
+	d.waitReady(t, 30*time.Second)
+	const unpulled = "nats_version_auditor_consumer_pulled_by_nobody"
+	started := func(mfs map[string]*dto.MetricFamily) (n float64) {
+		for _, m := range mfs["nats_version_auditor_audits_started_total"].GetMetric() {
+			n += m.GetCounter().GetValue()
+		}
+		return n
+	}
+	var before, checks float64
+	err := natstest.Eventually(30*time.Second, func() error {
+		mfs := d.scrape(t)
+		if v := labelled(mfs, unpulled, "consumer=shard-0"); v > 0 {
+			return fmt.Errorf("shard-0 pulled by nobody while a pulls it")
+		}
+		if checks = value(mfs, "nats_version_auditor_audit_checks_total"); checks < 2 {
+			return fmt.Errorf("%v checks", checks)
+		}
+		before = started(mfs)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	a.Kill()
+	if _, err := natstest.Publish(app, "work.0", []byte("job"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var unpulledAt time.Time
+	err = natstest.Eventually(30*time.Second, func() error {
+		info, err := natstest.ShardInfo(t.Context(), js, "WORK", shards[0])
+		if err != nil {
+			return err
+		}
+		if info.NumWaiting > 0 || info.NumPending+uint64(info.NumAckPending) == 0 {
+			return fmt.Errorf("shard-0: %d pulls waiting, %d pending, %d unacked", info.NumWaiting, info.NumPending, info.NumAckPending)
+		}
+		unpulledAt = time.Now()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mfs map[string]*dto.MetricFamily
+	err = natstest.Eventually(30*time.Second, func() error {
+		mfs = d.scrape(t)
+		if v := labelled(mfs, unpulled, "consumer=shard-0"); v != 1 {
+			return fmt.Errorf("%s for shard-0 is %v", unpulled, v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("shard-0 pulled by nobody by its leader's CONSUMER.INFO; in the metrics %s later", time.Since(unpulledAt).Round(time.Millisecond))
+	if n := started(mfs); n != before {
+		t.Errorf("full audits started went from %v to %v: the shard was seen by an audit, not a check", before, n)
+	}
+	if n := value(mfs, "nats_version_auditor_audit_checks_total"); n <= checks {
+		t.Errorf("checks went from %v to %v", checks, n)
+	}
 }

@@ -69,7 +69,8 @@ func addServeCommand(app *kingpin.Application) *serveCommand {
 	c.cmd.Flag("audit.event-min-interval", "Least time between the start of any audit and one an event starts; bursts of events share one audit").
 		Default("1s").DurationVar(&c.eventMinInterval)
 	c.cmd.Flag("audit.full-interval", "A scrape due an audit first asks every server its JetStream counts (one small broadcast) and audits in full only when they changed, "+
-		"or when the last full audit is this old or incomplete, or the system has consumers with a priority policy; events and the API's max_age still audit in full. "+
+		"or when the last full audit is this old or incomplete; where consumers have a priority policy it then reads their accounts again for who pulls them. "+
+		"Events and the API's max_age still audit in full. "+
 		"0: every audit is full. --scope server: always 0 (docs/exporter.md)").
 		Default("5m").IsSetByUser(&c.fullIntervalSet).DurationVar(&c.fullInterval)
 	c.cmd.Flag("metrics.max-asset-series", "Most per-asset (stream and consumer) series one scrape exposes").Default(fmt.Sprint(metrics.DefaultMaxAssetSeries)).IntVar(&c.maxAssetSeries)

@@ -11,8 +11,6 @@ import (
 
 	"github.com/natsaudit/nats-version-auditor/auditor/findings"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/natsaudit/nats-version-auditor/cmd/nats-version-auditor/internal/render"
 	"github.com/natsaudit/nats-version-auditor/internal/natstest"
 )
@@ -207,13 +205,7 @@ func TestWaitUntilEveryShardIsPulled(t *testing.T) {
 	t.Parallel()
 	sys := natstest.Start(t, natstest.Node("n1", natstest.New, "c1"), natstest.Node("n2", natstest.New, "c1"), natstest.Node("n3", natstest.New, "c1"))
 	app := sys.Connect("n1", natstest.AppUser, natstest.AppPassword)
-	if err := natstest.AddStream(app, server.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}, Replicas: 3, Storage: server.FileStorage}); err != nil {
-		t.Fatal(err)
-	}
-	shards, err := natstest.AddShards(app, "WORK", "work", 2, 3, 3*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	shards := natstest.AddWorkShards(t, app, 2, 3, 3*time.Second)
 	a := sys.ShardOwner("a", "n1")
 	a.Own("WORK", shards[0])
 	// The stream's leader answered its create as soon as it was elected;
@@ -235,7 +227,7 @@ func TestWaitUntilEveryShardIsPulled(t *testing.T) {
 	// could still find it young. Once a plain check names it, the gate
 	// starts on a system it must wait for.
 	args := append([]string{"--unpulled-after", "1s", "--format", "nagios"}, sys.SysArgs("n2")...)
-	err = natstest.Eventually(30*time.Second, func() error {
+	err := natstest.Eventually(30*time.Second, func() error {
 		if res := runCmd(t, append([]string{"check"}, args...)...); res.code != int(findings.Warning) || !strings.Contains(res.stdout, "(pinned_client, group g) is pulled by") {
 			return fmt.Errorf("check exited %d: %s%s", res.code, res.stdout, res.stderr)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -41,6 +42,45 @@ func AddShards(nc *nats.Conn, stream, subjectPrefix string, n, replicas int, pin
 		}
 	}
 	return names, nil
+}
+
+// WorkStream is the stream AddWorkShards makes, of subjects work.>.
+const WorkStream = "WORK"
+
+// AddWorkShards creates WorkStream, file-backed, of the given replicas, and
+// n shards of it as AddShards makes them (shard-i filtering work.i), and
+// returns their names; an error fails t.
+func AddWorkShards(t TB, nc *nats.Conn, n, replicas int, pinTimeout time.Duration) []string {
+	t.Helper()
+	if err := AddStream(nc, server.StreamConfig{Name: WorkStream, Subjects: []string{"work.>"}, Replicas: replicas, Storage: server.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	shards, err := AddShards(nc, WorkStream, "work", n, replicas, pinTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shards
+}
+
+// PinWorkShards publishes one job to each of the shards of WorkStream
+// named (shard-i's subject is work.i), and waits until the leader of each
+// reports a pin: a pinned pull takes the pin as a message is delivered. It
+// returns nc's JetStream; an error fails t.
+func PinWorkShards(t TB, nc *nats.Conn, shards ...string) jetstream.JetStream {
+	t.Helper()
+	for _, s := range shards {
+		if _, err := Publish(nc, "work."+strings.TrimPrefix(s, "shard-"), []byte("job"), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitPinned(context.Background(), js, WorkStream, 30*time.Second, shards...); err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // ShardOwner is one process of a sharded application: its own connection,

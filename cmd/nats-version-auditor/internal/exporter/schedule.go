@@ -67,16 +67,26 @@ type Scheduler struct {
 	// starts are when the running audits started.
 	starts []time.Time
 	// full is the report of the audit whose result stands, before any
-	// change was applied: pin changes are counted from one audit to the
-	// next.
+	// change was applied.
 	full *findings.Report
+	// pins is the last report whose pins were counted, before any change
+	// was applied: pin changes are counted from one read of the shards to
+	// the next (a full audit, or a check that read them again).
+	pins *findings.Report
 
 	// check tells whether anything the audit whose result stands counted
 	// has changed ("" when nothing has); a Get within fullInterval of that
 	// audit's start asks it instead of auditing (SetDriftCheck).
-	check        func(context.Context, *findings.Report) (string, error)
+	check        CheckFunc
 	fullInterval time.Duration
 }
+
+// CheckFunc is serve's look between full audits: whether anything full,
+// the audit whose result stands, counted has changed (reason "" when
+// nothing has). Where nothing has, it may return a snapshot read again in
+// part: last's (full's result as changes amended it) with what it re-read,
+// to stand in last's place.
+type CheckFunc func(ctx context.Context, full, last *findings.Report) (reread *snapshot.Snapshot, reason string, err error)
 
 // NewScheduler returns a Scheduler whose audits run under base: cancelling
 // base cancels a running audit, but a caller giving up does not.
@@ -163,7 +173,7 @@ func (s *Scheduler) Amend(changes []snapshot.LeaderChange) (unseen, stale []snap
 // less than fullInterval ago and was complete: only a difference check
 // names (or an error) starts an audit. Requests (events) and GetFull always
 // audit. Call it before the first Get.
-func (s *Scheduler) SetDriftCheck(check func(context.Context, *findings.Report) (string, error), fullInterval time.Duration) {
+func (s *Scheduler) SetDriftCheck(check CheckFunc, fullInterval time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.check, s.fullInterval = check, fullInterval
@@ -205,7 +215,7 @@ func (s *Scheduler) get(ctx context.Context, full bool) findings.Result {
 		running = make(chan struct{})
 		s.running = running
 		s.starts = append(s.starts, s.now())
-		go s.runCheck(running, s.starts[len(s.starts)-1], s.full)
+		go s.runCheck(running, s.starts[len(s.starts)-1], s.full, s.last.Report)
 	} else {
 		running = s.startLocked(s.reasonLocked(full))
 	}
@@ -245,11 +255,14 @@ func (s *Scheduler) reasonLocked(full bool) findings.AuditReason {
 }
 
 // runCheck asks the check about full; if nothing changed, the result stands
-// as it is and counts as checked, else an audit runs in the same turn, its
-// callers waiting on done.
-func (s *Scheduler) runCheck(done chan struct{}, started time.Time, full *findings.Report) {
-	reason, err := s.check(s.base, full)
+// as it is, or as the check re-read it, and counts as checked; else an
+// audit runs in the same turn, its callers waiting on done.
+func (s *Scheduler) runCheck(done chan struct{}, started time.Time, full, last *findings.Report) {
+	reread, reason, err := s.check(s.base, full, last)
 	if err == nil && reason == "" {
+		if reread != nil {
+			s.standReread(reread, started)
+		}
 		s.mu.Lock()
 		s.last.Checked = s.now()
 		s.last.Checks++
@@ -267,6 +280,51 @@ func (s *Scheduler) runCheck(done chan struct{}, started time.Time, full *findin
 	started = s.lastStart
 	s.mu.Unlock()
 	s.run(done, started)
+}
+
+// standReread puts the report of snap, which a check that started at
+// started re-read in part, in the place of the result it re-read, with the
+// leader changes heard since it started applied; unless an audit that
+// started later already stands.
+func (s *Scheduler) standReread(snap *snapshot.Snapshot, started time.Time) {
+	s.amending.Lock()
+	defer s.amending.Unlock()
+	s.mu.Lock()
+	missed, reevaluate := s.changesSinceLocked(started), s.reevaluate
+	s.mu.Unlock()
+	if reevaluate == nil {
+		return
+	}
+	pins := reevaluate(snap)
+	r := pins
+	if len(missed) > 0 {
+		// A change of a shard's leader is stale (WithLeaders): its own
+		// Amend asked for the audit that reads the new leader's record.
+		amended, _, _ := snap.WithLeaders(missed)
+		r = reevaluate(amended)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if started.Before(s.newest) {
+		return
+	}
+	s.countPinsLocked(pins)
+	s.last.Report = r
+	if len(missed) > 0 {
+		s.last.Amended = s.now()
+		s.last.Amendments++
+	}
+}
+
+// countPinsLocked adds the pin changes from the last report whose pins
+// were counted to r, a new read of the shards.
+func (s *Scheduler) countPinsLocked(r *findings.Report) {
+	if s.pins != nil {
+		c := auditor.CountPinChanges(s.pins, r)
+		s.last.PinChanges.Pin += c.Pin
+		s.last.PinChanges.WithLeader += c.WithLeader
+	}
+	s.pins = r
 }
 
 // endLocked notes that the run done closes is over.
@@ -424,11 +482,7 @@ func (s *Scheduler) run(done chan struct{}, started time.Time) {
 	s.starts = slices.DeleteFunc(s.starts, started.Equal)
 	if !stale {
 		s.newest = started
-		if s.full != nil {
-			c := auditor.CountPinChanges(s.full, r)
-			s.last.PinChanges.Pin += c.Pin
-			s.last.PinChanges.WithLeader += c.WithLeader
-		}
+		s.countPinsLocked(r)
 		s.full = r
 		missed, reevaluate := s.changesSinceLocked(started), s.reevaluate
 		amended := false

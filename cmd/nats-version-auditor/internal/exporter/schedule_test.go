@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -443,9 +444,9 @@ func TestSchedulerChecksBetweenFullAudits(t *testing.T) {
 	var diff atomic.Value
 	diff.Store("")
 	s := NewScheduler(context.Background(), audit, time.Second, nil)
-	s.SetDriftCheck(func(context.Context, *findings.Report) (string, error) {
+	s.SetDriftCheck(func(context.Context, *findings.Report, *findings.Report) (*snapshot.Snapshot, string, error) {
 		checks.Add(1)
-		return diff.Load().(string), nil
+		return nil, diff.Load().(string), nil
 	}, time.Hour)
 	now := time.Now()
 	s.now = func() time.Time { return now }
@@ -507,7 +508,9 @@ func TestSchedulerAuditReasons(t *testing.T) {
 
 	checked := NewScheduler(context.Background(), audit, time.Second, nil)
 	checked.now = func() time.Time { return now }
-	checked.SetDriftCheck(func(context.Context, *findings.Report) (string, error) { return "", nil }, time.Hour)
+	checked.SetDriftCheck(func(context.Context, *findings.Report, *findings.Report) (*snapshot.Snapshot, string, error) {
+		return nil, "", nil
+	}, time.Hour)
 	incomplete.Store(true)
 	step(checked)
 	incomplete.Store(false)
@@ -520,7 +523,9 @@ func TestSchedulerAuditReasons(t *testing.T) {
 	// what the event said, so the scrape audits in full and serves it.
 	pending := NewScheduler(context.Background(), audit, time.Second, nil)
 	pending.now = func() time.Time { return now }
-	pending.SetDriftCheck(func(context.Context, *findings.Report) (string, error) { return "", nil }, time.Hour)
+	pending.SetDriftCheck(func(context.Context, *findings.Report, *findings.Report) (*snapshot.Snapshot, string, error) {
+		return nil, "", nil
+	}, time.Hour)
 	pending.SetRequestInterval(time.Hour)
 	step(pending)
 	pending.Request("a server's LAMEDUCK")
@@ -536,5 +541,79 @@ func TestSchedulerAuditReasons(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a Request: started %v, want event 1", checked.Latest().Started)
 		}
+	}
+}
+
+// TestSchedulerStandsAReread: a check that read the shards again puts what
+// it read in the place of the result: the pin it read is the result's, the
+// pin change counts from the audit to the check, and a leader change heard
+// while the check ran is applied over it. A check that read the shards
+// before an audit that now stands changes nothing.
+func TestSchedulerStandsAReread(t *testing.T) {
+	servers := []snapshot.Server{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
+	for i := range servers {
+		servers[i].SetVersion("2.14.0")
+	}
+	peers := []string{"n1", "n2", "n3"}
+	var auditPin atomic.Value
+	auditPin.Store("A")
+	audit := func(context.Context) *findings.Report {
+		return auditor.Evaluate(&snapshot.Snapshot{Started: time.Now(), Servers: servers,
+			Streams: []snapshot.Asset{{Kind: releases.KindStream, Account: "APP", Stream: "S", Leader: "n1", Replicas: 3, Peers: peers}},
+			Consumers: []snapshot.Asset{{Kind: releases.KindConsumer, Account: "APP", Stream: "S", Consumer: "c", Leader: "n1", Replicas: 3, Peers: peers,
+				Pull: &snapshot.PullState{Policy: snapshot.PriorityPinnedClient, FromLeader: true, PinnedID: auditPin.Load().(string)}}}}, leaderPolicy)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	reread := func(_ context.Context, _, last *findings.Report) (*snapshot.Snapshot, string, error) {
+		entered <- struct{}{}
+		<-release
+		snap := *last.Snapshot
+		snap.Consumers = slices.Clone(snap.Consumers)
+		pull := *snap.Consumers[0].Pull
+		pull.PinnedID = "B"
+		snap.Consumers[0].Pull = &pull
+		return &snap, "", nil
+	}
+	s := NewScheduler(context.Background(), audit, time.Nanosecond, nil)
+	s.SetReevaluate(func(snap *snapshot.Snapshot) *findings.Report { return auditor.Evaluate(snap, leaderPolicy) })
+	s.SetDriftCheck(reread, time.Hour)
+	s.SetRequestInterval(0)
+	s.Get(context.Background())
+
+	got := make(chan findings.Result)
+	go func() { got <- s.Get(context.Background()) }()
+	<-entered
+	if unseen, stale := s.Amend([]snapshot.LeaderChange{{Kind: releases.KindStream, Account: "APP", Stream: "S", Leader: "n2", Elected: time.Now(), Heard: time.Now()}}); len(unseen)+len(stale) > 0 {
+		t.Fatalf("the stream's move: unseen %v, stale %v", unseen, stale)
+	}
+	close(release)
+	r := <-got
+	if c := r.Report.Snapshot.Consumers[0]; c.Pull.PinnedID != "B" {
+		t.Errorf("after the check the pin is %q, want the re-read B", c.Pull.PinnedID)
+	}
+	if l := r.Report.Snapshot.Streams[0].Leader; l != "n2" {
+		t.Errorf("after the check the stream's leader is %s, want n2, heard while the check ran", l)
+	}
+	if r.Audits != 1 || r.Checks != 1 || r.PinChanges.Pin != 1 || r.Amendments != 2 {
+		t.Errorf("%d audits, %d checks, pin changes %+v, %d amendments; want 1, 1, one pin change, 2 (the move, applied again over the re-read)",
+			r.Audits, r.Checks, r.PinChanges, r.Amendments)
+	}
+
+	// The next check reads the shards; an audit an event asks for starts
+	// while it runs, and stands.
+	release = make(chan struct{})
+	go func() { got <- s.Get(context.Background()) }()
+	<-entered
+	auditPin.Store("C")
+	s.Request("a server's SHUTDOWN")
+	for deadline := time.Now().Add(10 * time.Second); s.Latest().Audits != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the requested audit did not end: %d audits", s.Latest().Audits)
+		}
+	}
+	close(release)
+	r = <-got
+	if c := r.Report.Snapshot.Consumers[0]; c.Pull.PinnedID != "C" || r.Checks != 2 {
+		t.Errorf("a check that started before the audit that stands: pin %q, %d checks; want the audit's C, 2", c.Pull.PinnedID, r.Checks)
 	}
 }
