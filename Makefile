@@ -66,11 +66,14 @@ bench: servers build $(NATSCLI)
 	$(GO) run ./internal/bench -auditor $(BIN) -natscli $(NATSCLI) -validfetch $(VALIDFETCH) -gobench .cache/gobench.txt -out BENCHMARKS.md
 	$(GO) run ./internal/bench -freshness -auditor $(BIN) -out BENCHMARKS.md
 	$(GO) run ./internal/bench -continuous -auditor $(BIN) -out BENCHMARKS.md
+	$(GO) run ./internal/bench -continuous -continuous-shards 10 -auditor $(BIN) -out BENCHMARKS.md
 
 # Only what `serve` scraped every 15 s costs the servers, today's design
-# against its defaults, at 10k, 30k and 100k consumers (BENCHMARKS.md).
+# against its defaults, at 10k, 30k and 100k consumers, then the same with
+# ten shards besides (BENCHMARKS.md).
 bench-continuous: servers build
 	$(GO) run ./internal/bench -continuous -auditor $(BIN) -out BENCHMARKS.md
+	$(GO) run ./internal/bench -continuous -continuous-shards 10 -auditor $(BIN) -out BENCHMARKS.md
 
 # Only the freshness measurement of BENCHMARKS.md (about 6 minutes).
 bench-freshness: servers build

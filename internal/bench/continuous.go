@@ -28,6 +28,12 @@ import (
 const (
 	continuousBegin = "<!-- continuous:begin -->"
 	continuousEnd   = "<!-- continuous:end -->"
+	// The table of the same run with shards: consumers with a priority
+	// policy, which the defaults' checks read again.
+	continuousShardsBegin = "<!-- continuous-shards:begin -->"
+	continuousShardsEnd   = "<!-- continuous-shards:end -->"
+	// shardAccount holds the shards, in an account of their own.
+	shardAccount = "ACC0005"
 	// continuousName is serve's connection name, to find it in CONNZ.
 	continuousName = "nva-bench-continuous"
 )
@@ -44,6 +50,18 @@ type continuousConfig struct {
 	maxCycle int
 	// fullInterval, if not empty, is given to the defaults' serve.
 	fullInterval string
+	// shards, if above 0, is how many R1 pinned_client consumers the
+	// cluster holds besides, in shardAccount; the create that newSeen
+	// measures is then left out.
+	shards int
+}
+
+// blocks are where the table goes in BENCHMARKS.md.
+func (cfg continuousConfig) blocks() (begin, end string) {
+	if cfg.shards > 0 {
+		return continuousShardsBegin, continuousShardsEnd
+	}
+	return continuousBegin, continuousEnd
 }
 
 // serveWindow is what one serve cost the servers over its scrapes.
@@ -100,7 +118,8 @@ func runContinuous(h *natstest.Program, sizes []int, cfg continuousConfig) strin
 func continuousAt(h *natstest.Program, consumers int, cfg continuousConfig) continuousResult {
 	fmt.Fprintf(os.Stderr, "== %d consumers, continuous: starting a %s/%s/%s cluster\n", consumers, natstest.Floor, natstest.New, natstest.Old)
 	node := func(name, version string) natstest.Spec {
-		return natstest.Spec{Name: name, Version: version, Cluster: "bench", JetStream: true, ExtraAccounts: len(accounts) - 1}
+		// One account more than populate fills: shardAccount.
+		return natstest.Spec{Name: name, Version: version, Cluster: "bench", JetStream: true, ExtraAccounts: len(accounts)}
 	}
 	sys := natstest.Start(h, node("n1", natstest.Floor), node("n2", natstest.New), node("n3", natstest.Old))
 	// Every stream and consumer R1: the raft heartbeats of thousands of
@@ -108,6 +127,9 @@ func continuousAt(h *natstest.Program, consumers int, cfg continuousConfig) cont
 	// of one core measured with the main table's one R3 stream in 20),
 	// and an audit's CPU cannot be told from theirs.
 	populate(h, sys, consumers, 0, &sizeResult{})
+	if cfg.shards > 0 {
+		addBenchShards(h, sys, cfg.shards)
+	}
 	sysConn := sys.Connect("n1", natstest.SysUser, natstest.SysPassword)
 	ids := serverIDs(h, sysConn)
 	res := continuousResult{consumers: consumers}
@@ -130,9 +152,32 @@ func continuousAt(h *natstest.Program, consumers int, cfg continuousConfig) cont
 		}
 		return startedFor(m, "full_interval") > 0
 	}, func(base string, next time.Time) {
-		res.newSeen = newConsumerSeen(h, sys, base, next, cfg.scrapeEvery)
+		if cfg.shards == 0 {
+			res.newSeen = newConsumerSeen(h, sys, base, next, cfg.scrapeEvery)
+		}
 	})
 	return res
+}
+
+// addBenchShards creates n R1 shards of one stream in shardAccount, as
+// natstest.AddShards makes them, and publishes one message to each: pulled
+// by nobody, each is a finding, and its leader's record is what a check
+// reads again.
+func addBenchShards(h *natstest.Program, sys *natstest.System, n int) {
+	u, p := credentials(shardAccount)
+	nc := sys.Connect("n1", u, p)
+	defer nc.Close()
+	if err := natstest.AddStream(nc, server.StreamConfig{Name: "SHARDS", Subjects: []string{"shards.>"}, Storage: server.FileStorage}); err != nil {
+		h.Fatal(err)
+	}
+	if _, err := natstest.AddShards(nc, "SHARDS", "shards", n, 1, time.Minute); err != nil {
+		h.Fatal(err)
+	}
+	for i := range n {
+		if _, err := natstest.Publish(nc, fmt.Sprintf("shards.%d", i), []byte("job"), 10*time.Second); err != nil {
+			h.Fatal(err)
+		}
+	}
 }
 
 // newConsumerSeen creates an R1 consumer at a random moment between two
@@ -272,7 +317,11 @@ func renderContinuous(cfg continuousConfig, results []continuousResult) string {
 	fmt.Fprintf(&b, "Measured %s on %d cores, %.0f GiB; servers %s, %s, %s (one each); `serve` scraped every %s. ",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), float64(totalMemory())/(1<<30), natstest.Floor, natstest.New, natstest.Old, cfg.scrapeEvery)
 	b.WriteString("The servers' CPU is taken around each scrape, less their own rate between scrapes; per hour is the window's cost scaled to an hour. ")
-	b.WriteString("Every stream and consumer R1 (see continuous.go). Today's design: `serve --audit.full-interval 0`. Defaults: `serve` as shipped")
+	b.WriteString("Every stream and consumer R1 (see continuous.go). ")
+	if cfg.shards > 0 {
+		fmt.Fprintf(&b, "Besides the consumers counted, %d shards (pinned_client consumers) in an account of their own: a check finds no change, then reads that account's JSZ again. ", cfg.shards)
+	}
+	b.WriteString("Today's design: `serve --audit.full-interval 0`. Defaults: `serve` as shipped")
 	if cfg.fullInterval != "" {
 		fmt.Fprintf(&b, " but `--audit.full-interval %s`", cfg.fullInterval)
 	}
@@ -336,7 +385,9 @@ func renderContinuous(cfg continuousConfig, results []continuousResult) string {
 		cpu, bytes := perScrape(r)
 		return fmt.Sprintf("%.3f, %.3f", r.defaults.cpuPerHour()/cpu, r.defaults.bytesPerHour()/bytes)
 	})
-	row("defaults: an R1 consumer created at a random moment, in the API after", func(r continuousResult) string { return fmt.Sprintf("%.1f s", r.newSeen.Seconds()) })
+	if cfg.shards == 0 {
+		row("defaults: an R1 consumer created at a random moment, in the API after", func(r continuousResult) string { return fmt.Sprintf("%.1f s", r.newSeen.Seconds()) })
+	}
 	row("servers' CPU between scrapes, serve listening: today, defaults", func(r continuousResult) string {
 		return fmt.Sprintf("%.1f%%, %.1f%%", r.today.gapRate*100, r.defaults.gapRate*100)
 	})

@@ -170,9 +170,9 @@ func renderFreshness(cfg freshnessConfig, graceful, events, before []restartTimi
 	}
 	stop := func(t restartTiming) time.Duration { return t.fromKill }
 	ready := func(t restartTiming) time.Duration { return t.fromReady }
-	w("Measured %s on %d cores, busy with other engineers' work; servers %s, %s and n3 toggling between %s and %s; "+
-		"`--timeout 5s` (the default); %d restarts each way.",
-		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), natstest.Floor, natstest.Floor, natstest.Old, natstest.Floor, cfg.restarts)
+	w("Measured %s on %d cores; servers %s, %s and n3 toggling between %s and %s; "+
+		"`--timeout 5s` (the default), `serve` on its other defaults; %d restarts each way.",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), natstest.Floor, natstest.Floor, natstest.Old, natstest.Floor, cfg.restarts)
 	w("")
 	w("| time until `/metrics` shows n3's new version: median (each run, s) | from the stop or kill | from n3 accepting clients again |")
 	w("|---|---|---|")

@@ -60,6 +60,7 @@ func main() {
 	continuousSizes := flag.String("continuous-consumers", "10000,30000,100000", "with -continuous: the consumer counts")
 	continuousScrapes := flag.Int("continuous-scrapes", 6, "with -continuous: the scrapes today's design is measured over")
 	continuousFull := flag.String("continuous-full-interval", "", "with -continuous: give serve this --audit.full-interval instead of its default (to try the bench quickly)")
+	continuousShards := flag.Int("continuous-shards", 0, "with -continuous: add this many shards (pinned_client consumers) in an account of their own, and write the table of shards")
 	rawFetch := flag.String("rawfetch", "", "internal: be the raw fetch process against this URL")
 	rawIDs := flag.String("ids", "", "internal: the server ids the raw fetch asks")
 	startOnly := flag.Bool("startup", false, "internal: exit at once, to measure the raw fetch binary's start-up alone")
@@ -75,10 +76,13 @@ func main() {
 	h := &natstest.Program{}
 	if *continuous {
 		code := h.Run(func() int {
-			table := runContinuous(h, parseSizes(h, "-continuous-consumers", *continuousSizes), continuousConfig{auditor: *auditorBin, scrapeEvery: 15 * time.Second, todayScrapes: *continuousScrapes, maxCycle: 40, fullInterval: *continuousFull})
+			cfg := continuousConfig{auditor: *auditorBin, scrapeEvery: 15 * time.Second, todayScrapes: *continuousScrapes, maxCycle: 40,
+				fullInterval: *continuousFull, shards: *continuousShards}
+			table := runContinuous(h, parseSizes(h, "-continuous-consumers", *continuousSizes), cfg)
 			fmt.Print(table)
 			if *out != "" {
-				if err := writeBetween(*out, continuousBegin, continuousEnd, table); err != nil {
+				begin, end := cfg.blocks()
+				if err := writeBetween(*out, begin, end, table); err != nil {
 					h.Fatal(err)
 				}
 			}

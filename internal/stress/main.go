@@ -27,7 +27,7 @@ var failOpen = regexp.MustCompile(`\bexit(ed)? 0\b`)
 
 func main() {
 	runs := flag.Int("runs", 20, "runs of each test")
-	pattern := flag.String("run", `^(TestFault.*|TestPausedServerIsMissing|TestFactLameDuck|TestSuperclusterOfTwoVersions|TestEvent(Restart|GracefulStop|Killed).*|TestLeaderChangeShowsWithoutAnAudit|TestServeChecksBetweenFullAudits|TestServeHearsAssetAdvisories|TestServePolicyFile)$`, "tests to run (go test -run syntax)")
+	pattern := flag.String("run", `^(TestFault.*|TestPausedServerIsMissing|TestFactLameDuck|TestSuperclusterOfTwoVersions|TestEvent(Restart|GracefulStop|Killed).*|TestLeaderChangeShowsWithoutAnAudit|TestServeChecksBetweenFullAudits|TestServeHearsAssetAdvisories|TestServePolicyFile|TestServeRereadsShardsBetweenAudits)$`, "tests to run (go test -run syntax)")
 	pkg := flag.String("pkg", "./cmd/nats-version-auditor", "package of the tests")
 	burners := flag.Int("burners", runtime.NumCPU(), "CPU burners kept running beside the tests")
 	race := flag.Bool("race", true, "build the tests with the race detector, as make test does")
