@@ -57,7 +57,7 @@ nats_version_auditor_last_check_timestamp_seconds 1.70000013e+09
 # HELP nats_version_auditor_leaders_heard_timestamp_seconds When leader changes the servers announced (LEADER_ELECTED advisories) were last applied to the last full audit's result, in seconds since the epoch (0: the result is the audit's alone).
 # TYPE nats_version_auditor_leaders_heard_timestamp_seconds gauge
 nats_version_auditor_leaders_heard_timestamp_seconds 1.70000012e+09
-# HELP nats_version_auditor_audit_checks_total Checks serve ran instead of a full audit since the auditor started (--audit.full-interval): every server's JetStream counts asked in one broadcast, found unchanged since the last full audit.
+# HELP nats_version_auditor_audit_checks_total Checks serve ran instead of a full audit since the auditor started (--audit.full-interval): every server's JetStream counts asked in one broadcast, found unchanged since the last full audit; where consumers have a priority policy, their accounts' JSZ read again too.
 # TYPE nats_version_auditor_audit_checks_total counter
 nats_version_auditor_audit_checks_total 0
 # HELP nats_version_auditor_audit_duration_seconds How long the last audit took.

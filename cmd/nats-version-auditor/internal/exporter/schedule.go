@@ -310,6 +310,7 @@ func (s *Scheduler) standReread(snap *snapshot.Snapshot, started time.Time) {
 	}
 	s.countPinsLocked(pins)
 	s.last.Report = r
+	s.log.Debug("a check read the shards again", "leader_changes_applied", len(missed))
 	if len(missed) > 0 {
 		s.last.Amended = s.now()
 		s.last.Amendments++
